@@ -1,0 +1,706 @@
+//! Compact records: a bounded, structured summary of one physical line.
+//!
+//! A pure function of (line text, line number, the session's `source`), following
+//! prompt-diary's derivation (spec reading-and-evidence.md §3) with one deliberate
+//! difference from the reference (spec README, decision 1): a plain-string message
+//! `content` is user text and is shown, never dropped.
+
+use serde::Serialize;
+
+use crate::pyjson::{self, Map, Value};
+
+/// Tool result payloads above this many bytes are trimmed.
+const RESULT_LIMIT: usize = 1024;
+const RESULT_HEAD: usize = 320;
+const RESULT_TAIL: usize = 160;
+/// Tool inputs above this many bytes are trimmed (head only).
+const INPUT_LIMIT: usize = 320;
+const ELISION: &str = "\n...[trimmed]...\n";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactRecord {
+    pub line: u64,
+    pub record_type: String,
+    pub role: Option<String>,
+    pub content_kinds: Vec<&'static str>,
+    pub summary: String,
+    pub text_preview: Option<String>,
+    pub tool_uses: Vec<ToolUse>,
+    pub tool_results: Vec<ToolResult>,
+    pub raw_bytes: u64,
+    pub raw_sha256: String,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolUse {
+    pub name: String,
+    pub input_summary: String,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolResult {
+    pub kind: &'static str,
+    pub status: Option<String>,
+    pub file_path: Option<String>,
+    pub command: Option<String>,
+    pub preview: String,
+    pub raw_bytes: u64,
+    pub truncated: bool,
+}
+
+/// The longest prefix of `s` whose UTF-8 length is at most `max` bytes.
+pub fn head(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The longest suffix of `s` whose UTF-8 length is at most `max` bytes.
+pub fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// Derives the compact record of one line. `raw_bytes` and `raw_sha256` describe the
+/// decoded line and are passed through.
+pub fn compact_line(
+    text: &str,
+    line: u64,
+    source: &str,
+    raw_bytes: u64,
+    raw_sha256: String,
+) -> CompactRecord {
+    let mut record = CompactRecord {
+        line,
+        record_type: "unknown".into(),
+        role: None,
+        content_kinds: Vec::new(),
+        summary: "Malformed JSONL line.".into(),
+        text_preview: None,
+        tool_uses: Vec::new(),
+        tool_results: Vec::new(),
+        raw_bytes,
+        raw_sha256,
+        truncated: false,
+    };
+    let Ok(Value::Object(rec)) = pyjson::parse(text) else {
+        return record;
+    };
+    match source {
+        "claude-code" => claude_code(&rec, &mut record),
+        "codex" => codex(&rec, &mut record),
+        _ => generic(&rec, &mut record),
+    }
+    record
+}
+
+/// NB: the value of `key` if it is a string with a non-whitespace character.
+fn nb<'a>(obj: &'a Map, key: &str) -> Option<&'a str> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !pyjson::is_blank(s))
+}
+
+fn obj<'a>(parent: &'a Map, key: &str) -> Option<&'a Map> {
+    parent.get(key).and_then(Value::as_object)
+}
+
+/// Non-blank `text` of each object element, in order.
+fn texts(items: &[Value]) -> Vec<&str> {
+    items
+        .iter()
+        .filter_map(|item| nb(item.as_object()?, "text"))
+        .collect()
+}
+
+fn add_kind(record: &mut CompactRecord, kind: &'static str) {
+    if !record.content_kinds.contains(&kind) {
+        record.content_kinds.push(kind);
+    }
+}
+
+/// The generic rule, also the fallback of the source-specific ones.
+fn generic(rec: &Map, record: &mut CompactRecord) {
+    record.role = nb(rec, "role").map(str::to_owned);
+    record.record_type = record
+        .role
+        .clone()
+        .or_else(|| nb(rec, "type").map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
+    record.summary = format!("{} record.", record.record_type);
+}
+
+fn tool_result(payload: &str, kind: &'static str, meta: &ResultMeta) -> ToolResult {
+    let truncated = payload.len() > RESULT_LIMIT;
+    let preview = if truncated {
+        format!(
+            "{}{ELISION}{}",
+            head(payload, RESULT_HEAD),
+            tail(payload, RESULT_TAIL)
+        )
+    } else {
+        payload.to_owned()
+    };
+    ToolResult {
+        kind,
+        status: meta.status.clone(),
+        file_path: meta.file_path.clone(),
+        command: meta.command.clone(),
+        preview,
+        raw_bytes: payload.len() as u64,
+        truncated,
+    }
+}
+
+fn tool_use(name: &str, input: &str) -> ToolUse {
+    let truncated = input.len() > INPUT_LIMIT;
+    let input_summary = if truncated {
+        format!("{}{ELISION}", head(input, INPUT_LIMIT))
+    } else {
+        input.to_owned()
+    };
+    ToolUse {
+        name: name.to_owned(),
+        input_summary,
+        truncated,
+    }
+}
+
+#[derive(Default)]
+struct ResultMeta {
+    kind: &'static str,
+    status: Option<String>,
+    file_path: Option<String>,
+    command: Option<String>,
+}
+
+/// Claude Code's record-level `toolUseResult`, shared by every tool result of the record.
+fn claude_result_meta(rec: &Map) -> ResultMeta {
+    let Some(tur) = obj(rec, "toolUseResult") else {
+        return ResultMeta {
+            kind: "tool_result",
+            ..ResultMeta::default()
+        };
+    };
+    let file_path =
+        nb(tur, "filePath").or_else(|| obj(tur, "file").and_then(|f| nb(f, "filePath")));
+    let command = nb(tur, "command");
+    let kind = if file_path.is_some() {
+        "file"
+    } else if command.is_some() {
+        "command"
+    } else {
+        "tool_result"
+    };
+    ResultMeta {
+        kind,
+        status: nb(tur, "status").map(str::to_owned),
+        file_path: file_path.map(str::to_owned),
+        command: command.map(str::to_owned),
+    }
+}
+
+fn claude_code(rec: &Map, record: &mut CompactRecord) {
+    let Some(t) = nb(rec, "type") else {
+        return generic(rec, record);
+    };
+    match t {
+        "system" => {
+            record.record_type = match nb(rec, "subtype") {
+                Some(st) => format!("system:{st}"),
+                None => "system".into(),
+            };
+            record.summary = format!("{} record.", record.record_type);
+        }
+        "user" | "assistant" => claude_message(rec, t, record),
+        _ => generic(rec, record),
+    }
+}
+
+fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
+    record.record_type = t.to_owned();
+    let message = obj(rec, "message");
+    record.role = message.and_then(|m| nb(m, "role")).map(str::to_owned);
+    let meta = claude_result_meta(rec);
+    let mut preview: Vec<&str> = Vec::new();
+    match message.and_then(|m| m.get("content")) {
+        Some(Value::Array(items)) => {
+            for item in items.iter().filter_map(Value::as_object) {
+                match nb(item, "type") {
+                    Some("text") => {
+                        if let Some(text) = nb(item, "text") {
+                            add_kind(record, "text");
+                            preview.push(text);
+                        }
+                    }
+                    Some("tool_use") => {
+                        add_kind(record, "tool_use");
+                        let name = nb(item, "name").unwrap_or("unknown");
+                        let input = match item.get("input") {
+                            None | Some(Value::Null) => String::new(),
+                            Some(Value::String(s)) => s.clone(),
+                            Some(other) => pyjson::to_sorted_compact(other),
+                        };
+                        let used = tool_use(name, &input);
+                        record.truncated |= used.truncated;
+                        record.tool_uses.push(used);
+                    }
+                    Some("tool_result") => {
+                        add_kind(record, "tool_result");
+                        let payload = match item.get("content") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(Value::Array(parts)) => texts(parts).join("\n"),
+                            _ => String::new(),
+                        };
+                        let result = tool_result(&payload, meta.kind, &meta);
+                        record.truncated |= result.truncated;
+                        record.tool_results.push(result);
+                    }
+                    Some("thinking") => {
+                        add_kind(record, "thinking");
+                        record.truncated = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Decision 1: a typed prompt stored as a plain string is one text item.
+        Some(Value::String(text)) if !pyjson::is_blank(text) => {
+            add_kind(record, "text");
+            preview.push(text);
+        }
+        _ => {}
+    }
+    if !preview.is_empty() {
+        record.text_preview = Some(preview.join("\n"));
+    }
+    record.summary = if !record.tool_results.is_empty() && record.text_preview.is_none() {
+        "Tool result.".into()
+    } else if record.content_kinds == ["thinking"] {
+        "Assistant reasoning omitted.".into()
+    } else {
+        role_summary(record.role.as_deref()).into()
+    };
+}
+
+fn role_summary(role: Option<&str>) -> &'static str {
+    match role {
+        Some("user") => "User message.",
+        Some("assistant") => "Assistant message.",
+        _ => "Message.",
+    }
+}
+
+fn codex(rec: &Map, record: &mut CompactRecord) {
+    let t = nb(rec, "type");
+    let payload = obj(rec, "payload");
+    match (t, payload) {
+        (Some("event_msg"), Some(payload)) => {
+            let pt = nb(payload, "type").unwrap_or("event");
+            record.record_type = format!("event_msg:{pt}");
+            let (role, summary) = match pt {
+                "user_message" => ("user", "User message."),
+                "agent_message" => ("assistant", "Agent message."),
+                _ => {
+                    record.summary = format!("{} record.", record.record_type);
+                    return;
+                }
+            };
+            record.role = Some(role.into());
+            record.summary = summary.into();
+            record.text_preview = nb(payload, "message").map(str::to_owned);
+            if record.text_preview.is_some() {
+                add_kind(record, "text");
+            }
+        }
+        (Some("response_item"), Some(payload)) => codex_response_item(payload, record),
+        _ => generic(rec, record),
+    }
+}
+
+fn codex_response_item(payload: &Map, record: &mut CompactRecord) {
+    let pt = nb(payload, "type").unwrap_or("item");
+    record.record_type = format!("response_item:{pt}");
+    match pt {
+        "message" => {
+            record.role = nb(payload, "role").map(str::to_owned);
+            let text = match payload.get("content") {
+                Some(Value::Array(items)) => {
+                    Some(texts(items).join("\n")).filter(|t| !t.is_empty())
+                }
+                // Decision 1, as for Claude Code: string content is the message text.
+                Some(Value::String(s)) if !pyjson::is_blank(s) => Some(s.clone()),
+                _ => None,
+            };
+            if text.is_some() {
+                add_kind(record, "text");
+            }
+            record.text_preview = text;
+            record.summary = role_summary(record.role.as_deref()).into();
+        }
+        "function_call" => {
+            let name = nb(payload, "name").unwrap_or("unknown");
+            let arguments = nb(payload, "arguments").unwrap_or("");
+            add_kind(record, "tool_use");
+            record.summary = format!("Tool call: {name}.");
+            let used = tool_use(name, arguments);
+            record.truncated = used.truncated;
+            record.tool_uses.push(used);
+        }
+        "function_call_output" => {
+            let output = payload.get("output").and_then(Value::as_str).unwrap_or("");
+            add_kind(record, "tool_result");
+            record.summary = "Tool result.".into();
+            let meta = ResultMeta::default();
+            let result = tool_result(output, "output", &meta);
+            record.truncated = result.truncated;
+            record.tool_results.push(result);
+        }
+        "reasoning" => {
+            add_kind(record, "thinking");
+            record.summary = "Assistant reasoning omitted.".into();
+            record.truncated = true;
+        }
+        _ => record.summary = format!("{} record.", record.record_type),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The record as JSON, without the fields every case shares.
+    fn compact(source: &str, line: &str) -> serde_json::Value {
+        let mut value =
+            serde_json::to_value(compact_line(line, 1, source, 0, String::new())).unwrap();
+        let map = value.as_object_mut().unwrap();
+        for key in ["line", "raw_bytes", "raw_sha256"] {
+            map.remove(key);
+        }
+        // Drop defaults so that cases list only what differs, as the spec's table does.
+        let defaults = json!({"role": null, "content_kinds": [], "text_preview": null, "tool_uses": [], "tool_results": [], "truncated": false});
+        for (key, default) in defaults.as_object().unwrap() {
+            if map.get(key) == Some(default) {
+                map.remove(key);
+            }
+        }
+        value
+    }
+
+    fn check(source: &str, line: &str, expect: serde_json::Value) {
+        assert_eq!(compact(source, line), expect, "{source}: {line}");
+    }
+
+    #[test]
+    fn trimming_is_byte_based_and_char_safe() {
+        let payload = format!(
+            "{}€{}€{}",
+            "a".repeat(319),
+            "b".repeat(700),
+            "z".repeat(158)
+        );
+        let r = tool_result(&payload, "output", &ResultMeta::default());
+        assert_eq!(
+            r.preview,
+            format!("{}{ELISION}{}", "a".repeat(319), "z".repeat(158))
+        );
+        assert_eq!((r.raw_bytes, r.truncated), (1183, true));
+        let payload = format!(
+            "{}{}{}\ntail-part",
+            "A".repeat(300),
+            "é".repeat(200),
+            "Z".repeat(500)
+        );
+        let r = tool_result(&payload, "output", &ResultMeta::default());
+        assert_eq!(
+            r.preview,
+            format!(
+                "{}{}{ELISION}{}\ntail-part",
+                "A".repeat(300),
+                "é".repeat(10),
+                "Z".repeat(150)
+            )
+        );
+        let r = tool_result(&"€".repeat(400), "output", &ResultMeta::default());
+        assert_eq!(
+            r.preview,
+            format!("{}{ELISION}{}", "€".repeat(106), "€".repeat(53))
+        );
+        let exact = "x".repeat(1024);
+        assert!(!tool_result(&exact, "output", &ResultMeta::default()).truncated);
+        let input = format!("{{\"command\": \"echo {}\"}}", "x".repeat(400));
+        let used = tool_use("Bash", &input);
+        assert_eq!(
+            used.input_summary,
+            format!("{{\"command\": \"echo {}{ELISION}", "x".repeat(302))
+        );
+        assert!(used.truncated);
+    }
+
+    #[test]
+    fn claude_code_rules() {
+        let cc = "claude-code";
+        check(
+            cc,
+            r#"{"type": "user", "message": "hi"}"#,
+            json!({"record_type": "user", "summary": "Message."}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"content": [{"type": "text", "text": "x"}]}}"#,
+            json!({"record_type": "assistant", "content_kinds": ["text"], "summary": "Message.", "text_preview": "x"}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "  ", "content": [{"type": "text", "text": "x"}]}}"#,
+            json!({"record_type": "assistant", "content_kinds": ["text"], "summary": "Message.", "text_preview": "x"}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "system", "content": [{"type": "text", "text": "x"}]}}"#,
+            json!({"record_type": "user", "role": "system", "content_kinds": ["text"], "summary": "Message.", "text_preview": "x"}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use"}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "content_kinds": ["tool_use"], "summary": "Assistant message.", "tool_uses": [{"name": "unknown", "input_summary": "", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "  ", "input": "raw text"}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "content_kinds": ["tool_use"], "summary": "Assistant message.", "tool_uses": [{"name": "unknown", "input_summary": "raw text", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "T", "input": [1, 1.5, 1e+20, 1e-05, true, null, "é\n"]}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "content_kinds": ["tool_use"], "summary": "Assistant message.", "tool_uses": [{"name": "T", "input_summary": "[1, 1.5, 1e+20, 1e-05, true, null, \"é\\n\"]", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "T", "input": null}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "content_kinds": ["tool_use"], "summary": "Assistant message.", "tool_uses": [{"name": "T", "input_summary": "", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "name": "A", "input": {}}, {"type": "text", "text": "b"}, {"type": "tool_use", "name": "B", "input": {"z": 1, "a": 2}}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "content_kinds": ["text", "tool_use"], "summary": "Assistant message.", "text_preview": "a\nb", "tool_uses": [{"name": "A", "input_summary": "{}", "truncated": false}, {"name": "B", "input_summary": "{\"a\": 2, \"z\": 1}", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"}]}}"#,
+            json!({"record_type": "assistant", "role": "assistant", "summary": "Assistant message."}),
+        );
+        let empty_result = json!({"kind": "tool_result", "status": null, "file_path": null, "command": null, "preview": "", "raw_bytes": 0, "truncated": false});
+        let r = |preview: &str| json!({"kind": "tool_result", "status": null, "file_path": null, "command": null, "preview": preview, "raw_bytes": preview.len(), "truncated": false});
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "thinking"}, {"type": "tool_result", "content": "r"}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["thinking", "tool_result"], "summary": "Tool result.", "tool_results": [r("r")], "truncated": true}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "tool_result", "content": "r"}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["text", "tool_result"], "summary": "User message.", "text_preview": "see", "tool_results": [r("r")]}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result"}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [empty_result]}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": [{"type": "text", "text": "l1"}, {"type": "image"}, {"type": "text", "text": " "}, {"text": "l2"}, "str"]}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [r("l1\nl2")]}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": 5}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [r("")]}),
+        );
+        let file = |p: &str| json!({"kind": "file", "status": null, "file_path": "/n", "command": "ls", "preview": p, "raw_bytes": 1, "truncated": false});
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "r"}, {"type": "tool_result", "content": "s"}]}, "toolUseResult": {"filePath": "", "file": {"filePath": "/n"}, "command": "ls", "status": " "}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [file("r"), file("s")]}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "r"}]}, "toolUseResult": "Error: boom"}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [r("r")]}),
+        );
+        check(
+            cc,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "r"}]}, "toolUseResult": {"status": "completed", "command": 5}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [{"kind": "tool_result", "status": "completed", "file_path": null, "command": null, "preview": "r", "raw_bytes": 1, "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"message": {"role": "user"}}"#,
+            json!({"record_type": "unknown", "summary": "unknown record."}),
+        );
+        check(
+            cc,
+            r#"{"type": "progress", "role": "tool"}"#,
+            json!({"record_type": "tool", "role": "tool", "summary": "tool record."}),
+        );
+        check(
+            cc,
+            r#"{"type": "system", "subtype": ""}"#,
+            json!({"record_type": "system", "summary": "system record."}),
+        );
+        check(
+            cc,
+            r#"{"type": " ", "role": ""}"#,
+            json!({"record_type": "unknown", "summary": "unknown record."}),
+        );
+        check(
+            cc,
+            "42",
+            json!({"record_type": "unknown", "summary": "Malformed JSONL line."}),
+        );
+        check(
+            cc,
+            "",
+            json!({"record_type": "unknown", "summary": "Malformed JSONL line."}),
+        );
+        check(
+            cc,
+            "[1,2,3]",
+            json!({"record_type": "unknown", "summary": "Malformed JSONL line."}),
+        );
+        check(
+            cc,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_use","name":"n","input":{"v":NaN,"w":Infinity,"big":123456789012345678901234567890,"f":1E2,"g":-0.0,"h":0.00001,"i":1e16,"j":123456789012345.0}}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["tool_use"], "summary": "User message.", "tool_uses": [{"name": "n", "input_summary": "{\"big\": 123456789012345678901234567890, \"f\": 100.0, \"g\": -0.0, \"h\": 1e-05, \"i\": 1e+16, \"j\": 123456789012345.0, \"v\": NaN, \"w\": Infinity}", "truncated": false}]}),
+        );
+        check(
+            cc,
+            r#"{"type":"assistant","type":"user","message":{"role":"user","content":[{"type":"text","text":"a"}]}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["text"], "summary": "User message.", "text_preview": "a"}),
+        );
+        check(
+            cc,
+            r#"   {"type":"summary"}  "#,
+            json!({"record_type": "summary", "summary": "summary record."}),
+        );
+        check(
+            "Claude-Code",
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "x"}]}}"#,
+            json!({"record_type": "user", "summary": "user record."}),
+        );
+    }
+
+    #[test]
+    fn string_content_is_user_text_decision_1() {
+        check(
+            "claude-code",
+            r#"{"type":"user","message":{"role":"user","content":"thanks, ship it"}}"#,
+            json!({"record_type": "user", "role": "user", "content_kinds": ["text"], "summary": "User message.", "text_preview": "thanks, ship it"}),
+        );
+        check(
+            "claude-code",
+            r#"{"type":"user","message":{"role":"user","content":"   "}}"#,
+            json!({"record_type": "user", "role": "user", "summary": "User message."}),
+        );
+        check(
+            "codex",
+            r#"{"type": "response_item", "payload": {"type": "message", "role": "user", "content": "plain"}}"#,
+            json!({"record_type": "response_item:message", "role": "user", "content_kinds": ["text"], "summary": "User message.", "text_preview": "plain"}),
+        );
+    }
+
+    #[test]
+    fn codex_rules() {
+        let cx = "codex";
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": " "}]}}"#,
+            json!({"record_type": "response_item:message", "role": "assistant", "summary": "Assistant message."}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "function_call", "arguments": {"a": 1}}}"#,
+            json!({"record_type": "response_item:function_call", "content_kinds": ["tool_use"], "summary": "Tool call: unknown.", "tool_uses": [{"name": "unknown", "input_summary": "", "truncated": false}]}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "function_call", "name": "n", "arguments": "   "}}"#,
+            json!({"record_type": "response_item:function_call", "content_kinds": ["tool_use"], "summary": "Tool call: n.", "tool_uses": [{"name": "n", "input_summary": "", "truncated": false}]}),
+        );
+        let out = |p: &str| json!({"kind": "output", "status": null, "file_path": null, "command": null, "preview": p, "raw_bytes": p.len(), "truncated": false});
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "function_call_output", "output": {"content": "x"}}}"#,
+            json!({"record_type": "response_item:function_call_output", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [out("")]}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "function_call_output", "output": "  "}}"#,
+            json!({"record_type": "response_item:function_call_output", "content_kinds": ["tool_result"], "summary": "Tool result.", "tool_results": [out("  ")]}),
+        );
+        check(
+            cx,
+            r#"{"type": "event_msg", "payload": {}}"#,
+            json!({"record_type": "event_msg:event", "summary": "event_msg:event record."}),
+        );
+        check(
+            cx,
+            r#"{"type": "event_msg", "payload": {"type": "user_message", "message": ""}}"#,
+            json!({"record_type": "event_msg:user_message", "role": "user", "summary": "User message."}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": "x"}"#,
+            json!({"record_type": "response_item", "summary": "response_item record."}),
+        );
+        check(
+            cx,
+            r#"{"type": "compacted", "payload": {"message": "m"}}"#,
+            json!({"record_type": "compacted", "summary": "compacted record."}),
+        );
+        check(
+            cx,
+            r#"{"type": "x", "role": "user"}"#,
+            json!({"record_type": "user", "role": "user", "summary": "user record."}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "message", "content": [{"type": "input_text", "text": "t"}]}}"#,
+            json!({"record_type": "response_item:message", "content_kinds": ["text"], "summary": "Message.", "text_preview": "t"}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "reasoning", "summary": []}}"#,
+            json!({"record_type": "response_item:reasoning", "content_kinds": ["thinking"], "summary": "Assistant reasoning omitted.", "truncated": true}),
+        );
+        check(
+            cx,
+            r#"{"type": "response_item", "payload": {"type": "custom_tool_call"}}"#,
+            json!({"record_type": "response_item:custom_tool_call", "summary": "response_item:custom_tool_call record."}),
+        );
+        check(
+            cx,
+            r#"{"type": "event_msg", "payload": {"type": "agent_message", "message": "done"}}"#,
+            json!({"record_type": "event_msg:agent_message", "role": "assistant", "content_kinds": ["text"], "summary": "Agent message.", "text_preview": "done"}),
+        );
+        check(
+            cx,
+            r#"{"type": "event_msg"}"#,
+            json!({"record_type": "event_msg", "summary": "event_msg record."}),
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! evidence-store: a transactional store and drop-in MCP server for prompt-diary workspaces.
+//!
+//! See ARCHITECTURE.md for the code map. In short: [`workspace`] reads and validates a
+//! prepared workspace, [`store`] is the only module that knows redb, [`import`] and
+//! [`read`] are the transport-independent operations, and [`mcp`] adapts them to rmcp.
+
+pub mod app;
+pub mod cli;
+pub mod compact;
+pub mod dump;
+pub mod fsutil;
+pub mod import;
+pub mod lines;
+pub mod mcp;
+pub mod progress;
+pub mod pyjson;
+pub mod read;
+pub mod service;
+pub mod store;
+pub mod workspace;

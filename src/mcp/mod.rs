@@ -1,0 +1,270 @@
+//! The MCP adapter: rmcp tool definitions that convert arguments into core requests and
+//! core results into tool results. The only module that knows rmcp; it never sees redb.
+//!
+//! Results are the core's values as pretty-printed JSON text, exactly as prompt-diary's
+//! server sends them; argument problems are `isError` results naming the argument.
+
+pub mod args;
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+
+use crate::read::{Mode, ReadRequest};
+use crate::service::Service;
+use args::{Arg, ArgErrors};
+
+/// Registration order of prompt-diary 0.2.10, which `tools/list` keeps.
+const TOOL_ORDER: [&str; 8] = [
+    "prompt_diary_ping",
+    "write_evidence",
+    "write_work_item",
+    "write_project_summary",
+    "write_report_title",
+    "write_engagement",
+    "write_team_learning",
+    "read_session_lines",
+];
+
+const MODE_DESCRIPTION: &str = "Output verbosity. 'compact' (default) returns bounded structured records. \
+'full' returns raw JSONL lines and can be very large, so use it only for a narrow line range where exact raw \
+content is necessary.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "prompt_diary_pingArguments")]
+pub struct PingArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "read_session_linesArguments")]
+pub struct ReadSessionLinesArgs {
+    #[schemars(title = "Project Key")]
+    project_key: Arg<String>,
+    #[schemars(title = "Session Ref")]
+    session_ref: Arg<String>,
+    #[schemars(title = "Start Line")]
+    start_line: Arg<i64>,
+    #[schemars(title = "End Line")]
+    end_line: Arg<i64>,
+    #[serde(default)]
+    #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
+    mode: Arg<ModeArg>,
+}
+
+/// `read_session_lines`'s `mode` as the schema shows it.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ModeArg {
+    Compact,
+    Full,
+}
+
+/// Builds the service on first use, off the async runtime; until then the server can
+/// already answer `initialize` and `tools/list`.
+struct Lazy {
+    cell: OnceCell<Arc<Service>>,
+    start: Mutex<Option<Box<dyn FnOnce() -> Service + Send>>>,
+}
+
+impl Lazy {
+    async fn get(&self) -> Result<Arc<Service>, ErrorData> {
+        self.cell
+            .get_or_try_init(|| async {
+                let start = self.start.lock().ok().and_then(|mut s| s.take());
+                let start = start.ok_or_else(|| {
+                    ErrorData::internal_error("service start failed earlier", None)
+                })?;
+                tokio::task::spawn_blocking(move || Arc::new(start()))
+                    .await
+                    .map_err(|e| {
+                        ErrorData::internal_error(format!("service start panicked: {e}"), None)
+                    })
+            })
+            .await
+            .cloned()
+    }
+}
+
+/// The MCP server: prompt-diary's tools over a [`Service`].
+#[derive(Clone)]
+pub struct Server {
+    service: Arc<Lazy>,
+    tool_router: ToolRouter<Server>,
+}
+
+impl Server {
+    /// `start` builds the service (opening and importing the store); it runs on a
+    /// blocking thread when the first tool call, or [`Server::warm_up`], needs it.
+    pub fn new(start: impl FnOnce() -> Service + Send + 'static) -> Self {
+        Server {
+            service: Arc::new(Lazy {
+                cell: OnceCell::new(),
+                start: Mutex::new(Some(Box::new(start))),
+            }),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Starts building the service now, in the background.
+    pub fn warm_up(&self) {
+        let service = self.service.clone();
+        tokio::spawn(async move { service.get().await.map(|_| ()) });
+    }
+
+    /// Runs a blocking core call on the blocking pool.
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Service) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let service = self.service.get().await?;
+        tokio::task::spawn_blocking(move || f(&service))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("tool panicked: {e}"), None))
+    }
+}
+
+/// A normal result: the value as 2-space pretty JSON text (prompt-diary's encoding).
+fn text_result<T: Serialize>(value: &T) -> Result<CallToolResult, ErrorData> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| ErrorData::internal_error(format!("cannot encode result: {e}"), None))?;
+    Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+}
+
+/// An argument problem, reported the way prompt-diary's server reports it.
+fn argument_error(tool: &str, message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "Error executing tool {tool}: {message}"
+    ))])
+}
+
+fn ping_output_schema() -> Arc<JsonObject> {
+    let schema = serde_json::json!({
+        "additionalProperties": {"type": "string"},
+        "title": "prompt_diary_pingDictOutput",
+        "type": "object"
+    });
+    match schema {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+#[tool_router]
+impl Server {
+    #[tool(
+        description = "Return stable boilerplate data for MCP connectivity checks.",
+        output_schema = ping_output_schema(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn prompt_diary_ping(
+        &self,
+        _: Parameters<PingArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let ping = Service::ping();
+        let mut result = text_result(&ping)?;
+        result.structured_content = serde_json::to_value(&ping).ok();
+        Ok(result)
+    }
+
+    #[tool(
+        description = "Read a physical line range from one indexed session in the resolved prepared workspace.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn read_session_lines(
+        &self,
+        Parameters(args): Parameters<ReadSessionLinesArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let request = ReadRequest {
+            project_key: errors.string("project_key", &args.project_key),
+            session_ref: errors.string("session_ref", &args.session_ref),
+            start_line: errors.integer("start_line", &args.start_line),
+            end_line: errors.integer("end_line", &args.end_line),
+            mode: match errors.literal(
+                "mode",
+                &args.mode,
+                &[("compact", ModeArg::Compact), ("full", ModeArg::Full)],
+            ) {
+                Some(ModeArg::Full) => Mode::Full,
+                Some(ModeArg::Compact) | None => Mode::Compact,
+            },
+        };
+        if let Some(message) = errors.into_message("read_session_lines") {
+            return Ok(argument_error("read_session_lines", message));
+        }
+        let result = self
+            .call(move |service| service.read_session_lines(&request))
+            .await?;
+        text_result(&result)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("evidence-store", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        tools.sort_by_key(|t| {
+            TOOL_ORDER
+                .iter()
+                .position(|n| *n == t.name)
+                .unwrap_or(TOOL_ORDER.len())
+        });
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.tool_router.has_route(&request.name) {
+            let unknown = CallToolResult::error(vec![ContentBlock::text(format!(
+                "Unknown tool: {}",
+                request.name
+            ))]);
+            return Ok(CallToolResponse::Complete(unknown));
+        }
+        let context = ToolCallContext::new(self, request, context);
+        self.tool_router.call(context).await
+    }
+}
+
+/// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.
+pub async fn serve<T, E, A>(
+    transport: T,
+    shutdown: impl std::future::Future<Output = ()>,
+    start: impl FnOnce() -> Service + Send + 'static,
+) -> anyhow::Result<()>
+where
+    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let server = Server::new(start);
+    server.warm_up();
+    let running = server.serve(transport).await?;
+    tokio::select! {
+        quit = running.waiting() => { quit?; }
+        () = shutdown => { tracing::info!("shutting down"); }
+    }
+    Ok(())
+}

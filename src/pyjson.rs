@@ -1,0 +1,800 @@
+//! JSON as Python's `json` module reads and writes it.
+//!
+//! prompt-diary parses every workspace file and session line with `json.loads` and writes
+//! every file with `json.dumps`, so matching it byte for byte needs Python's rules, which
+//! serde_json does not follow: `NaN`/`Infinity` literals, integers of any size, duplicate
+//! keys (last value at the first key's position), Python's error messages, `repr(float)`.
+
+use std::fmt::Write as _;
+
+/// An object: insertion-ordered, as Python's `dict`.
+pub type Map = indexmap::IndexMap<String, Value>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    /// An integer token, kept as decimal text (any size), canonical (`-0` is `0`).
+    Int(String),
+    Float(f64),
+    String(String),
+    Array(Vec<Value>),
+    Object(Map),
+}
+
+impl Value {
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_object()?.get(key)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+/// Why text is not JSON, with Python's message (without its position suffix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseError {
+    kind: ErrorKind,
+    offset: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrorKind {
+    ExpectingValue,
+    ExpectingPropertyName,
+    ExpectingColon,
+    ExpectingComma,
+    ExtraData,
+    UnterminatedString,
+    InvalidControl,
+    InvalidEscape,
+    InvalidUnicodeEscape,
+    LoneSurrogate,
+    Bom,
+    TooDeep,
+}
+
+impl ParseError {
+    pub fn message(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::ExpectingValue => "Expecting value",
+            ErrorKind::ExpectingPropertyName => "Expecting property name enclosed in double quotes",
+            ErrorKind::ExpectingColon => "Expecting ':' delimiter",
+            ErrorKind::ExpectingComma => "Expecting ',' delimiter",
+            ErrorKind::ExtraData => "Extra data",
+            ErrorKind::UnterminatedString => "Unterminated string starting at",
+            ErrorKind::InvalidControl => "Invalid control character at",
+            ErrorKind::InvalidEscape => "Invalid \\escape",
+            ErrorKind::InvalidUnicodeEscape => "Invalid \\uXXXX escape",
+            // Python accepts these and fails later when encoding; we refuse them up front.
+            ErrorKind::LoneSurrogate => "Invalid \\uXXXX escape (lone surrogate)",
+            ErrorKind::Bom => "Unexpected UTF-8 BOM (decode using utf-8-sig)",
+            ErrorKind::TooDeep => "Nesting too deep",
+        }
+    }
+
+    /// Byte offset in the input where the problem was found.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (byte {})", self.message(), self.offset)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Deeper nesting is refused (Python hits its recursion limit near 1000).
+const MAX_DEPTH: usize = 1000;
+
+/// Parses `text` as Python's `json.loads` does.
+pub fn parse(text: &str) -> Result<Value, ParseError> {
+    if text.starts_with('\u{FEFF}') {
+        return Err(ParseError {
+            kind: ErrorKind::Bom,
+            offset: 0,
+        });
+    }
+    let mut p = Parser {
+        s: text.as_bytes(),
+        text,
+        i: 0,
+    };
+    p.skip_ws();
+    let value = p.value(0)?;
+    p.skip_ws();
+    if p.i != p.s.len() {
+        return Err(p.error(ErrorKind::ExtraData));
+    }
+    Ok(value)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn error(&self, kind: ErrorKind) -> ParseError {
+        ParseError {
+            kind,
+            offset: self.i,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.s.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, literal: &str) -> bool {
+        if self.s[self.i..].starts_with(literal.as_bytes()) {
+            self.i += literal.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error(ErrorKind::TooDeep));
+        }
+        match self.s.get(self.i) {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b'n') if self.eat("null") => Ok(Value::Null),
+            Some(b't') if self.eat("true") => Ok(Value::Bool(true)),
+            Some(b'f') if self.eat("false") => Ok(Value::Bool(false)),
+            Some(b'N') if self.eat("NaN") => Ok(Value::Float(f64::NAN)),
+            Some(b'I') if self.eat("Infinity") => Ok(Value::Float(f64::INFINITY)),
+            Some(b'-') if self.s[self.i..].starts_with(b"-Infinity") => {
+                self.i += "-Infinity".len();
+                Ok(Value::Float(f64::NEG_INFINITY))
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.error(ErrorKind::ExpectingValue)),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while matches!(self.s.get(self.i), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// `-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?`: an optional part that does not complete is
+    /// not consumed (so `1.` parses `1` and then fails with "Extra data", as in Python).
+    fn number(&mut self) -> Result<Value, ParseError> {
+        let start = self.i;
+        let negative = self.s[self.i] == b'-';
+        if negative {
+            self.i += 1;
+        }
+        match self.s.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => {
+                self.i = start;
+                return Err(self.error(ErrorKind::ExpectingValue));
+            }
+        }
+        let int_end = self.i;
+        let mut float = false;
+        if self.s.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                self.i = int_end;
+            } else {
+                float = true;
+            }
+        }
+        if matches!(self.s.get(self.i), Some(b'e' | b'E')) {
+            let before = self.i;
+            self.i += 1;
+            if matches!(self.s.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                self.i = before;
+            } else {
+                float = true;
+            }
+        }
+        let token = &self.text[start..self.i];
+        if float {
+            // Rust's parser is correctly rounded like Python's; overflow gives infinity.
+            return Ok(Value::Float(token.parse().unwrap_or(f64::NAN)));
+        }
+        let digits = token.trim_start_matches('-');
+        Ok(Value::Int(if negative && digits != "0" {
+            token.to_owned()
+        } else {
+            digits.to_owned()
+        }))
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        let open = self.i;
+        self.i += 1;
+        let mut out = String::new();
+        loop {
+            let run_start = self.i;
+            while let Some(&b) = self.s.get(self.i) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            out.push_str(&self.text[run_start..self.i]);
+            match self.s.get(self.i) {
+                None => {
+                    return Err(ParseError {
+                        kind: ErrorKind::UnterminatedString,
+                        offset: open,
+                    });
+                }
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => self.escape(&mut out)?,
+                Some(_) => return Err(self.error(ErrorKind::InvalidControl)),
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), ParseError> {
+        let at = self.i;
+        self.i += 1;
+        let c = match self.s.get(self.i) {
+            None => {
+                return Err(ParseError {
+                    kind: ErrorKind::UnterminatedString,
+                    offset: at,
+                });
+            }
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                self.i += 1;
+                let hi = self.hex4()?;
+                let c = if (0xD800..0xDC00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
+                    let save = self.i;
+                    self.i += 2;
+                    let lo = self.hex4()?;
+                    if (0xDC00..0xE000).contains(&lo) {
+                        char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                    } else {
+                        self.i = save;
+                        None
+                    }
+                } else {
+                    char::from_u32(hi)
+                };
+                out.push(c.ok_or(ParseError {
+                    kind: ErrorKind::LoneSurrogate,
+                    offset: at,
+                })?);
+                return Ok(());
+            }
+            Some(_) => {
+                return Err(ParseError {
+                    kind: ErrorKind::InvalidEscape,
+                    offset: at,
+                });
+            }
+        };
+        out.push(c);
+        self.i += 1;
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let digits = self
+            .s
+            .get(self.i..self.i + 4)
+            .filter(|d| d.iter().all(u8::is_ascii_hexdigit));
+        let digits = digits.ok_or(ParseError {
+            kind: ErrorKind::InvalidUnicodeEscape,
+            offset: self.i - 2,
+        })?;
+        self.i += 4;
+        Ok(digits.iter().fold(0, |acc, d| {
+            acc * 16 + char::from(*d).to_digit(16).unwrap_or(0)
+        }))
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.value(depth + 1)?);
+            self.skip_ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.error(ErrorKind::ExpectingComma)),
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+        self.i += 1;
+        let mut map = Map::new();
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Object(map));
+        }
+        loop {
+            self.skip_ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.error(ErrorKind::ExpectingPropertyName));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.error(ErrorKind::ExpectingColon));
+            }
+            self.i += 1;
+            self.skip_ws();
+            let value = self.value(depth + 1)?;
+            // Python's dict: a repeated key keeps its first position and takes the last value.
+            map.insert(key, value);
+            self.skip_ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(map));
+                }
+                _ => return Err(self.error(ErrorKind::ExpectingComma)),
+            }
+        }
+    }
+}
+
+/// Python `json.dumps(v, indent=2, ensure_ascii=False)` (no trailing newline).
+pub fn to_pretty(v: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(&mut out, v, 0);
+    out
+}
+
+fn write_pretty(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(if i == 0 { "\n" } else { ",\n" });
+                push_indent(out, indent + 1);
+                write_pretty(out, item, indent + 1);
+            }
+            out.push('\n');
+            push_indent(out, indent);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                out.push_str(if i == 0 { "\n" } else { ",\n" });
+                push_indent(out, indent + 1);
+                write_string(out, key);
+                out.push_str(": ");
+                write_pretty(out, item, indent + 1);
+            }
+            out.push('\n');
+            push_indent(out, indent);
+            out.push('}');
+        }
+        other => write_scalar(out, other),
+    }
+}
+
+fn push_indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+/// Python `json.dumps(v, ensure_ascii=False, sort_keys=True)`: `", "` and `": "`.
+pub fn to_sorted_compact(v: &Value) -> String {
+    let mut out = String::new();
+    write_sorted(&mut out, v);
+    out
+}
+
+fn write_sorted(out: &mut String, v: &Value) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_sorted(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Python sorts str keys by code point, which is UTF-8 byte order.
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_string(out, key);
+                out.push_str(": ");
+                write_sorted(out, item);
+            }
+            out.push('}');
+        }
+        other => write_scalar(out, other),
+    }
+}
+
+fn write_scalar(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(text) => out.push_str(text),
+        Value::Float(f) => out.push_str(&float_repr(*f)),
+        Value::String(s) => write_string(out, s),
+        Value::Array(_) => out.push_str("[]"),
+        Value::Object(_) => out.push_str("{}"),
+    }
+}
+
+/// A JSON string with Python's escapes; non-ASCII stays raw (`ensure_ascii=False`).
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0C => "\\f",
+            0..=0x1F => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+/// Python's `repr(float)` as `json.dumps` prints it.
+pub fn float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    // `{:e}` gives the shortest round-trip digits: "d.ddde±x".
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = mantissa
+        .strip_prefix('-')
+        .map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let body = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
+        } else {
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
+        };
+        format!("{sign}{body}")
+    } else {
+        let frac = if digits.len() > 1 {
+            format!(".{}", &digits[1..])
+        } else {
+            String::new()
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{}{frac}e{esign}{:02}", &digits[..1], exp.abs())
+    }
+}
+
+/// Python `str.isspace`: Unicode White_Space plus the four information separators.
+pub fn is_py_whitespace(c: char) -> bool {
+    matches!(c, '\u{1C}'..='\u{1F}') || c.is_whitespace()
+}
+
+/// Empty or only Python whitespace (what `not s.strip()` tests).
+pub fn is_blank(s: &str) -> bool {
+    s.chars().all(is_py_whitespace)
+}
+
+/// Python `repr()` of a string, as prompt-diary's messages quote values.
+pub fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !is_printable(c) => {
+                let n = u32::from(c);
+                let _ = match n {
+                    0..=0xFF => write!(out, "\\x{n:02x}"),
+                    0x100..=0xFFFF => write!(out, "\\u{n:04x}"),
+                    _ => write!(out, "\\U{n:08x}"),
+                };
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Python's `str.isprintable` for one character: not in Cc, Cf, Cs, Co, Cn, Zl, Zp, or a
+/// space separator other than U+0020.
+///
+/// Exact for controls, separators, format characters, private use and noncharacters.
+/// Unassigned code points (Cn) are approximated by the planes and blocks that hold no
+/// assigned characters; only hand-made input reaches the difference.
+fn is_printable(c: char) -> bool {
+    let n = u32::from(c);
+    let control = n < 0x20 || (0x7F..=0xA0).contains(&n);
+    let space_separator = matches!(n, 0x1680 | 0x2000..=0x200A | 0x202F | 0x205F | 0x3000);
+    let line_paragraph = matches!(n, 0x2028 | 0x2029);
+    let format = matches!(
+        n,
+        0xAD | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x890..=0x891
+            | 0x8E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x13438
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    );
+    let private_use = matches!(n, 0xE000..=0xF8FF | 0xF0000..=0xFFFFD | 0x100000..=0x10FFFD);
+    let noncharacter = (0xFDD0..=0xFDEF).contains(&n) || (n & 0xFFFE) == 0xFFFE;
+    let unassigned_plane = matches!(n, 0x40000..=0xDFFFF | 0xE0080..=0xEFFFF);
+    !(control
+        || space_separator
+        || line_paragraph
+        || format
+        || private_use
+        || noncharacter
+        || unassigned_plane)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_parse(input: &str, expect: Result<&str, &str>) {
+        let got = parse(input)
+            .map(|v| to_sorted_compact(&v))
+            .map_err(|e| e.message().to_owned());
+        assert_eq!(
+            got,
+            expect.map(str::to_owned).map_err(str::to_owned),
+            "{input:?}"
+        );
+    }
+
+    #[test]
+    fn parses_like_python() {
+        check_parse("  {\"type\":\"summary\"}  ", Ok("{\"type\": \"summary\"}"));
+        check_parse(
+            "[NaN, Infinity, -Infinity]",
+            Ok("[NaN, Infinity, -Infinity]"),
+        );
+        check_parse(
+            "123456789012345678901234567890",
+            Ok("123456789012345678901234567890"),
+        );
+        check_parse("-0", Ok("0"));
+        check_parse("{\"a\":1,\"b\":2,\"a\":3}", Ok("{\"a\": 3, \"b\": 2}"));
+        check_parse("\"\\ud83d\\ude00 \\u00e9\"", Ok("\"😀 é\""));
+        check_parse("", Err("Expecting value"));
+        check_parse("   ", Err("Expecting value"));
+        check_parse("nul", Err("Expecting value"));
+        check_parse("[1,]", Err("Expecting value"));
+        check_parse(".5", Err("Expecting value"));
+        check_parse("-", Err("Expecting value"));
+        check_parse(
+            "{",
+            Err("Expecting property name enclosed in double quotes"),
+        );
+        check_parse(
+            "{\"a\":1,}",
+            Err("Expecting property name enclosed in double quotes"),
+        );
+        check_parse("{\"a\" 1}", Err("Expecting ':' delimiter"));
+        check_parse("{\"a\":1", Err("Expecting ',' delimiter"));
+        check_parse("[1 2]", Err("Expecting ',' delimiter"));
+        check_parse("{} x", Err("Extra data"));
+        check_parse("01", Err("Extra data"));
+        check_parse("1.", Err("Extra data"));
+        check_parse("\"abc", Err("Unterminated string starting at"));
+        check_parse("\"a\nb\"", Err("Invalid control character at"));
+        check_parse("\"\\q\"", Err("Invalid \\escape"));
+        check_parse("\"\\u12G4\"", Err("Invalid \\uXXXX escape"));
+        check_parse(
+            "\"\\ud800\"",
+            Err("Invalid \\uXXXX escape (lone surrogate)"),
+        );
+        check_parse(
+            "\u{feff}{}",
+            Err("Unexpected UTF-8 BOM (decode using utf-8-sig)"),
+        );
+        check_parse(&"[".repeat(5000), Err("Nesting too deep"));
+    }
+
+    #[test]
+    fn floats_print_like_python_repr() {
+        for (input, expect) in [
+            ("2.0", "2.0"),
+            ("1E2", "100.0"),
+            ("-0.0", "-0.0"),
+            ("0.00001", "1e-05"),
+            ("0.0001", "0.0001"),
+            ("1e16", "1e+16"),
+            ("123456789012345.0", "123456789012345.0"),
+            ("1234567890123456.0", "1234567890123456.0"),
+            ("12345678901234567.0", "1.2345678901234568e+16"),
+            ("1.5e-07", "1.5e-07"),
+            ("1e22", "1e+22"),
+            ("2.50", "2.5"),
+            ("1e400", "Infinity"),
+            ("0.1", "0.1"),
+        ] {
+            assert_eq!(to_sorted_compact(&parse(input).unwrap()), expect, "{input}");
+        }
+    }
+
+    #[test]
+    fn sorted_compact_matches_the_spec_example() {
+        let input = r#"{"v":NaN,"w":Infinity,"big":123456789012345678901234567890,"f":1E2,"g":-0.0,"h":0.00001,"i":1e16,"j":123456789012345.0}"#;
+        assert_eq!(
+            to_sorted_compact(&parse(input).unwrap()),
+            r#"{"big": 123456789012345678901234567890, "f": 100.0, "g": -0.0, "h": 1e-05, "i": 1e+16, "j": 123456789012345.0, "v": NaN, "w": Infinity}"#
+        );
+        let input = r#"{"file_path": "/repo/parser.py", "limit": 2.0, "b": "ü"}"#;
+        assert_eq!(
+            to_sorted_compact(&parse(input).unwrap()),
+            r#"{"b": "ü", "file_path": "/repo/parser.py", "limit": 2.0}"#
+        );
+    }
+
+    #[test]
+    fn pretty_matches_python_indent_2() {
+        let v = parse(r#"{"a": [], "b": {}, "c": [1, {"d": "x\u0001\u007f\u2028/"}], "e": null}"#)
+            .unwrap();
+        assert_eq!(
+            to_pretty(&v),
+            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n      \"d\": \"x\\u0001\u{7f}\u{2028}/\"\n    }\n  ],\n  \"e\": null\n}"
+        );
+    }
+
+    #[test]
+    fn repr_quotes_like_python() {
+        for (input, expect) in [
+            ("abc", "'abc'"),
+            ("a'b", "\"a'b\""),
+            ("a\"b", "'a\"b'"),
+            ("a'\"b", "'a\\'\"b'"),
+            ("a\\b", "'a\\\\b'"),
+            ("T0001\n", "'T0001\\n'"),
+            ("é", "'é'"),
+            ("\u{a0}", "'\\xa0'"),
+            ("\u{7f}", "'\\x7f'"),
+            ("\u{2028}", "'\\u2028'"),
+            ("\u{200b}", "'\\u200b'"),
+            ("\u{ad}", "'\\xad'"),
+            ("😀", "'😀'"),
+            ("Проект\t\"x'", "'Проект\\t\"x\\''"),
+        ] {
+            assert_eq!(py_repr(input), expect, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn whitespace_is_pythons() {
+        for c in [
+            '\u{1c}', '\u{1f}', '\u{85}', '\u{a0}', '\u{3000}', '\u{2028}', ' ', '\t',
+        ] {
+            assert!(is_py_whitespace(c), "{c:?}");
+        }
+        assert!(!is_py_whitespace('\u{200b}'));
+        assert!(is_blank("") && is_blank("\u{3000}\u{a0}\t") && !is_blank("\u{200b}"));
+    }
+}

@@ -1,0 +1,118 @@
+//! How records become bytes. The only module that knows bincode, so it could be swapped
+//! (bincode is flagged unmaintained by RustSec) by changing this file and the schema version.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::lines::LineEntry;
+
+/// Why stored bytes could not be decoded: the store is corrupt or from another build.
+#[derive(Debug, thiserror::Error)]
+#[error("stored {what} record cannot be decoded: {detail}")]
+pub struct CodecError {
+    what: &'static str,
+    detail: String,
+}
+
+fn config() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    // Encoding into a Vec cannot fail for the plain structs stored here (no maps with
+    // non-string keys, no sequences of unknown length).
+    bincode::serde::encode_to_vec(value, config()).unwrap_or_default()
+}
+
+pub fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
+    match bincode::serde::decode_from_slice(bytes, config()) {
+        Ok((value, used)) if used == bytes.len() => Ok(value),
+        Ok((_, used)) => Err(CodecError {
+            what,
+            detail: format!("{} trailing bytes", bytes.len() - used),
+        }),
+        Err(e) => Err(CodecError {
+            what,
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// Lines per `line_blocks` value: a 2000-line read touches at most three blocks, and a
+/// block (56 KiB) is small enough to rewrite cheaply.
+pub const LINES_PER_BLOCK: u64 = 1024;
+/// Bytes of one packed [`LineEntry`]: offset, len, decoded_len (u64 LE each), SHA-256.
+pub const ENTRY_BYTES: usize = 56;
+
+/// Line entries are fixed-size and read in bulk, so they are packed by hand rather than
+/// through bincode.
+pub fn encode_lines(entries: &[LineEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
+    for e in entries {
+        out.extend_from_slice(&e.offset.to_le_bytes());
+        out.extend_from_slice(&e.len.to_le_bytes());
+        out.extend_from_slice(&e.decoded_len.to_le_bytes());
+        out.extend_from_slice(&e.sha256);
+    }
+    out
+}
+
+pub fn decode_lines(bytes: &[u8]) -> Result<Vec<LineEntry>, CodecError> {
+    if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+        return Err(CodecError {
+            what: "line block",
+            detail: format!("{} bytes is not a whole number of entries", bytes.len()),
+        });
+    }
+    let u64_at = |chunk: &[u8], at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&chunk[at..at + 8]);
+        u64::from_le_bytes(word)
+    };
+    Ok(bytes
+        .chunks_exact(ENTRY_BYTES)
+        .map(|chunk| {
+            let mut sha256 = [0u8; 32];
+            sha256.copy_from_slice(&chunk[24..56]);
+            LineEntry {
+                offset: u64_at(chunk, 0),
+                len: u64_at(chunk, 8),
+                decoded_len: u64_at(chunk, 16),
+                sha256,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_blocks_round_trip() {
+        let entries: Vec<LineEntry> = (0..5u8)
+            .map(|i| LineEntry {
+                offset: u64::from(i) << 40,
+                len: u64::from(i) * 3,
+                decoded_len: u64::from(i) * 3 + 1,
+                sha256: [i; 32],
+            })
+            .collect();
+        assert_eq!(decode_lines(&encode_lines(&entries)).unwrap(), entries);
+        assert!(decode_lines(&[0; 55]).is_err());
+    }
+
+    #[test]
+    fn records_round_trip_and_reject_garbage() {
+        let value = (String::from("P-1"), vec![1u64, 2, 3], Some(true));
+        let bytes = encode(&value);
+        assert_eq!(
+            decode::<(String, Vec<u64>, Option<bool>)>("test", &bytes).unwrap(),
+            value
+        );
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode::<(String, Vec<u64>, Option<bool>)>("test", &longer).is_err());
+        assert!(decode::<(String, Vec<u64>, Option<bool>)>("test", &bytes[..2]).is_err());
+    }
+}

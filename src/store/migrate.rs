@@ -1,0 +1,142 @@
+//! Schema versions: creating a new store, upgrading an older one, refusing a newer one.
+//! Each step is documented in `migrations/`.
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
+
+use super::OpenError;
+use super::schema::{self, META, SCHEMA_VERSION};
+
+/// One upgrade step: from `from` to `from + 1`.
+struct Step {
+    from: u64,
+    run: fn(&WriteTransaction) -> Result<(), redb::Error>,
+}
+
+/// Upgrade steps in order. Version 1 is the first schema, so there is nothing to run yet;
+/// the next schema change adds `Step { from: 1, run: ... }` here.
+const STEPS: &[Step] = &[];
+
+/// Makes sure the store at hand has the current schema, creating or upgrading it.
+pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError> {
+    let db_error = |e: redb::Error| OpenError::Database {
+        path: shown.to_owned(),
+        source: Box::new(e),
+    };
+    // Most opens find the current version: check on a snapshot, without the write lock.
+    if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
+        return Ok(());
+    }
+    let txn = db.begin_write().map_err(|e| db_error(e.into()))?;
+    let found = {
+        let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
+        let value = table
+            .get("schema_version")
+            .map_err(|e| db_error(e.into()))?;
+        value.map(|v| v.value())
+    };
+    match found {
+        Some(v) if v > SCHEMA_VERSION => {
+            return Err(OpenError::NewerSchema {
+                path: shown.to_owned(),
+                found: v,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Some(v) => {
+            for step in STEPS.iter().filter(|s| s.from >= v) {
+                (step.run)(&txn).map_err(db_error)?;
+            }
+        }
+        None => {
+            let foreign = txn
+                .list_tables()
+                .map_err(|e| db_error(e.into()))?
+                .any(|t| !schema::TABLE_NAMES.contains(&t.name()));
+            if foreign {
+                return Err(OpenError::Foreign {
+                    path: shown.to_owned(),
+                });
+            }
+        }
+    }
+    create_tables(&txn).map_err(db_error)?;
+    {
+        let mut table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
+        table
+            .insert("schema_version", SCHEMA_VERSION)
+            .map_err(|e| db_error(e.into()))?;
+    }
+    txn.commit().map_err(|e| db_error(e.into()))
+}
+
+fn read_version(db: &Database) -> Result<Option<u64>, redb::Error> {
+    let txn = db.begin_read()?;
+    let table = match txn.open_table(META) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(table.get("schema_version")?.map(|v| v.value()))
+}
+
+/// Opens every table once so that readers never meet a missing one.
+fn create_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(schema::META)?;
+    txn.open_table(schema::WORKSPACE)?;
+    txn.open_table(schema::PROJECTS)?;
+    txn.open_table(schema::SESSIONS)?;
+    txn.open_table(schema::LINE_BLOCKS)?;
+    txn.open_table(schema::DOCUMENTS)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_store_gets_current_version_and_newer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let store = crate::store::Store::open(&path).unwrap();
+        assert_eq!(
+            store.reader().unwrap().schema_version().unwrap(),
+            Some(SCHEMA_VERSION)
+        );
+        {
+            let txn = store.db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", SCHEMA_VERSION + 1)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        drop(store);
+        let err = crate::store::Store::open(&path)
+            .err()
+            .expect("newer schema is refused");
+        assert!(matches!(err, OpenError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1));
+        assert!(
+            err.to_string()
+                .contains("newer than this evidence-store supports"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn foreign_redb_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.redb");
+        {
+            let db = Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            let def: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("their_table");
+            txn.open_table(def).unwrap().insert(1, 2).unwrap();
+            txn.commit().unwrap();
+        }
+        let err = crate::store::Store::open(&path)
+            .err()
+            .expect("foreign file is refused");
+        assert!(matches!(err, OpenError::Foreign { .. }), "{err}");
+    }
+}

@@ -1,0 +1,481 @@
+//! The redb store: the only module that knows redb.
+//!
+//! Every process opens the file in redb's multi-writer mode, so any number of `serve`
+//! processes (and an `import`) share it: reads run on snapshots, and write transactions
+//! are serialised by redb across processes. A killed process leaves no lock behind (the
+//! kernel drops its byte-range locks) and no torn state (redb's commits are atomic).
+
+pub mod codec;
+mod migrate;
+pub mod schema;
+
+use std::path::Path;
+
+use redb::{
+    ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, WriteTransaction,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::lines::LineEntry;
+use crate::workspace::{Metadata, Session};
+use codec::{CodecError, LINES_PER_BLOCK};
+use schema::*;
+
+pub use schema::SCHEMA_VERSION;
+
+/// Page cache per process: enough for the hot tables, small enough that several servers
+/// and a large import stay well under their memory budget.
+const CACHE_BYTES: usize = 32 << 20;
+
+/// The imported workspace as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceRecord {
+    /// The workspace root as messages print it.
+    pub root_display: String,
+    pub metadata: Metadata,
+    /// Project keys in directory-name order.
+    pub project_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub key: String,
+    pub label: String,
+    /// Session refs in index-file order.
+    pub session_refs: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session: Session,
+    pub file: FileState,
+}
+
+/// What import found at a session's `session_path`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileState {
+    /// Not there, or not a regular file: reads answer "missing from the prepared workspace".
+    Missing,
+    Indexed(FileRecord),
+}
+
+/// An indexed session file: how to recognise it unchanged, and where its lines are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub file_id: u64,
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+    pub lines: u64,
+    /// SHA-256 over the packed line table: equal digests mean equal lines.
+    pub digest: [u8; 32],
+}
+
+/// A workspace document (evidence card, envelope, daily report) as last synced with disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentRecord {
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create the store directory {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store {path}: {source}")]
+    Database {
+        path: String,
+        source: Box<redb::Error>,
+    },
+    #[error(
+        "the store {path} has schema version {found}, newer than this evidence-store supports ({supported}); \
+         upgrade evidence-store or remove the store and import again"
+    )]
+    NewerSchema {
+        path: String,
+        found: u64,
+        supported: u64,
+    },
+    #[error(
+        "{path} is a redb file but not an evidence-store store (it has tables but no schema version)"
+    )]
+    Foreign { path: String },
+}
+
+/// A failure reading or writing an open store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store error: {0}")]
+    Db(#[from] Box<redb::Error>),
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error("the store has no workspace yet: run `evidence-store import`")]
+    NotImported,
+    #[error("the store is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+/// Turns any of redb's per-operation error types into a [`StoreError`].
+trait OrStore<T> {
+    fn store(self) -> Result<T, StoreError>;
+}
+
+impl<T, E: Into<redb::Error>> OrStore<T> for Result<T, E> {
+    fn store(self) -> Result<T, StoreError> {
+        self.map_err(|e| StoreError::Db(Box::new(e.into())))
+    }
+}
+
+/// An open store.
+pub struct Store {
+    db: Database,
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it (and its directory) when missing, and
+    /// bringing an older schema up to date.
+    pub fn open(path: &Path) -> Result<Store, OpenError> {
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let db_error = |e: redb::Error| OpenError::Database {
+            path: shown.clone(),
+            source: Box::new(e),
+        };
+        let db = Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(|e| db_error(e.into()))?;
+        let store = Store { db };
+        migrate::ensure_current(&store.db, &shown)?;
+        Ok(store)
+    }
+
+    /// A consistent snapshot of the latest commit.
+    pub fn reader(&self) -> Result<Reader, StoreError> {
+        Ok(Reader {
+            txn: self.db.begin_read().store()?,
+        })
+    }
+
+    /// Starts the (cross-process) write transaction; waits while another one is open.
+    pub fn writer(&self) -> Result<Writer, StoreError> {
+        let mut txn = self.db.begin_write().store()?;
+        // Saves the allocator state with each commit, so that the next open after a crash
+        // does not have to walk the whole file to repair it.
+        txn.set_quick_repair(true);
+        Ok(Writer { txn })
+    }
+}
+
+/// Read access to one snapshot.
+pub struct Reader {
+    txn: ReadTransaction,
+}
+
+impl Reader {
+    pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
+        let table = self.txn.open_table(WORKSPACE).store()?;
+        let value = table.get(WORKSPACE_KEY).store()?;
+        Ok(value
+            .map(|v| codec::decode("workspace", v.value()))
+            .transpose()?)
+    }
+
+    pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
+        let table = self.txn.open_table(PROJECTS).store()?;
+        let value = table.get(key).store()?;
+        Ok(value
+            .map(|v| codec::decode("project", v.value()))
+            .transpose()?)
+    }
+
+    pub fn session(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let table = self.txn.open_table(SESSIONS).store()?;
+        let value = table.get((project_key, session_ref)).store()?;
+        Ok(value
+            .map(|v| codec::decode("session", v.value()))
+            .transpose()?)
+    }
+
+    /// Every session of a project, in index order.
+    pub fn sessions(&self, project: &ProjectRecord) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut out = Vec::with_capacity(project.session_refs.len());
+        for session_ref in &project.session_refs {
+            if let Some(record) = self.session(&project.key, session_ref)? {
+                out.push(record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Line entries `first..=last` (1-based) of an indexed file.
+    pub fn lines(&self, file_id: u64, first: u64, last: u64) -> Result<Vec<LineEntry>, StoreError> {
+        let mut out = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
+        if first == 0 || last < first {
+            return Ok(out);
+        }
+        let table = self.txn.open_table(LINE_BLOCKS).store()?;
+        let (first_block, last_block) =
+            ((first - 1) / LINES_PER_BLOCK, (last - 1) / LINES_PER_BLOCK);
+        for item in table
+            .range((file_id, first_block)..=(file_id, last_block))
+            .store()?
+        {
+            let (key, value) = item.store()?;
+            let block = key.value().1;
+            let entries = codec::decode_lines(value.value())?;
+            let block_first = block * LINES_PER_BLOCK + 1;
+            for (i, entry) in entries.into_iter().enumerate() {
+                let n = block_first + i as u64;
+                if (first..=last).contains(&n) {
+                    out.push(entry);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
+        let table = self.txn.open_table(DOCUMENTS).store()?;
+        let value = table.get(rel_path).store()?;
+        Ok(value
+            .map(|v| codec::decode("document", v.value()))
+            .transpose()?)
+    }
+
+    /// Relative paths of every stored document, sorted.
+    pub fn document_paths(&self) -> Result<Vec<String>, StoreError> {
+        let table = self.txn.open_table(DOCUMENTS).store()?;
+        let mut out = Vec::new();
+        for item in table.iter().store()? {
+            out.push(item.store()?.0.value().to_owned());
+        }
+        Ok(out)
+    }
+
+    /// Entry count of every table, for `dump`.
+    pub fn counts(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+        Ok(vec![
+            ("meta", self.txn.open_table(META).store()?.len().store()?),
+            (
+                "workspace",
+                self.txn.open_table(WORKSPACE).store()?.len().store()?,
+            ),
+            (
+                "projects",
+                self.txn.open_table(PROJECTS).store()?.len().store()?,
+            ),
+            (
+                "sessions",
+                self.txn.open_table(SESSIONS).store()?.len().store()?,
+            ),
+            (
+                "line_blocks",
+                self.txn.open_table(LINE_BLOCKS).store()?.len().store()?,
+            ),
+            (
+                "documents",
+                self.txn.open_table(DOCUMENTS).store()?.len().store()?,
+            ),
+        ])
+    }
+
+    pub fn schema_version(&self) -> Result<Option<u64>, StoreError> {
+        let table = self.txn.open_table(META).store()?;
+        Ok(table.get("schema_version").store()?.map(|v| v.value()))
+    }
+}
+
+/// One write transaction: nothing is visible to anyone until [`Writer::commit`].
+pub struct Writer {
+    txn: WriteTransaction,
+}
+
+impl Writer {
+    pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(WORKSPACE).store()?;
+        table
+            .insert(WORKSPACE_KEY, codec::encode(record).as_slice())
+            .store()?;
+        Ok(())
+    }
+
+    pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(PROJECTS).store()?;
+        table
+            .insert(record.key.as_str(), codec::encode(record).as_slice())
+            .store()?;
+        Ok(())
+    }
+
+    pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(PROJECTS).store()?;
+        table.remove(key).store()?;
+        Ok(())
+    }
+
+    pub fn put_session(
+        &mut self,
+        project_key: &str,
+        record: &SessionRecord,
+    ) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(SESSIONS).store()?;
+        let key = (project_key, record.session.session_ref.as_str());
+        table
+            .insert(key, codec::encode(record).as_slice())
+            .store()?;
+        Ok(())
+    }
+
+    /// Every stored `(project_key, session_ref)` with its record.
+    pub fn all_sessions(&self) -> Result<Vec<(String, SessionRecord)>, StoreError> {
+        let table = self.txn.open_table(SESSIONS).store()?;
+        let mut out = Vec::new();
+        for item in table.iter().store()? {
+            let (key, value) = item.store()?;
+            let record: SessionRecord = codec::decode("session", value.value())?;
+            out.push((key.value().0.to_owned(), record));
+        }
+        Ok(out)
+    }
+
+    pub fn all_projects(&self) -> Result<Vec<String>, StoreError> {
+        let table = self.txn.open_table(PROJECTS).store()?;
+        let mut out = Vec::new();
+        for item in table.iter().store()? {
+            out.push(item.store()?.0.value().to_owned());
+        }
+        Ok(out)
+    }
+
+    pub fn remove_session(
+        &mut self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(SESSIONS).store()?;
+        table.remove((project_key, session_ref)).store()?;
+        Ok(())
+    }
+
+    /// A fresh file id for a new line table.
+    pub fn new_file_id(&mut self) -> Result<u64, StoreError> {
+        let mut table = self.txn.open_table(META).store()?;
+        let id = table.get("next_file_id").store()?.map_or(1, |v| v.value());
+        table.insert("next_file_id", id + 1).store()?;
+        Ok(id)
+    }
+
+    /// Starts writing the line table of `file_id`, block by block as lines arrive.
+    pub fn line_sink(&mut self, file_id: u64) -> Result<LineSink<'_>, StoreError> {
+        Ok(LineSink {
+            table: self.txn.open_table(LINE_BLOCKS).store()?,
+            file_id,
+            next_block: 0,
+            pending: Vec::with_capacity(LINES_PER_BLOCK as usize),
+            digest: Sha256::new(),
+        })
+    }
+
+    /// Deletes the line table of `file_id`.
+    pub fn delete_lines(&mut self, file_id: u64) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(LINE_BLOCKS).store()?;
+        table
+            .retain_in((file_id, 0)..=(file_id, u64::MAX), |_, _| false)
+            .store()?;
+        Ok(())
+    }
+
+    pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
+        let table = self.txn.open_table(DOCUMENTS).store()?;
+        let value = table.get(rel_path).store()?;
+        Ok(value
+            .map(|v| codec::decode("document", v.value()))
+            .transpose()?)
+    }
+
+    pub fn put_document(
+        &mut self,
+        rel_path: &str,
+        record: &DocumentRecord,
+    ) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(DOCUMENTS).store()?;
+        table
+            .insert(rel_path, codec::encode(record).as_slice())
+            .store()?;
+        Ok(())
+    }
+
+    pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
+        let mut table = self.txn.open_table(DOCUMENTS).store()?;
+        table.remove(rel_path).store()?;
+        Ok(())
+    }
+
+    pub fn document_paths(&self) -> Result<Vec<String>, StoreError> {
+        let table = self.txn.open_table(DOCUMENTS).store()?;
+        let mut out = Vec::new();
+        for item in table.iter().store()? {
+            out.push(item.store()?.0.value().to_owned());
+        }
+        Ok(out)
+    }
+
+    /// Makes everything written visible, durably, as one step.
+    pub fn commit(self) -> Result<(), StoreError> {
+        self.txn.commit().store()
+    }
+}
+
+/// Receives a file's line entries in order and stores them in blocks.
+pub struct LineSink<'w> {
+    table: redb::Table<'w, (u64, u64), &'static [u8]>,
+    file_id: u64,
+    next_block: u64,
+    pending: Vec<LineEntry>,
+    digest: Sha256,
+}
+
+impl LineSink<'_> {
+    pub fn push(&mut self, entry: LineEntry) -> Result<(), StoreError> {
+        self.pending.push(entry);
+        if self.pending.len() as u64 == LINES_PER_BLOCK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let bytes = codec::encode_lines(&self.pending);
+        self.digest.update(&bytes);
+        self.table
+            .insert((self.file_id, self.next_block), bytes.as_slice())
+            .store()?;
+        self.next_block += 1;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Stores the last partial block; returns the digest of the whole line table.
+    pub fn finish(mut self) -> Result<[u8; 32], StoreError> {
+        self.flush()?;
+        Ok(self.digest.finalize().into())
+    }
+}

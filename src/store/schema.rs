@@ -1,0 +1,41 @@
+//! Every table of the store, in one place. Values are encoded by [`super::codec`].
+//!
+//! Changing a table's key or value layout is a schema change: bump [`SCHEMA_VERSION`], add
+//! a step to [`super::migrate`] and a note under `migrations/`.
+
+use redb::TableDefinition;
+
+/// The schema this build reads and writes.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Store-level counters: `schema_version`, `next_file_id`.
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// The imported workspace: key [`WORKSPACE_KEY`] → `WorkspaceRecord`.
+pub const WORKSPACE: TableDefinition<&str, &[u8]> = TableDefinition::new("workspace");
+pub const WORKSPACE_KEY: &str = "workspace";
+
+/// `project_key` → `ProjectRecord` (label, position, session refs in index order).
+pub const PROJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("projects");
+
+/// `(project_key, session_ref)` → `SessionRecord` (index row, turns, file record).
+pub const SESSIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("sessions");
+
+/// `(file_id, block)` → up to [`super::codec::LINES_PER_BLOCK`] packed line entries.
+/// Line `n` (1-based) of a file lives in block `(n - 1) / LINES_PER_BLOCK`.
+pub const LINE_BLOCKS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("line_blocks");
+
+/// Workspace documents the store mirrors, by path relative to the workspace root
+/// (`projects/<key>/evidence/<ref>.json`, `projects/<key>/project-synthesis.json`,
+/// `daily-report.json`) → `DocumentRecord`.
+pub const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
+
+/// Names of every table, for `dump` and integrity tests.
+pub const TABLE_NAMES: [&str; 6] = [
+    "meta",
+    "workspace",
+    "projects",
+    "sessions",
+    "line_blocks",
+    "documents",
+];

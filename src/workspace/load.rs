@@ -1,0 +1,113 @@
+//! Reads a prepared workspace from disk and validates it (see [`super::validate`]).
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use super::{LoadError, Project, Workspace, validate};
+use crate::cli::{WorkspaceRoot, display_join};
+
+/// Loads and validates the whole workspace: `metadata.json`, then every project in
+/// directory-name order with its `project.json` and `sessions.index.jsonl`.
+pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
+    let metadata_file = display_join(&root.display, "metadata.json");
+    let bytes = read_required(&root.path.join("metadata.json"), &metadata_file)?;
+    let metadata = validate::metadata(&metadata_file, &bytes)?;
+
+    let mut projects = Vec::new();
+    for dir in project_dirs(root)? {
+        projects.push(load_project(root, &dir)?);
+    }
+    Ok(Workspace { metadata, projects })
+}
+
+/// Sub-directories of `projects/` (symlinks to directories included), in code-point order.
+/// A missing `projects/` is a workspace without projects.
+fn project_dirs(root: &WorkspaceRoot) -> Result<Vec<String>, LoadError> {
+    let projects = root.path.join("projects");
+    let entries = match std::fs::read_dir(&projects) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&display_join(&root.display, "projects"), &e)),
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(&display_join(&root.display, "projects"), &e))?;
+        // `metadata()` follows symlinks, so a link to a directory counts as a project.
+        if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            dirs.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
+    let rel = format!("projects/{dir}");
+    let project_dir = root.path.join("projects").join(dir);
+    let project_file = display_join(&root.display, &format!("{rel}/project.json"));
+    let bytes = read_required(&project_dir.join("project.json"), &project_file)?;
+    let (key, label) = validate::project(&project_file, dir, &bytes)?;
+
+    let index_file = display_join(&root.display, &format!("{rel}/sessions.index.jsonl"));
+    let sessions = match std::fs::read(project_dir.join("sessions.index.jsonl")) {
+        Ok(bytes) => {
+            let sessions_dir = resolve_lenient(&project_dir.join("sessions"));
+            let mut escapes = |session_path: &str| {
+                let resolved = resolve_lenient(&project_dir.join(session_path));
+                (!resolved.starts_with(&sessions_dir)).then(|| sessions_dir.display().to_string())
+            };
+            validate::index(&index_file, &bytes, &mut escapes)?
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io_error(&index_file, &e)),
+    };
+    Ok(Project {
+        key,
+        label,
+        sessions,
+    })
+}
+
+fn read_required(path: &Path, shown: &str) -> Result<Vec<u8>, LoadError> {
+    if !path.is_file() {
+        return Err(LoadError::new(format!(
+            "required JSON file is missing: {shown}"
+        )));
+    }
+    std::fs::read(path).map_err(|e| io_error(shown, &e))
+}
+
+fn io_error(shown: &str, err: &io::Error) -> LoadError {
+    LoadError::new(format!("could not read {shown}: {err}"))
+}
+
+/// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the
+/// existing prefix resolved, and the non-existent rest appended as written.
+pub fn resolve_lenient(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest
+                .iter()
+                .rev()
+                .fold(real, |acc: PathBuf, part| acc.join(part));
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    // Nothing exists (not even the root): fall back to a lexical absolute path.
+    let base = std::env::current_dir().unwrap_or_default();
+    base.join(path)
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}

@@ -1,0 +1,96 @@
+//! The prepared workspace: its model, its validation rules and the loader that reads it.
+//!
+//! Validation ([`validate`]) is pure: it turns file text into model values or into the
+//! exact message prompt-diary prints. The loader ([`load`]) does the I/O around it.
+//! Loading is all-or-nothing: the first problem anywhere aborts with one message.
+
+pub mod load;
+pub mod validate;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::load;
+
+/// A validated prepared workspace (everything the index files say; no session bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    pub metadata: Metadata,
+    /// Projects in directory-name order.
+    pub projects: Vec<Project>,
+}
+
+/// `metadata.json`: the three fields the tools require, and the text for later steps
+/// (the Build step reads `report_window_local` from it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    pub report_date: String,
+    pub status: String,
+    pub timezone: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Project {
+    pub key: String,
+    pub label: String,
+    /// Sessions in index-file order.
+    pub sessions: Vec<Session>,
+}
+
+/// One row of `sessions.index.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub session_ref: String,
+    /// Selects the compaction rules: `claude-code`, `codex`, anything else is generic.
+    pub source: String,
+    pub source_session_id: String,
+    /// Normalised relative path under the project directory (`sessions/...`).
+    pub session_path: String,
+    pub target: Span,
+    /// Turns in `turns[]` order.
+    pub turns: Vec<Turn>,
+    /// 1-based physical line of the row in the index file.
+    pub index_line: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub turn_ref: String,
+    pub span: Span,
+}
+
+/// An inclusive 1-based line span. Integers beyond `i64` saturate (the reference accepts
+/// any size; no real session has that many lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Project {
+    pub fn session(&self, session_ref: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.session_ref == session_ref)
+    }
+}
+
+impl Session {
+    pub fn turn(&self, turn_ref: &str) -> Option<&Turn> {
+        self.turns.iter().find(|t| t.turn_ref == turn_ref)
+    }
+}
+
+/// Why a workspace did not load: one message naming the file, line and field, worded as
+/// prompt-diary words it (see `spec/workspace.md` §11).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LoadError {
+    pub message: String,
+}
+
+impl LoadError {
+    pub fn new(message: impl Into<String>) -> Self {
+        LoadError {
+            message: message.into(),
+        }
+    }
+}

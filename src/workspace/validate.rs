@@ -1,0 +1,548 @@
+//! Pure validation of workspace files, with prompt-diary's exact messages.
+//!
+//! Nothing here touches the filesystem: callers pass file bytes, the path as it should be
+//! printed, and (for `session_path`) a callback that answers the one question needing I/O.
+
+use super::{LoadError, Metadata, Session, Span, Turn};
+use crate::lines::splitlines;
+use crate::pyjson::{self, Map, Value, py_repr};
+
+/// Decodes a workspace file strictly as UTF-8, as prompt-diary does.
+pub fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, LoadError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let byte = bytes.get(at).copied().unwrap_or_default();
+        LoadError::new(format!(
+            "{file} is not valid UTF-8: can't decode byte 0x{byte:02x} at offset {at}"
+        ))
+    })
+}
+
+/// A JSON file that must hold one object (`metadata.json`, `project.json`).
+pub fn json_object(file: &str, bytes: &[u8]) -> Result<Map, LoadError> {
+    let text = utf8(file, bytes)?;
+    match pyjson::parse(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(LoadError::new(format!("{file} must contain a JSON object"))),
+        Err(e) => Err(LoadError::new(format!(
+            "{file} contains invalid JSON: {}",
+            e.message()
+        ))),
+    }
+}
+
+fn string_field(file: &str, map: &Map, field: &str) -> Result<String, LoadError> {
+    match map.get(field) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(LoadError::new(format!(
+            "{file} missing string field '{field}'"
+        ))),
+    }
+}
+
+/// `metadata.json`: `report_date`, `status`, `timezone` must be strings (checked in that order).
+pub fn metadata(file: &str, bytes: &[u8]) -> Result<Metadata, LoadError> {
+    let map = json_object(file, bytes)?;
+    Ok(Metadata {
+        report_date: string_field(file, &map, "report_date")?,
+        status: string_field(file, &map, "status")?,
+        timezone: string_field(file, &map, "timezone")?,
+        text: String::from_utf8_lossy(bytes).into_owned(),
+    })
+}
+
+/// `projects/<dir>/project.json`: returns `(project_key, project_label)`.
+pub fn project(file: &str, dir: &str, bytes: &[u8]) -> Result<(String, String), LoadError> {
+    let map = json_object(file, bytes)?;
+    let key = string_field(file, &map, "project_key")?;
+    if key != dir {
+        return Err(LoadError::new(format!(
+            "{file} project_key {} must match directory {}",
+            py_repr(&key),
+            py_repr(dir)
+        )));
+    }
+    let label = string_field(file, &map, "project_label")?;
+    Ok((key, label))
+}
+
+/// What the `session_path` escape check needs from the filesystem: given the normalised
+/// path, `Some(resolved sessions dir)` when it resolves outside `<project>/sessions`.
+pub type EscapeCheck<'a> = dyn FnMut(&str) -> Option<String> + 'a;
+
+/// `sessions.index.jsonl`: every non-blank physical line is one session row.
+pub fn index(
+    file: &str,
+    bytes: &[u8],
+    escapes: &mut EscapeCheck<'_>,
+) -> Result<Vec<Session>, LoadError> {
+    let text = utf8(file, bytes)?;
+    let mut sessions: Vec<Session> = Vec::new();
+    for (i, line) in splitlines(text).enumerate() {
+        let n = i as u64 + 1;
+        if pyjson::is_blank(line) {
+            continue;
+        }
+        let at = |what: String| LoadError::new(format!("{file}:{n} {what}"));
+        let row = match pyjson::parse(line) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => return Err(at("must contain a JSON object".into())),
+            Err(e) => return Err(at(format!("contains invalid JSON: {}", e.message()))),
+        };
+        let session = session_row(&row, n, escapes).map_err(at)?;
+        if sessions
+            .iter()
+            .any(|s| s.session_ref == session.session_ref)
+        {
+            return Err(at(format!(
+                "duplicate session_ref {}",
+                py_repr(&session.session_ref)
+            )));
+        }
+        sessions.push(session);
+    }
+    Ok(sessions)
+}
+
+/// Python's `isinstance(x, int)`: integers of any size (saturated to `i64`) and booleans.
+fn int_value(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Int(text) => Some(text.parse().unwrap_or(if text.starts_with('-') {
+            i64::MIN
+        } else {
+            i64::MAX
+        })),
+        _ => None,
+    }
+}
+
+fn int(map: &Map, field: &str) -> Result<i64, String> {
+    int_value(map.get(field)).ok_or_else(|| format!("missing integer field '{field}'"))
+}
+
+fn string(map: &Map, field: &str) -> Result<String, String> {
+    match map.get(field) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(format!("missing string field '{field}'")),
+    }
+}
+
+fn span(label: &str, start: i64, end: i64) -> Result<Span, String> {
+    if start < 1 {
+        return Err(format!("{label} start line must be positive"));
+    }
+    if end < start {
+        return Err(format!("{label} end line must be >= start line"));
+    }
+    Ok(Span { start, end })
+}
+
+/// One row, checked in prompt-diary's order (spec workspace.md §6.5). Errors are returned
+/// without the `<file>:<line>` prefix, which the caller adds.
+fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Session, String> {
+    let target_start = int(row, "target_start_line")?;
+    let target_end = int(row, "target_end_line")?;
+    let session_ref = string(row, "session_ref")?;
+    let source = string(row, "source")?;
+    let source_session_id = string(row, "source_session_id")?;
+    let raw_path = string(row, "session_path")?;
+    let session_path = normalise_session_path(&raw_path)
+        .ok_or_else(|| "session_path must be a relative sessions/ path".to_owned())?;
+    if let Some(sessions_dir) = escapes(&session_path) {
+        return Err(format!("session_path must resolve under {sessions_dir}"));
+    }
+    let target = span("target span", target_start, target_end)?;
+    let Some(Value::Array(items)) = row.get("turns") else {
+        return Err("missing array field 'turns'".into());
+    };
+    let mut turns: Vec<Turn> = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        let position = k + 1;
+        let Value::Object(turn) = item else {
+            return Err(format!("turns[{position}] must be a JSON object"));
+        };
+        let turn_ref = string(turn, "turn_ref")?;
+        if !is_turn_ref(&turn_ref) {
+            return Err(format!(
+                "turns[{position}] turn_ref {} must match T0001",
+                py_repr(&turn_ref)
+            ));
+        }
+        if turns.iter().any(|t| t.turn_ref == turn_ref) {
+            return Err(format!("duplicate turn_ref {}", py_repr(&turn_ref)));
+        }
+        let start = int(turn, "turn_start_line")?;
+        let end = int(turn, "turn_end_line")?;
+        let span = span(&format!("turn {turn_ref}"), start, end)?;
+        turns.push(Turn { turn_ref, span });
+    }
+    Ok(Session {
+        session_ref,
+        source,
+        source_session_id,
+        session_path,
+        target,
+        turns,
+        index_line: n,
+    })
+}
+
+/// `T` and exactly four digits. prepare writes ASCII digits; the reference's Python `\d`
+/// also accepts other Unicode decimal digits, which only hand-made input contains.
+pub fn is_turn_ref(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 5 && b[0] == b'T' && b[1..].iter().all(u8::is_ascii_digit)
+}
+
+/// Normalises `session_path` like `PurePosixPath` (empty and `.` parts dropped) and checks
+/// it is relative, has no `..` and starts with `sessions`. `None` when it breaks a rule.
+pub fn normalise_session_path(path: &str) -> Option<String> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.first() != Some(&"sessions") || parts.contains(&"..") {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: &str = "/w/metadata.json";
+
+    fn check_metadata(text: &str, expect: Result<(&str, &str, &str), &str>) {
+        let got = metadata(F, text.as_bytes())
+            .map(|m| (m.report_date, m.status, m.timezone))
+            .map_err(|e| e.message);
+        let expect = expect
+            .map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned()))
+            .map_err(str::to_owned);
+        assert_eq!(got, expect, "{text}");
+    }
+
+    #[test]
+    fn metadata_rules() {
+        let ok = r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#;
+        check_metadata(ok, Ok(("2026-01-15", "final", "UTC")));
+        check_metadata(
+            r#"{"report_date": "", "status": "", "timezone": ""}"#,
+            Ok(("", "", "")),
+        );
+        check_metadata(
+            "{bad",
+            Err(
+                "/w/metadata.json contains invalid JSON: Expecting property name enclosed in double quotes",
+            ),
+        );
+        check_metadata(
+            "",
+            Err("/w/metadata.json contains invalid JSON: Expecting value"),
+        );
+        check_metadata("[]", Err("/w/metadata.json must contain a JSON object"));
+        check_metadata(
+            "{}",
+            Err("/w/metadata.json missing string field 'report_date'"),
+        );
+        check_metadata(
+            r#"{"report_date": "d", "status": 1, "timezone": "UTC"}"#,
+            Err("/w/metadata.json missing string field 'status'"),
+        );
+        check_metadata(
+            r#"{"report_date": "d", "status": "s"}"#,
+            Err("/w/metadata.json missing string field 'timezone'"),
+        );
+        check_metadata(
+            "\u{feff}{}",
+            Err(
+                "/w/metadata.json contains invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)",
+            ),
+        );
+    }
+
+    #[test]
+    fn metadata_must_be_utf8() {
+        let err = metadata(F, b"\xff{}").unwrap_err();
+        assert_eq!(
+            err.message,
+            "/w/metadata.json is not valid UTF-8: can't decode byte 0xff at offset 0"
+        );
+    }
+
+    #[test]
+    fn project_rules() {
+        let f = "/w/projects/P-1/project.json";
+        let check = |text: &str, expect: Result<(&str, &str), &str>| {
+            let got = project(f, "P-1", text.as_bytes()).map_err(|e| e.message);
+            let expect = expect
+                .map(|(k, l)| (k.to_owned(), l.to_owned()))
+                .map_err(str::to_owned);
+            assert_eq!(got, expect, "{text}");
+        };
+        check(
+            r#"{"project_key": "P-1", "project_label": "P"}"#,
+            Ok(("P-1", "P")),
+        );
+        check(
+            r#"{"project_key": "Other", "project_label": "P"}"#,
+            Err("/w/projects/P-1/project.json project_key 'Other' must match directory 'P-1'"),
+        );
+        check(
+            r#"{"project_label": "P"}"#,
+            Err("/w/projects/P-1/project.json missing string field 'project_key'"),
+        );
+        check(
+            r#"{"project_key": "P-1"}"#,
+            Err("/w/projects/P-1/project.json missing string field 'project_label'"),
+        );
+        check(
+            "[1]",
+            Err("/w/projects/P-1/project.json must contain a JSON object"),
+        );
+    }
+
+    const BASE_ROW: &str = r#"{"session_ref": "S0001", "source": "codex", "source_session_id": "id1", "session_path": "sessions/codex/a.jsonl", "target_start_line": 1, "target_end_line": 3, "turns": [{"turn_ref": "T0001", "turn_start_line": 1, "turn_end_line": 3}]}"#;
+    const I: &str = "/w/projects/P-1/sessions.index.jsonl";
+
+    /// The base row with `key` set to the JSON `value` (or removed when `value` is None).
+    fn row_with(key: &str, value: Option<&str>) -> String {
+        let Ok(Value::Object(mut map)) = pyjson::parse(BASE_ROW) else {
+            unreachable!()
+        };
+        match value {
+            Some(v) => {
+                map.insert(key.to_owned(), pyjson::parse(v).expect("test JSON"));
+            }
+            None => {
+                map.shift_remove(key);
+            }
+        }
+        pyjson::to_sorted_compact(&Value::Object(map))
+    }
+
+    fn check_index(text: &str, expect: Result<usize, &str>) {
+        let mut no_escape = |_: &str| None;
+        let got = index(I, text.as_bytes(), &mut no_escape)
+            .map(|s| s.len())
+            .map_err(|e| e.message);
+        assert_eq!(got, expect.map_err(|m| format!("{I}:{m}")), "{text}");
+    }
+
+    #[test]
+    fn index_rows_in_order_of_checks() {
+        let cases: &[(&str, Option<&str>, Result<usize, &str>)] = &[
+            (
+                "target_start_line",
+                None,
+                Err("1 missing integer field 'target_start_line'"),
+            ),
+            (
+                "target_start_line",
+                Some("1.0"),
+                Err("1 missing integer field 'target_start_line'"),
+            ),
+            ("target_start_line", Some("true"), Ok(1)),
+            (
+                "target_start_line",
+                Some("\"1\""),
+                Err("1 missing integer field 'target_start_line'"),
+            ),
+            (
+                "session_ref",
+                None,
+                Err("1 missing string field 'session_ref'"),
+            ),
+            ("session_ref", Some("\"\""), Ok(1)),
+            ("source", None, Err("1 missing string field 'source'")),
+            (
+                "source_session_id",
+                None,
+                Err("1 missing string field 'source_session_id'"),
+            ),
+            (
+                "session_path",
+                None,
+                Err("1 missing string field 'session_path'"),
+            ),
+            (
+                "session_path",
+                Some("\"/tmp/a.jsonl\""),
+                Err("1 session_path must be a relative sessions/ path"),
+            ),
+            (
+                "session_path",
+                Some("\"sessions/../sessions/codex/a.jsonl\""),
+                Err("1 session_path must be a relative sessions/ path"),
+            ),
+            (
+                "session_path",
+                Some("\"evidence/a.jsonl\""),
+                Err("1 session_path must be a relative sessions/ path"),
+            ),
+            ("session_path", Some("\"./sessions/codex/a.jsonl\""), Ok(1)),
+            ("session_path", Some("\"sessions//codex/./a.jsonl\""), Ok(1)),
+            ("session_path", Some("\"sessions\""), Ok(1)),
+            (
+                "session_path",
+                Some("\"\""),
+                Err("1 session_path must be a relative sessions/ path"),
+            ),
+            (
+                "session_path",
+                Some(r#""sessions\\codex\\a.jsonl""#),
+                Err("1 session_path must be a relative sessions/ path"),
+            ),
+            (
+                "target_start_line",
+                Some("0"),
+                Err("1 target span start line must be positive"),
+            ),
+            ("target_end_line", Some("100000000000000000000000"), Ok(1)),
+            ("turns", None, Err("1 missing array field 'turns'")),
+            ("turns", Some("{}"), Err("1 missing array field 'turns'")),
+            ("turns", Some("[]"), Ok(1)),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0001", "turn_start_line": 1, "turn_end_line": 3}, 5]"#),
+                Err("1 turns[2] must be a JSON object"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_start_line": 1, "turn_end_line": 3}]"#),
+                Err("1 missing string field 'turn_ref'"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T001"}]"#),
+                Err("1 turns[1] turn_ref 'T001' must match T0001"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T00001"}]"#),
+                Err("1 turns[1] turn_ref 'T00001' must match T0001"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "t0001"}]"#),
+                Err("1 turns[1] turn_ref 't0001' must match T0001"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0001\n"}]"#),
+                Err("1 turns[1] turn_ref 'T0001\\n' must match T0001"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0000", "turn_start_line": 1, "turn_end_line": 1}]"#),
+                Ok(1),
+            ),
+            (
+                "turns",
+                Some(
+                    r#"[{"turn_ref":"T0001","turn_start_line":1,"turn_end_line":1}, {"turn_ref":"T0001"}]"#,
+                ),
+                Err("1 duplicate turn_ref 'T0001'"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0001", "turn_end_line": 3}]"#),
+                Err("1 missing integer field 'turn_start_line'"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0001", "turn_start_line": 3}]"#),
+                Err("1 missing integer field 'turn_end_line'"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0002", "turn_start_line": 0, "turn_end_line": 3}]"#),
+                Err("1 turn T0002 start line must be positive"),
+            ),
+            (
+                "turns",
+                Some(r#"[{"turn_ref": "T0002", "turn_start_line": 3, "turn_end_line": 2}]"#),
+                Err("1 turn T0002 end line must be >= start line"),
+            ),
+            (
+                "turns",
+                Some(
+                    r#"[{"turn_ref": "T0002", "turn_start_line": 50, "turn_end_line": 60}, {"turn_ref": "T0001", "turn_start_line": 2, "turn_end_line": 3}]"#,
+                ),
+                Ok(1),
+            ),
+            ("extra", Some("NaN"), Ok(1)),
+        ];
+        for (key, value, expect) in cases {
+            check_index(&row_with(key, *value), *expect);
+        }
+    }
+
+    #[test]
+    fn index_file_level_rules() {
+        check_index("", Ok(0));
+        check_index(
+            "\n\n{bad\n",
+            Err("3 contains invalid JSON: Expecting property name enclosed in double quotes"),
+        );
+        check_index(
+            "{\"a\":1,}",
+            Err("1 contains invalid JSON: Expecting property name enclosed in double quotes"),
+        );
+        check_index("{} {}", Err("1 contains invalid JSON: Extra data"));
+        check_index("\n\"str\"\n", Err("2 must contain a JSON object"));
+        check_index(
+            &format!("{BASE_ROW}\n{BASE_ROW}\n"),
+            Err("2 duplicate session_ref 'S0001'"),
+        );
+        check_index(
+            &format!("{BASE_ROW}\n \t\n{BASE_ROW}\n"),
+            Err("3 duplicate session_ref 'S0001'"),
+        );
+        check_index(&format!("{BASE_ROW}\r\n\r\n"), Ok(1));
+        check_index(
+            &BASE_ROW.replace("\"codex\"", "\"co\u{2028}dex\""),
+            Err("1 contains invalid JSON: Unterminated string starting at"),
+        );
+        // A row that is both malformed and a duplicate reports the malformation.
+        let bad_dup = row_with("turns", Some("{}"));
+        check_index(
+            &format!("{BASE_ROW}\n{bad_dup}\n"),
+            Err("2 missing array field 'turns'"),
+        );
+    }
+
+    #[test]
+    fn escaping_session_paths_are_reported_with_the_resolved_dir() {
+        let mut escapes =
+            |p: &str| (p == "sessions/esc/a.jsonl").then(|| "/real/P-1/sessions".to_owned());
+        let row = row_with("session_path", Some("\"sessions/esc/a.jsonl\""));
+        let err = index(I, row.as_bytes(), &mut escapes).unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("{I}:1 session_path must resolve under /real/P-1/sessions")
+        );
+    }
+
+    #[test]
+    fn session_paths_normalise_like_pathlib() {
+        for (given, expect) in [
+            ("./sessions/codex/a.jsonl", Some("sessions/codex/a.jsonl")),
+            ("sessions/codex/a.jsonl/", Some("sessions/codex/a.jsonl")),
+            ("sessions", Some("sessions")),
+            (" sessions/x", None),
+            ("", None),
+        ] {
+            assert_eq!(
+                normalise_session_path(given).as_deref(),
+                expect,
+                "{given:?}"
+            );
+        }
+    }
+}

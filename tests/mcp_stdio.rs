@@ -1,0 +1,331 @@
+//! The real `serve` binary driven over stdio by an rmcp client.
+
+mod common;
+
+use common::{BIN, PROJECT, Workspace};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn connect(ws: &Workspace) -> Client {
+    let root = ws.root().to_owned();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env_remove("RUST_LOG");
+    }))
+    .expect("server starts");
+    ().serve(transport).await.expect("initialize succeeds")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("tools/call answers")
+}
+
+fn text(result: &CallToolResult) -> &str {
+    match result.content.first().expect("one content item") {
+        ContentBlock::Text(t) => &t.text,
+        other => panic!("expected text content, got {other:?}"),
+    }
+}
+
+/// The result's text, which must be a normal (not `isError`) result, as JSON.
+fn ok_json(result: &CallToolResult) -> Value {
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "unexpected tool error: {}",
+        text(result)
+    );
+    serde_json::from_str(text(result)).expect("result text is JSON")
+}
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(path).expect("fixture")
+}
+
+fn read_args(session_ref: &str, start: i64, end: i64) -> Value {
+    json!({"project_key": PROJECT, "session_ref": session_ref, "start_line": start, "end_line": end})
+}
+
+#[tokio::test]
+async fn tools_list_matches_the_golden_file() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    insta::assert_json_snapshot!("tools_list", tools);
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn ping_answers_constant_boilerplate() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    let result = call(&client, "prompt_diary_ping", json!({})).await;
+    assert_eq!(
+        text(&result),
+        "{\n  \"name\": \"prompt-diary\",\n  \"status\": \"ok\"\n}"
+    );
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"name": "prompt-diary", "status": "ok"}))
+    );
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn reads_match_the_worked_examples_byte_for_byte() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    for (args, expect) in [
+        (read_args("S0001", 1, 8), "read_s0001_compact.json"),
+        (read_args("S0002", 1, 8), "read_s0002_compact.json"),
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 7, "end_line": 7, "mode": "full"}),
+            "read_s0001_line7_full.json",
+        ),
+        (read_args("S0001", 7, 9), "read_s0001_past_end.json"),
+    ] {
+        let result = call(&client, "read_session_lines", args).await;
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(format!("{}\n", text(&result)), fixture(expect), "{expect}");
+    }
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn every_error_case_is_structured_in_the_reference_order() {
+    let ws = Workspace::example();
+    // A 2500-line session for the caps, and a row whose file does not exist.
+    let long: String = (0..2500)
+        .map(|i| format!("{{\"type\":\"system\",\"subtype\":\"n{i}\"}}\n"))
+        .collect();
+    ws.write(
+        &format!("projects/{PROJECT}/sessions/codex/long.jsonl"),
+        long,
+    );
+    ws.write(
+        &format!("projects/{PROJECT}/sessions/codex/empty.jsonl"),
+        "",
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).unwrap();
+    for (r, path) in [("S0003", "long"), ("S0004", "gone"), ("S0005", "empty")] {
+        rows.push_str(&format!(
+            "{{\"session_ref\": \"{r}\", \"source\": \"codex\", \"source_session_id\": \"{r}\", \"session_path\": \"sessions/codex/{path}.jsonl\", \"target_start_line\": 1, \"target_end_line\": 1, \"turns\": []}}\n"
+        ));
+    }
+    ws.write(&index, rows);
+    let client = connect(&ws).await;
+    let range = "request a 1-based line range contained by the session";
+    let cases = [
+        (
+            json!({"project_key": "Nope", "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+            "project_key",
+            "unknown project_key 'Nope'".to_owned(),
+            "use the project_key from the prepared workspace",
+        ),
+        (
+            read_args("S9999", 1, 1),
+            "session_ref",
+            format!("unknown session_ref 'S9999' for project '{PROJECT}'"),
+            "use a session_ref listed in sessions.index.jsonl",
+        ),
+        (
+            read_args("S0004", 1, 1),
+            "session_ref",
+            "session file for session_ref 'S0004' is missing from the prepared workspace".into(),
+            "ensure the prepared workspace still contains the copied session file",
+        ),
+        (
+            read_args("S0001", 0, 1),
+            "start_line",
+            "start_line 0 must be a positive 1-based line number".into(),
+            range,
+        ),
+        (
+            read_args("S0001", -5, -9),
+            "start_line",
+            "start_line -5 must be a positive 1-based line number".into(),
+            range,
+        ),
+        (
+            read_args("S0001", 5, 4),
+            "end_line",
+            "end_line 4 must be >= start_line 5".into(),
+            range,
+        ),
+        (
+            read_args("S0001", 9, 9),
+            "start_line",
+            "start_line 9 is past the session's last line 8".into(),
+            range,
+        ),
+        (
+            read_args("S0001", 9, 8),
+            "end_line",
+            "end_line 8 must be >= start_line 9".into(),
+            range,
+        ),
+        (
+            read_args("S0001", 8, 9),
+            "end_line",
+            "end_line 9 is past the session's last line 8".into(),
+            range,
+        ),
+        (
+            read_args("S0005", 1, 1),
+            "start_line",
+            "start_line 1 is past the session's last line 0".into(),
+            range,
+        ),
+        (
+            read_args("S0003", 1, 2001),
+            "end_line",
+            "line range is too broad for compact mode; at most 2000 lines may be read at once"
+                .into(),
+            "split the read into a narrower range of at most 2000 lines",
+        ),
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0003", "start_line": 2400, "end_line": 2500, "mode": "full"}),
+            "end_line",
+            "line range is too broad for full mode; at most 100 lines may be read at once".into(),
+            "split the read into a narrower range of at most 100 lines",
+        ),
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0003", "start_line": 2401, "end_line": 2501, "mode": "full"}),
+            "end_line",
+            "end_line 2501 is past the session's last line 2500".into(),
+            range,
+        ),
+    ];
+    for (args, field, message, hint) in cases {
+        let got = ok_json(&call(&client, "read_session_lines", args.clone()).await);
+        let expect = json!({"status": "invalid", "errors": [{"field": field, "message": message, "hint": hint}]});
+        assert_eq!(got, expect, "{args}");
+    }
+    // The caps themselves are allowed.
+    let compact = ok_json(&call(&client, "read_session_lines", read_args("S0003", 1, 2000)).await);
+    assert_eq!(compact["records"].as_array().map(Vec::len), Some(2000));
+    let full = json!({"project_key": PROJECT, "session_ref": "S0003", "start_line": 2400, "end_line": 2499, "mode": "full"});
+    let full = ok_json(&call(&client, "read_session_lines", full).await);
+    assert_eq!(
+        full["records"][99]["raw_line"],
+        "{\"type\":\"system\",\"subtype\":\"n2498\"}"
+    );
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_naming_the_argument() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    let cases = [
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1}),
+            "end_line\n  Field required",
+        ),
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 4.5, "end_line": 5}),
+            "start_line\n  Input should be a valid integer, got a number with a fractional part",
+        ),
+        (
+            json!({"project_key": 5, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+            "project_key\n  Input should be a valid string",
+        ),
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1, "mode": "Full"}),
+            "mode\n  Input should be 'compact' or 'full'",
+        ),
+    ];
+    for (args, detail) in cases {
+        let result = call(&client, "read_session_lines", args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}");
+        let message = text(&result);
+        assert!(message.starts_with("Error executing tool read_session_lines: 1 validation error for read_session_linesArguments\n"), "{message}");
+        assert!(message.ends_with(detail), "{message}");
+    }
+    // Lax coercions that LLM clients rely on.
+    let lax = json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": "7", "end_line": 8.0, "mode": "full"});
+    let got = ok_json(&call(&client, "read_session_lines", lax).await);
+    assert_eq!(got["line_range"], json!({"start": 7, "end": 8}));
+
+    let unknown = call(&client, "nope", json!({})).await;
+    assert_eq!(
+        (unknown.is_error, text(&unknown)),
+        (Some(true), "Unknown tool: nope")
+    );
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_session_changed_after_import_is_reported_not_misread() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let rel = format!("projects/{PROJECT}/sessions/claude-code/c1.jsonl");
+    // Same size, one byte different, on line 7 ("ship it" -> "skip it").
+    let bytes = String::from_utf8(ws.read(&rel))
+        .unwrap()
+        .replace("ship it", "skip it");
+    ws.write(&rel, bytes);
+    let client = connect(&ws).await;
+    // serve re-imports on start; the change is picked up, so reads are right...
+    let got = ok_json(&call(&client, "read_session_lines", json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 7, "end_line": 7, "mode": "full"})).await);
+    assert!(
+        got["records"][0]["raw_line"]
+            .as_str()
+            .unwrap()
+            .contains("skip it")
+    );
+    // ...and a change while serving is caught by the stored hashes.
+    let bytes = String::from_utf8(ws.read(&rel))
+        .unwrap()
+        .replace("skip it", "ship it");
+    ws.write(&rel, bytes);
+    let got = ok_json(&call(&client, "read_session_lines", read_args("S0001", 6, 8)).await);
+    assert_eq!(got["errors"][0]["field"], "session_ref");
+    assert_eq!(
+        got["errors"][0]["message"],
+        "session file for session_ref 'S0001' changed since it was imported (line 7 no longer matches its recorded SHA-256)"
+    );
+    assert_eq!(
+        got["errors"][0]["hint"],
+        "run `evidence-store import` to re-index the prepared workspace, then read again"
+    );
+    // Lines before the change still read fine.
+    let got = ok_json(&call(&client, "read_session_lines", read_args("S0001", 1, 6)).await);
+    assert_eq!(got["status"], "ok");
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn an_invalid_workspace_still_serves_and_says_why() {
+    let ws = Workspace::example();
+    ws.write("metadata.json", "[]");
+    let client = connect(&ws).await;
+    let result = call(&client, "prompt_diary_ping", json!({})).await;
+    assert_eq!(result.is_error, Some(false));
+    let got = ok_json(&call(&client, "read_session_lines", read_args("S0001", 1, 1)).await);
+    let message = format!(
+        "{}/metadata.json must contain a JSON object",
+        ws.root().display()
+    );
+    assert_eq!(
+        got,
+        json!({"status": "invalid", "errors": [{"field": "workspace", "message": message, "hint": "fix the prepared workspace as the message says, then call the tool again"}]})
+    );
+    client.cancel().await.expect("clean shutdown");
+}
