@@ -245,12 +245,14 @@ impl Parser<'_> {
         let mut out = String::new();
         loop {
             let run_start = self.i;
-            while let Some(&b) = self.s.get(self.i) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.i += 1;
-            }
+            // Jump to the next quote or backslash; a raw control character before it is
+            // an error, found by a second (vectorised) look at the run.
+            let stop = memchr::memchr2(b'"', b'\\', &self.s[self.i..])
+                .map_or(self.s.len(), |n| self.i + n);
+            self.i = match self.s[run_start..stop].iter().position(|&b| b < 0x20) {
+                Some(n) => run_start + n,
+                None => stop,
+            };
             out.push_str(&self.text[run_start..self.i]);
             match self.s.get(self.i) {
                 None => {

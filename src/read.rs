@@ -197,21 +197,33 @@ fn try_read(store: &Store, root: &Path, req: &ReadRequest) -> Result<ReadResult,
             path.display()
         )));
     }
-    Ok(match read_lines(&path, first, &entries) {
-        Ok(texts) => build(req, &record.session.source, first, &entries, texts),
-        Err(ReadFailure::Io(e)) => ReadResult::invalid(
-            "session_ref",
-            format!(
-                "session file for session_ref {} could not be read: {e}",
-                py_repr(session_ref)
+    Ok(
+        match read_records(&path, req, &record.session.source, first, &entries) {
+            Ok(records) => ReadResult::Ok(ReadOk {
+                status: "ok",
+                project_key: req.project_key.clone(),
+                session_ref: req.session_ref.clone(),
+                line_range: LineRange {
+                    start: req.start_line,
+                    end: req.end_line,
+                },
+                mode: req.mode.name(),
+                records,
+            }),
+            Err(ReadFailure::Io(e)) => ReadResult::invalid(
+                "session_ref",
+                format!(
+                    "session file for session_ref {} could not be read: {e}",
+                    py_repr(session_ref)
+                ),
+                "ensure the prepared workspace still contains the copied session file",
             ),
-            "ensure the prepared workspace still contains the copied session file",
-        ),
-        Err(ReadFailure::Changed(line)) => changed(
-            session_ref,
-            &format!("line {line} no longer matches its recorded SHA-256"),
-        ),
-    })
+            Err(ReadFailure::Changed(line)) => changed(
+                session_ref,
+                &format!("line {line} no longer matches its recorded SHA-256"),
+            ),
+        },
+    )
 }
 
 fn changed(session_ref: &str, what: &str) -> ReadResult {
@@ -277,14 +289,20 @@ enum ReadFailure {
     Changed(u64),
 }
 
-/// One positioned read of the bytes spanning `entries`, then each line decoded and checked.
-fn read_lines(
+/// Below this many bytes a read is processed on one thread.
+const PARALLEL_MIN_BYTES: u64 = 256 << 10;
+
+/// One positioned read of the bytes spanning `entries`; then every line is checked
+/// against its digest and turned into a record, on two threads for large reads.
+fn read_records(
     path: &Path,
+    req: &ReadRequest,
+    source: &str,
     first_line: u64,
     entries: &[LineEntry],
-) -> Result<Vec<String>, ReadFailure> {
+) -> Result<Records, ReadFailure> {
     let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(Vec::new());
+        return Ok(Records::Full(Vec::new()));
     };
     let base = first.offset;
     let span = usize::try_from(last.offset + last.len - base)
@@ -293,8 +311,8 @@ fn read_lines(
     File::open(path)
         .and_then(|f| f.read_exact_at(&mut buf, base))
         .map_err(ReadFailure::Io)?;
-    let mut texts = Vec::with_capacity(entries.len());
-    for (line, entry) in (first_line..).zip(entries) {
+
+    let checked = |line: u64, entry: &LineEntry| -> Result<&[u8], ReadFailure> {
         let at = (entry.offset - base) as usize;
         let bytes = buf
             .get(at..at + entry.len as usize)
@@ -303,51 +321,63 @@ fn read_lines(
         if sha != entry.sha256 || decoded_len != entry.decoded_len {
             return Err(ReadFailure::Changed(line));
         }
-        texts.push(lines::decode(bytes).into_owned());
-    }
-    Ok(texts)
+        Ok(bytes)
+    };
+    let numbered: Vec<(u64, &LineEntry)> = (first_line..).zip(entries).collect();
+    Ok(match req.mode {
+        Mode::Compact => Records::Compact(par_map(&numbered, span as u64, |line, entry| {
+            let text = lines::decode(checked(line, entry)?);
+            Ok(compact::compact_line(
+                &text,
+                line,
+                source,
+                entry.decoded_len,
+                lines::hex(&entry.sha256),
+            ))
+        })?),
+        Mode::Full => Records::Full(par_map(&numbered, span as u64, |line, entry| {
+            Ok(FullRecord {
+                line,
+                raw_line: lines::decode(checked(line, entry)?).into_owned(),
+                raw_bytes: entry.decoded_len,
+                raw_sha256: lines::hex(&entry.sha256),
+            })
+        })?),
+    })
 }
 
-fn build(
-    req: &ReadRequest,
-    source: &str,
-    first: u64,
-    entries: &[LineEntry],
-    texts: Vec<String>,
-) -> ReadResult {
-    let numbered = entries
-        .iter()
-        .zip(texts)
-        .enumerate()
-        .map(|(i, (e, t))| (first + i as u64, e, t));
-    let records = match req.mode {
-        Mode::Compact => Records::Compact(
-            numbered
-                .map(|(line, e, text)| {
-                    compact::compact_line(&text, line, source, e.decoded_len, lines::hex(&e.sha256))
-                })
-                .collect(),
-        ),
-        Mode::Full => Records::Full(
-            numbered
-                .map(|(line, e, raw_line)| FullRecord {
-                    line,
-                    raw_line,
-                    raw_bytes: e.decoded_len,
-                    raw_sha256: lines::hex(&e.sha256),
-                })
-                .collect(),
-        ),
+/// Maps `f` over `items` in order, splitting the work in two when there is enough of it.
+fn par_map<T: Send>(
+    items: &[(u64, &LineEntry)],
+    total_bytes: u64,
+    f: impl Fn(u64, &LineEntry) -> Result<T, ReadFailure> + Sync,
+) -> Result<Vec<T>, ReadFailure> {
+    let run = |part: &[(u64, &LineEntry)]| {
+        part.iter()
+            .map(|(line, entry)| f(*line, entry))
+            .collect::<Result<Vec<T>, _>>()
     };
-    ReadResult::Ok(ReadOk {
-        status: "ok",
-        project_key: req.project_key.clone(),
-        session_ref: req.session_ref.clone(),
-        line_range: LineRange {
-            start: req.start_line,
-            end: req.end_line,
-        },
-        mode: req.mode.name(),
-        records,
+    if total_bytes < PARALLEL_MIN_BYTES || items.len() < 2 {
+        return run(items);
+    }
+    // Split where half the bytes are, so both threads get equal work.
+    let mut acc = 0;
+    let split = items
+        .iter()
+        .position(|(_, e)| {
+            acc += e.len;
+            acc * 2 >= total_bytes
+        })
+        .map_or(items.len() / 2, |i| (i + 1).clamp(1, items.len() - 1));
+    let (left, right) = items.split_at(split);
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| run(right));
+        let mut out = run(left)?;
+        match other.join() {
+            Ok(rest) => out.extend(rest?),
+            // Record building does not panic; if it ever did, redo the work here.
+            Err(_) => out.extend(run(right)?),
+        }
+        Ok(out)
     })
 }

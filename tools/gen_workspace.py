@@ -70,7 +70,8 @@ class SessionWriter:
         self.turn_starts: list[int] = []
 
     def write(self, data: bytes, starts_turn: bool = False) -> None:
-        if starts_turn:
+        # turn_ref is T and four digits: past T9999, user messages continue the last turn.
+        if starts_turn and len(self.turn_starts) < 9999:
             self.turn_starts.append(self.lines + 1)
         self.file.write(data)
         self.bytes += len(data)
