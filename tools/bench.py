@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Benchmarks of evidence-store, each beside its reference in the same run.
+
+  import   import throughput on a generated workspace (default 1 GiB) beside
+           `openssl dgst -sha256` over the same files, and import's peak RSS;
+  read     median latency of a 2000-line compact and a 100-line full read in the middle
+           of a 200 MB session, evidence-store vs prompt-diary 0.2.10's server;
+  scale    the same reads on a 1 MB and a 1 GB session;
+  startup  time from process start to the `initialize` answer.
+
+Servers are driven by a minimal JSON-RPC client over stdio (one request line, one response
+line), so client overhead is the same for both and small. Results are printed as Markdown.
+
+Usage: tools/.venv/bin/python tools/bench.py [import|read|scale|startup ...] [--work DIR]
+       (build first: cargo build --release)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / "target" / "release" / "evidence-store"
+GEN = ROOT / "tools" / "gen_workspace.py"
+REFERENCE = [sys.executable, "-c",
+             "import logging; logging.disable(logging.CRITICAL); "
+             "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"]
+
+
+def generate(out: Path, *args: str) -> dict:
+    if (out / "summary.json").exists():
+        return json.loads((out / "summary.json").read_text())
+    shutil.rmtree(out, ignore_errors=True)
+    result = subprocess.run([sys.executable, str(GEN), "--out", str(out), *args], check=True, capture_output=True, text=True)
+    summary = json.loads(result.stdout)
+    (out / "summary.json").write_text(json.dumps(summary))
+    return summary
+
+
+def session_files(ws: Path) -> list[Path]:
+    return sorted(p for p in ws.glob("projects/*/sessions/*/*.jsonl") if p.is_file())
+
+
+def timed(cmd: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, check=True, capture_output=True, **kw)
+    return time.perf_counter() - start, done
+
+
+def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
+    """Runs `cmd` in a fresh Python child, so RUSAGE_CHILDREN measures only it."""
+    code = ("import resource, subprocess, sys, time, json; t = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+            "print(json.dumps([time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], check=True, capture_output=True, text=True).stdout
+    seconds, mb = json.loads(out)
+    return seconds, mb
+
+
+def bench_import(work: Path, size: str) -> list[str]:
+    ws = work / f"import-{size}"
+    # Eight sessions, two of them the edge cases' empty and missing files: six carry the size.
+    summary = generate(ws, "--projects", "2", "--sessions", "4", "--session-bytes", str(int(parse_size(size) / 6)),
+                       "--tool-output-max", "1M", "--edge-cases")
+    files = [str(p) for p in session_files(ws)]
+    total = sum(os.path.getsize(f) for f in files)
+    subprocess.run(["cat", *files], check=True, stdout=subprocess.DEVNULL)  # warm the page cache for both
+    rows = []
+    for attempt in range(3):
+        ossl, _ = timed(["openssl", "dgst", "-sha256", *files])
+        store = ws / ".evidence-store"
+        shutil.rmtree(store, ignore_errors=True)
+        seconds, rss = child_peak_rss_mb([str(BIN), "--workspace", str(ws), "import"])
+        rows.append((ossl, seconds, rss))
+    best_ossl = min(r[0] for r in rows)
+    best_import = min(r[1] for r in rows)
+    peak = max(r[2] for r in rows)
+    gib = total / (1 << 30)
+    # Peak memory must not grow with the session: import one 1 GiB session on its own.
+    single = work / "import-single-1G"
+    generate(single, "--projects", "1", "--sessions", "1", "--session-bytes", "1G", "--tool-output-max", "4M")
+    shutil.rmtree(single / ".evidence-store", ignore_errors=True)
+    single_seconds, single_rss = child_peak_rss_mb([str(BIN), "--workspace", str(single), "import"])
+    single_bytes = sum(os.path.getsize(f) for f in session_files(single))
+    return [
+        f"Workspace: {summary['sessions']} sessions, {total / 1e9:.2f} GB, {summary['lines']} lines (best of 3, warm page cache).",
+        "",
+        "| | seconds | throughput | peak RSS |",
+        "|---|---|---|---|",
+        f"| `openssl dgst -sha256` (all session files) | {best_ossl:.2f} | {gib / best_ossl:.2f} GiB/s | |",
+        f"| `evidence-store import` (new store) | {best_import:.2f} | {gib / best_import:.2f} GiB/s | {peak:.0f} MB |",
+        f"| `evidence-store import`, one {single_bytes / 1e9:.2f} GB session (tool outputs up to 4 MiB) | {single_seconds:.2f} | "
+        f"{single_bytes / (1 << 30) / single_seconds:.2f} GiB/s | {single_rss:.0f} MB |",
+        "",
+        f"Import runs at **{best_ossl / best_import * 100:.0f}%** of openssl's hashing throughput.",
+    ]
+
+
+class RawClient:
+    """Line-delimited JSON-RPC over a child's stdio, with nothing else in the way."""
+
+    def __init__(self, cmd: list[str], env: dict) -> None:
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **env})
+        self.next_id = 0
+
+    def request(self, method: str, params: dict) -> dict:
+        return json.loads(self.request_raw(method, params))
+
+    def request_raw(self, method: str, params: dict) -> bytes:
+        """Sends a request and returns its response line unparsed (what latency measures)."""
+        self.next_id += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}) + "\n"
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(line.encode())
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            # Responses start {"jsonrpc":"2.0","id":N,...}: match without parsing the body.
+            if f'"id":{self.next_id},'.encode() in line[:64]:
+                return line
+
+    def notify(self, method: str) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": method}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def initialize(self) -> None:
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        self.notify("notifications/initialized")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def read_latency(client: RawClient, args: dict, repeat: int) -> tuple[float, int]:
+    times = []
+    size = 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        line = client.request_raw("tools/call", {"name": "read_session_lines", "arguments": args})
+        times.append(time.perf_counter() - start)
+        text = json.loads(line)["result"]["content"][0]["text"]
+        size = len(text)
+        assert json.loads(text)["status"] == "ok", text[:300]
+    return statistics.median(times) * 1000, size
+
+
+def middle_reads(ws: Path, compact_width: int = 2000) -> tuple[dict, dict]:
+    index = next(ws.glob("projects/*/sessions.index.jsonl"))
+    row = json.loads(index.read_text().splitlines()[0])
+    n = row["target_end_line"]
+    base = {"project_key": index.parent.name, "session_ref": row["session_ref"]}
+    def window(width: int) -> tuple[int, int]:
+        """`width` lines centred in the session, or the whole session when it is shorter."""
+        start = max(1, n // 2 - width // 2)
+        return start, min(n, start + width - 1)
+
+    (cs, ce), (fs, fe) = window(compact_width), window(100)
+    compact = dict(base, start_line=cs, end_line=ce, mode="compact")
+    full = dict(base, start_line=fs, end_line=fe, mode="full")
+    return compact, full
+
+
+def serve(ws: Path, reference: bool) -> RawClient:
+    cmd = REFERENCE if reference else [str(BIN), "serve"]
+    client = RawClient(cmd, {"PROMPT_DIARY_WORKSPACE": str(ws)})
+    client.initialize()
+    return client
+
+
+SESSION_ARGS = ["--projects", "1", "--sessions", "1", "--tool-output-max", "8K"]
+
+
+def bench_read(work: Path) -> list[str]:
+    ws = work / "read-200M"
+    generate(ws, *SESSION_ARGS, "--session-bytes", "200M")
+    subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+    compact, full = middle_reads(ws)
+    results = {}
+    for name, reference, repeat in (("evidence-store", False, 30), ("prompt-diary 0.2.10", True, 5)):
+        client = serve(ws, reference)
+        results[name] = (read_latency(client, compact, repeat), read_latency(client, full, repeat))
+        client.close()
+    (ours_c, size_c), (ours_f, size_f) = results["evidence-store"]
+    (ref_c, _), (ref_f, _) = results["prompt-diary 0.2.10"]
+    return [
+        f"Session: {(ws / 'summary.json').read_text().strip()}; compact lines {compact['start_line']}-{compact['end_line']} "
+        f"({size_c / 1e6:.1f} MB of result text), full lines {full['start_line']}-{full['end_line']} ({size_f / 1e6:.1f} MB). Median of 30 (ours) / 5 (reference).",
+        "",
+        "| read | evidence-store | prompt-diary 0.2.10 | speed-up |",
+        "|---|---|---|---|",
+        f"| 2000 lines, compact | {ours_c:.1f} ms | {ref_c:.0f} ms | {ref_c / ours_c:.0f}x |",
+        f"| 100 lines, full | {ours_f:.1f} ms | {ref_f:.0f} ms | {ref_f / ours_f:.0f}x |",
+    ]
+
+
+def bench_scale(work: Path) -> list[str]:
+    sessions = []
+    for size in ("1M", "1G"):
+        ws = work / f"scale-{size}"
+        generate(ws, *SESSION_ARGS, "--session-bytes", size)
+        subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+        sessions.append((size, ws, json.loads((ws / "summary.json").read_text())["lines"]))
+    # The same number of lines from both: as many as the small session has, up to 2000.
+    width = min(2000, min(lines for _, _, lines in sessions) - 2)
+    rows = [f"| session | {width} lines, compact | 100 lines, full |", "|---|---|---|"]
+    for size, ws, lines in sessions:
+        compact, full = middle_reads(ws, width)
+        client = serve(ws, False)
+        (c, _), (f, _) = read_latency(client, compact, 30), read_latency(client, full, 30)
+        client.close()
+        rows.append(f"| {size}B ({lines} lines) | {c:.1f} ms | {f:.1f} ms |")
+    return [f"Median of 30 reads of the same number of lines in the middle of each session.", "", *rows]
+
+
+def bench_startup(work: Path) -> list[str]:
+    ws = work / "read-200M"
+    generate(ws, *SESSION_ARGS, "--session-bytes", "200M")
+    subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+    rows = ["| server | process start to `initialize` answer (median of 20) |", "|---|---|"]
+    for name, reference, repeat in (("evidence-store", False, 20), ("prompt-diary 0.2.10", True, 5)):
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            client = RawClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+            client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+            times.append(time.perf_counter() - start)
+            client.close()
+        rows.append(f"| {name} | {statistics.median(times) * 1000:.1f} ms |")
+    return rows
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", nargs="*", default=["import", "read", "scale", "startup"])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
+    parser.add_argument("--import-size", default="1G")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if not BIN.exists():
+        sys.exit("build first: cargo build --release")
+    sections = {
+        "import": lambda: bench_import(args.work, args.import_size),
+        "read": lambda: bench_read(args.work),
+        "scale": lambda: bench_scale(args.work),
+        "startup": lambda: bench_startup(args.work),
+    }
+    for which in args.which:
+        print(f"### {which}\n")
+        print("\n".join(sections[which]()))
+        print()
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
