@@ -33,6 +33,21 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve => run_serve(config),
+        Command::Export => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            let store = Store::open(&config.store)?;
+            let report = crate::documents::export(&store, &config.workspace.path)?;
+            println!(
+                "exported {} file(s) ({} already current), removed {} stale temp file(s)",
+                report.written, report.unchanged, report.temp_files_removed
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -38,6 +38,8 @@ enum CliCommand {
     },
     /// Show what the store holds
     Dump(DumpArgs),
+    /// Write every evidence card and report the store holds into the workspace, atomically
+    Export,
     /// Serve the MCP tools over stdio (importing what changed first)
     Serve,
 }
@@ -99,6 +101,7 @@ pub enum Command {
     Import { rehash: bool },
     Dump { json: bool, target: DumpTarget },
     Serve,
+    Export,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +153,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
     let command = match cli.command {
         CliCommand::Import { rehash } => Command::Import { rehash },
         CliCommand::Serve => Command::Serve,
+        CliCommand::Export => Command::Export,
         CliCommand::Dump(DumpArgs { json, what }) => Command::Dump {
             json,
             target: match what.unwrap_or(DumpCommand::Tables) {

@@ -7,7 +7,9 @@
 pub mod app;
 pub mod cli;
 pub mod compact;
+pub mod documents;
 pub mod dump;
+pub mod evidence;
 pub mod fsutil;
 pub mod import;
 pub mod lines;

@@ -13,6 +13,23 @@ use rmcp::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::{Deserialize, Deserializer, Visitor};
 use serde_json::Value;
 
+/// A JSON object argument as the client sent it.
+pub type JsonObject = serde_json::Map<String, Value>;
+
+/// The core's JSON value for an argument (Python's view of numbers: integers stay exact).
+pub fn to_py(v: &Value) -> crate::pyjson::Value {
+    use crate::pyjson::Value as Py;
+    match v {
+        Value::Null => Py::Null,
+        Value::Bool(b) => Py::Bool(*b),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Py::Int(n.to_string()),
+        Value::Number(n) => Py::Float(n.as_f64().unwrap_or(f64::NAN)),
+        Value::String(s) => Py::String(s.clone()),
+        Value::Array(items) => Py::Array(items.iter().map(to_py).collect()),
+        Value::Object(map) => Py::Object(map.iter().map(|(k, v)| (k.clone(), to_py(v))).collect()),
+    }
+}
+
 /// One argument, raw: `None` when absent or `null`. Its JSON schema is `T`'s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arg<T> {
@@ -125,6 +142,28 @@ impl ArgErrors {
             Err(problem) => {
                 self.push(name, problem);
                 0
+            }
+        }
+    }
+
+    /// A required object argument. A string holding a JSON object is accepted too: LLM
+    /// clients often send nested objects that way (prompt-diary's server parses them).
+    pub fn object(&mut self, name: &'static str, arg: &Arg<JsonObject>) -> crate::pyjson::Value {
+        let object = match &arg.raw {
+            None => {
+                self.push(name, "Field required");
+                return crate::pyjson::Value::Null;
+            }
+            Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+                .ok()
+                .filter(Value::is_object),
+            Some(v) => Some(v.clone()).filter(Value::is_object),
+        };
+        match object {
+            Some(v) => to_py(&v),
+            None => {
+                self.push(name, "Input should be a valid dictionary");
+                crate::pyjson::Value::Null
             }
         }
     }

@@ -61,6 +61,17 @@ pub struct ReadSessionLinesArgs {
     mode: Arg<ModeArg>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_evidenceArguments")]
+pub struct WriteEvidenceArgs {
+    #[schemars(title = "Project Key")]
+    project_key: Arg<String>,
+    #[schemars(title = "Session Ref")]
+    session_ref: Arg<String>,
+    #[schemars(title = "Evidence Chain")]
+    evidence_chain: Arg<args::JsonObject>,
+}
+
 /// `read_session_lines`'s `mode` as the schema shows it.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -174,6 +185,32 @@ impl Server {
         let mut result = text_result(&ping)?;
         result.structured_content = serde_json::to_value(&ping).ok();
         Ok(result)
+    }
+
+    #[tool(
+        description = "Validate and append one evidence chain from the resolved prepared workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn write_evidence(
+        &self,
+        Parameters(args): Parameters<WriteEvidenceArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let project_key = errors.string("project_key", &args.project_key);
+        let session_ref = errors.string("session_ref", &args.session_ref);
+        let chain = errors.object("evidence_chain", &args.evidence_chain);
+        if let Some(message) = errors.into_message("write_evidence") {
+            return Ok(argument_error("write_evidence", message));
+        }
+        let result = self
+            .call(move |service| service.write_evidence(&project_key, &session_ref, &chain))
+            .await?;
+        text_result(&result)
     }
 
     #[tool(

@@ -341,6 +341,26 @@ impl Writer {
         Ok(())
     }
 
+    pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
+        let table = self.txn.open_table(PROJECTS).store()?;
+        let value = table.get(key).store()?;
+        Ok(value
+            .map(|v| codec::decode("project", v.value()))
+            .transpose()?)
+    }
+
+    pub fn session(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let table = self.txn.open_table(SESSIONS).store()?;
+        let value = table.get((project_key, session_ref)).store()?;
+        Ok(value
+            .map(|v| codec::decode("session", v.value()))
+            .transpose()?)
+    }
+
     /// Every stored `(project_key, session_ref)` with its record.
     pub fn all_sessions(&self) -> Result<Vec<(String, SessionRecord)>, StoreError> {
         let table = self.txn.open_table(SESSIONS).store()?;

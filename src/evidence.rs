@@ -1,0 +1,540 @@
+//! `write_evidence`'s rules: the chain-only parse, the turn checks, and the card it writes.
+//!
+//! Pure: everything here takes values and returns values (spec reading-and-evidence.md
+//! §6). The service runs these inside one store write transaction.
+
+use serde::Serialize;
+
+use crate::pyjson::{self, Map, Value, py_repr};
+use crate::workspace::Span;
+
+/// One structured error: `{"path", "message", "hint"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+    pub hint: String,
+}
+
+impl Problem {
+    pub fn new(
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
+        Problem {
+            path: path.into(),
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
+/// The result of a write tool: written, or why not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum WriteResult<T> {
+    Done(T),
+    Invalid {
+        status: &'static str,
+        errors: Vec<Problem>,
+    },
+}
+
+impl<T> WriteResult<T> {
+    pub fn invalid(errors: Vec<Problem>) -> Self {
+        WriteResult::Invalid {
+            status: "invalid",
+            errors,
+        }
+    }
+
+    pub fn one(path: &str, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self::invalid(vec![Problem::new(path, message, hint)])
+    }
+}
+
+/// `write_evidence`'s success result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Appended {
+    pub status: &'static str,
+    pub project_key: String,
+    pub session_ref: String,
+    pub turn_ref: String,
+}
+
+pub const TRIGGER_TYPES: &[&str] = &[
+    "explicit_user_message",
+    "implicit_context",
+    "user_correction",
+    "user_approval",
+    "resume_or_continue",
+];
+pub const OUTCOME_CATEGORIES: &[&str] = &[
+    "code_outcome",
+    "document_outcome",
+    "decision_outcome",
+    "validation_outcome",
+    "process_outcome",
+    "research_outcome",
+    "blocker_outcome",
+    "other",
+];
+pub const CHECK_TYPES: &[&str] = &[
+    "command_output",
+    "test_output",
+    "artifact_inspection",
+    "user_feedback",
+    "other",
+];
+pub const TERMINAL_STATES: &[&str] = &[
+    "material_result",
+    "no_material",
+    "blocked",
+    "interrupted",
+    "failed",
+    "clarification_only",
+    "evidence_gap",
+    "other",
+];
+pub const MATERIALITY: &[&str] = &["material", "minor", "none"];
+
+const SUMMARY_HINT: &str = "provide a concise non-empty summary";
+const SPAN_HINT: &str = "write the span as \"start-end\" with start <= end";
+
+/// The allowed values sorted and joined, as the controlled-value hint lists them.
+pub fn controlled_hint(allowed: &[&str]) -> String {
+    let mut sorted = allowed.to_vec();
+    sorted.sort_unstable();
+    format!("use a controlled value such as {}", sorted.join(", "))
+}
+
+/// `v` if it is an object, else an empty one (prompt-diary's lenient coercion).
+pub fn as_object(v: Option<&Value>) -> &Map {
+    static EMPTY: std::sync::OnceLock<Map> = std::sync::OnceLock::new();
+    match v {
+        Some(Value::Object(m)) => m,
+        _ => EMPTY.get_or_init(Map::new),
+    }
+}
+
+/// `v` if it is an array, else an empty one.
+pub fn as_list(v: Option<&Value>) -> &[Value] {
+    match v {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
+}
+
+/// A non-blank string (Python whitespace), returned verbatim.
+pub fn non_empty(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !pyjson::is_blank(s))
+}
+
+/// A citation span `start-end`, as parsed and normalised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lines {
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Lines {
+    /// `"<start>-<end>"`: split at the first `-`, both parts ASCII digits, start <= end.
+    /// Leading zeros are dropped; numbers beyond `u64` saturate (always outside a turn).
+    pub fn parse(v: Option<&Value>) -> Option<Lines> {
+        let (a, b) = v?.as_str()?.split_once('-')?;
+        let number = |s: &str| -> Option<u64> {
+            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            Some(s.parse().unwrap_or(u64::MAX))
+        };
+        let (start, end) = (number(a)?, number(b)?);
+        (start <= end).then_some(Lines { start, end })
+    }
+
+    fn text(self) -> String {
+        format!("{}-{}", self.start, self.end)
+    }
+}
+
+/// Collects problems in the order the rules run.
+#[derive(Default)]
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
+        match non_empty(v) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.problems.push(Problem::new(
+                    path,
+                    format!("{path} must be a non-empty string"),
+                    SUMMARY_HINT,
+                ));
+                Value::Null
+            }
+        }
+    }
+
+    fn controlled(&mut self, path: &str, name: &str, v: Option<&Value>, allowed: &[&str]) -> Value {
+        match v.and_then(Value::as_str).filter(|s| allowed.contains(s)) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.problems.push(Problem::new(
+                    path,
+                    format!("{path} must be a controlled {name} value"),
+                    controlled_hint(allowed),
+                ));
+                Value::Null
+            }
+        }
+    }
+
+    /// `{prefix}.citations[j].lines` for each element of `obj.citations`.
+    fn citations(&mut self, prefix: &str, obj: &Map) -> (Value, Vec<Lines>) {
+        let mut stored = Vec::new();
+        let mut spans = Vec::new();
+        for (j, c) in as_list(obj.get("citations")).iter().enumerate() {
+            let lines = c.as_object().and_then(|c| Lines::parse(c.get("lines")));
+            match lines {
+                Some(lines) => {
+                    let mut m = Map::new();
+                    m.insert("lines".into(), Value::String(lines.text()));
+                    stored.push(Value::Object(m));
+                    spans.push(lines);
+                }
+                None => {
+                    let path = format!("{prefix}.citations[{j}].lines");
+                    self.problems.push(Problem::new(
+                        &path,
+                        format!("{path} must be a numeric line span"),
+                        SPAN_HINT,
+                    ));
+                }
+            }
+        }
+        (Value::Array(stored), spans)
+    }
+}
+
+/// A chain that passed the chain-only parse: its stored form and its citations by place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    pub turn_ref: String,
+    /// The chain as the card stores it (fixed keys, normalised spans).
+    pub stored: Value,
+    /// `(path of the citation list, spans)` in the containment-check order.
+    pub cited: Vec<(String, Vec<Lines>)>,
+    pub trigger: Vec<Lines>,
+    pub reactions: Vec<Lines>,
+    pub outcomes: Vec<Vec<Lines>>,
+}
+
+fn object(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// The chain-only parse (spec §6.3): every structural error, in the reference's order.
+pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
+    let c = as_object(Some(chain));
+    let mut ck = Checker::default();
+    let p = "evidence_chain";
+
+    let mut outcomes = Vec::new();
+    let mut outcome_spans = Vec::new();
+    for (i, o) in as_list(c.get("outcomes")).iter().enumerate() {
+        let o = as_object(Some(o));
+        let base = format!("{p}.outcomes[{i}]");
+        let category = ck.controlled(
+            &format!("{base}.category"),
+            "outcome category",
+            o.get("category"),
+            OUTCOME_CATEGORIES,
+        );
+        let summary = ck.text(&format!("{base}.summary"), o.get("summary"));
+        let (citations, spans) = ck.citations(&base, o);
+        outcomes.push(object(vec![
+            ("category", category),
+            ("summary", summary),
+            ("citations", citations),
+        ]));
+        outcome_spans.push(spans);
+    }
+    let ts = as_object(c.get("terminal_state"));
+    let ts_base = format!("{p}.terminal_state");
+    let ts_type = ck.controlled(
+        &format!("{ts_base}.type"),
+        "terminal_state.type",
+        ts.get("type"),
+        TERMINAL_STATES,
+    );
+    let ts_summary = ck.text(&format!("{ts_base}.summary"), ts.get("summary"));
+    let (ts_citations, ts_spans) = ck.citations(&ts_base, ts);
+    if ts.get("type").and_then(Value::as_str) == Some("material_result")
+        && as_list(c.get("outcomes")).is_empty()
+    {
+        ck.problems.push(Problem::new(
+            format!("{p}.outcomes"),
+            "material_result terminal_state requires at least one material outcome; empty outcomes is allowed only when terminal_state explains a non-success ending",
+            "add a material outcome, or use a terminal_state.type that explains the non-success ending",
+        ));
+    }
+    let turn_ref = ck.text(&format!("{p}.turn_ref"), c.get("turn_ref"));
+
+    let tr = as_object(c.get("trigger"));
+    let tr_base = format!("{p}.trigger");
+    let tr_type = ck.controlled(
+        &format!("{tr_base}.type"),
+        "trigger.type",
+        tr.get("type"),
+        TRIGGER_TYPES,
+    );
+    let tr_summary = ck.text(&format!("{tr_base}.summary"), tr.get("summary"));
+    let mut quoted = Vec::new();
+    let mut quoted_spans = Vec::new();
+    for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
+        let q = as_object(Some(q));
+        let base = format!("{tr_base}.quoted_messages[{i}]");
+        let text = ck.text(&format!("{base}.text"), q.get("text"));
+        let (citations, spans) = ck.citations(&base, q);
+        quoted.push(object(vec![("text", text), ("citations", citations)]));
+        quoted_spans.push((base, spans));
+    }
+    let (tr_citations, tr_spans) = ck.citations(&tr_base, tr);
+
+    let mut reactions = Vec::new();
+    let mut reaction_spans = Vec::new();
+    for (i, r) in as_list(c.get("agent_reactions")).iter().enumerate() {
+        let r = as_object(Some(r));
+        let base = format!("{p}.agent_reactions[{i}]");
+        let summary = ck.text(&format!("{base}.summary"), r.get("summary"));
+        let (citations, spans) = ck.citations(&base, r);
+        reactions.push(object(vec![("summary", summary), ("citations", citations)]));
+        reaction_spans.push((base, spans));
+    }
+    let mut checks = Vec::new();
+    let mut check_spans = Vec::new();
+    for (i, k) in as_list(c.get("observed_checks")).iter().enumerate() {
+        let k = as_object(Some(k));
+        let base = format!("{p}.observed_checks[{i}]");
+        let kind = ck.controlled(
+            &format!("{base}.type"),
+            "check type",
+            k.get("type"),
+            CHECK_TYPES,
+        );
+        let summary = ck.text(&format!("{base}.summary"), k.get("summary"));
+        let (citations, spans) = ck.citations(&base, k);
+        checks.push(object(vec![
+            ("type", kind),
+            ("summary", summary),
+            ("citations", citations),
+        ]));
+        check_spans.push((base, spans));
+    }
+    let materiality = ck.controlled(
+        &format!("{p}.materiality"),
+        "materiality",
+        c.get("materiality"),
+        MATERIALITY,
+    );
+    if !ck.problems.is_empty() {
+        return Err(ck.problems);
+    }
+
+    let turn_ref_text = turn_ref.as_str().unwrap_or_default().to_owned();
+    let stored = object(vec![
+        ("turn_ref", turn_ref),
+        (
+            "trigger",
+            object(vec![
+                ("type", tr_type),
+                ("summary", tr_summary),
+                ("quoted_messages", Value::Array(quoted)),
+                ("citations", tr_citations),
+            ]),
+        ),
+        ("agent_reactions", Value::Array(reactions)),
+        ("outcomes", Value::Array(outcomes)),
+        ("observed_checks", Value::Array(checks)),
+        (
+            "terminal_state",
+            object(vec![
+                ("type", ts_type),
+                ("summary", ts_summary),
+                ("citations", ts_citations),
+            ]),
+        ),
+        ("materiality", materiality),
+    ]);
+    // Containment order: trigger, quoted messages, reactions, outcomes, checks, terminal.
+    let mut cited = vec![(tr_base, tr_spans.clone())];
+    cited.extend(quoted_spans);
+    cited.extend(reaction_spans.iter().cloned());
+    cited.extend(
+        outcome_spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("{p}.outcomes[{i}]"), s.clone())),
+    );
+    cited.extend(check_spans);
+    cited.push((ts_base, ts_spans));
+    Ok(Chain {
+        turn_ref: turn_ref_text,
+        stored,
+        cited,
+        trigger: tr_spans,
+        reactions: reaction_spans.into_iter().flat_map(|(_, s)| s).collect(),
+        outcomes: outcome_spans,
+    })
+}
+
+/// The turn checks (spec §6.6): containment, then outcomes that cite only the trigger.
+pub fn check_turn(chain: &Chain, turn: Span) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let (ts, te) = (turn.start.max(0) as u64, turn.end.max(0) as u64);
+    for (base, spans) in &chain.cited {
+        for (j, s) in spans.iter().enumerate() {
+            if s.start < ts || s.end > te {
+                let path = format!("{base}.citations[{j}].lines");
+                problems.push(Problem::new(
+                    path,
+                    format!(
+                        "line span {}-{} is outside turn {} span {}-{}",
+                        s.start, s.end, chain.turn_ref, turn.start, turn.end
+                    ),
+                    // Seed 003's wording (spec README decision 4).
+                    "cite only lines inside the evidence chain's indexed turn",
+                ));
+            }
+        }
+    }
+    for (i, outcome) in chain.outcomes.iter().enumerate() {
+        let covered = |s: &Lines, by: &[Lines]| covers(by, *s);
+        let overlaps =
+            |s: &Lines, by: &[Lines]| by.iter().any(|b| b.start <= s.end && s.start <= b.end);
+        let only_trigger = !outcome.is_empty()
+            && outcome.iter().all(|s| covered(s, &chain.trigger))
+            && !outcome.iter().any(|s| overlaps(s, &chain.reactions));
+        if only_trigger {
+            problems.push(Problem::new(
+                format!("evidence_chain.outcomes[{i}].citations[0].lines"),
+                "a material outcome cites only trigger evidence",
+                "cite agent reaction evidence, not only the trigger lines",
+            ));
+        }
+    }
+    problems
+}
+
+/// Whether the union of `by` covers every line of `span`.
+fn covers(by: &[Lines], span: Lines) -> bool {
+    let mut sorted = by.to_vec();
+    sorted.sort_by_key(|s| s.start);
+    let mut next = span.start; // first line not yet covered
+    for s in sorted {
+        if s.start > next {
+            break;
+        }
+        if s.end >= next {
+            if s.end >= span.end {
+                return true;
+            }
+            next = s.end + 1;
+        }
+    }
+    false
+}
+
+/// Why an existing card cannot be appended to (spec README decision 2): a structured
+/// error at `evidence_card`, and nothing is written.
+pub fn card_problem(message: String) -> Problem {
+    Problem::new(
+        "evidence_card",
+        message,
+        "repair or delete the evidence card file so that it holds this session's card, then write the chain again",
+    )
+}
+
+/// The existing card's object and its chains, validated; `rel` names it in messages.
+pub fn existing_card(
+    rel: &str,
+    bytes: &[u8],
+    project_key: &str,
+    session_ref: &str,
+) -> Result<Map, Problem> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| card_problem(format!("evidence card {rel} is not valid UTF-8")))?;
+    let value = pyjson::parse(text).map_err(|e| {
+        card_problem(format!(
+            "evidence card {rel} is not valid JSON: {}",
+            e.message()
+        ))
+    })?;
+    let Value::Object(card) = value else {
+        return Err(card_problem(format!(
+            "evidence card {rel} must contain a JSON object"
+        )));
+    };
+    for (field, expect) in [("project_key", project_key), ("session_ref", session_ref)] {
+        if let Some(found) = card.get(field)
+            && found.as_str() != Some(expect)
+        {
+            let shown = found
+                .as_str()
+                .map_or_else(|| pyjson::to_sorted_compact(found), py_repr);
+            return Err(card_problem(format!(
+                "evidence card {rel} has {field} {shown}, not {}",
+                py_repr(expect)
+            )));
+        }
+    }
+    if let Some(chains) = card.get("evidence_chains") {
+        let Value::Array(chains) = chains else {
+            return Err(card_problem(format!(
+                "evidence card {rel} evidence_chains must be a JSON array"
+            )));
+        };
+        if let Some(i) = chains.iter().position(|c| !matches!(c, Value::Object(_))) {
+            return Err(card_problem(format!(
+                "evidence card {rel} evidence_chains[{i}] must be a JSON object"
+            )));
+        }
+    }
+    Ok(card)
+}
+
+/// Whether the card already holds a chain for `turn_ref` (W4).
+pub fn has_chain(card: &Map, turn_ref: &str) -> bool {
+    as_list(card.get("evidence_chains"))
+        .iter()
+        .any(|c| c.get("turn_ref").and_then(Value::as_str) == Some(turn_ref))
+}
+
+/// The card after appending `chain`, as file bytes (indent 2, trailing newline). A new
+/// card is `{schema_version, project_key, session_ref, evidence_chains}`; an existing
+/// one keeps its keys and order, with `evidence_chains` extended in place.
+pub fn append(
+    existing: Option<Map>,
+    project_key: &str,
+    session_ref: &str,
+    chain: &Chain,
+) -> Vec<u8> {
+    let mut card = existing.unwrap_or_else(|| {
+        let mut m = Map::new();
+        m.insert("schema_version".into(), Value::Int("1".into()));
+        m.insert("project_key".into(), Value::String(project_key.into()));
+        m.insert("session_ref".into(), Value::String(session_ref.into()));
+        m.insert("evidence_chains".into(), Value::Array(Vec::new()));
+        m
+    });
+    let mut chains = as_list(card.get("evidence_chains")).to_vec();
+    chains.push(chain.stored.clone());
+    card.insert("evidence_chains".into(), Value::Array(chains));
+    let mut text = pyjson::to_pretty(&Value::Object(card));
+    text.push('\n');
+    text.into_bytes()
+}
