@@ -1,0 +1,232 @@
+//! Many `serve` processes on one store, and servers killed mid-stream: nothing acknowledged
+//! is ever lost, nothing is left torn.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::{BIN, Workspace};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "Load-000000000000";
+
+/// A workspace of `sessions` sessions with `turns` turns each (session files are not
+/// needed to write evidence).
+fn workspace(sessions: usize, turns: usize) -> Workspace {
+    let ws = Workspace {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    ws.write(
+        "metadata.json",
+        r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
+    );
+    ws.write(
+        &format!("projects/{PROJECT}/project.json"),
+        format!(r#"{{"project_key": "{PROJECT}", "project_label": "Load"}}"#),
+    );
+    let mut index = String::new();
+    for s in 1..=sessions {
+        let turns: Vec<Value> = (1..=turns)
+            .map(|t| json!({"turn_ref": format!("T{t:04}"), "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t}))
+            .collect();
+        let row = json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
+            "session_path": format!("sessions/codex/{s}.jsonl"), "target_start_line": 1, "target_end_line": 2 * turns.len(), "turns": turns});
+        index.push_str(&format!("{row}\n"));
+    }
+    ws.write(&format!("projects/{PROJECT}/sessions.index.jsonl"), index);
+    ws
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn connect(ws: &Workspace) -> (Client, Option<u32>) {
+    let root = ws.root().to_owned();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env_remove("RUST_LOG");
+    }))
+    .expect("server starts");
+    let pid = transport.id();
+    (().serve(transport).await.expect("initialize succeeds"), pid)
+}
+
+/// Writes the chain for `(session, turn)`; `Ok(true)` once acknowledged.
+async fn write(client: &Client, session: usize, turn: usize) -> Result<bool, String> {
+    let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
+    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
+        "turn_ref": format!("T{turn:04}"),
+        "trigger": {"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]},
+        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
+        "materiality": "material"}});
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("write_evidence").with_arguments(args))
+        .await
+        .map_err(|e| e.to_string())?;
+    let ContentBlock::Text(text) = &result.content[0] else {
+        return Err("no text".into());
+    };
+    let value: Value = serde_json::from_str(&text.text).map_err(|e| e.to_string())?;
+    if value["status"] == "appended" {
+        Ok(true)
+    } else {
+        Err(text.text.clone())
+    }
+}
+
+/// Every `(session, turn)` found in the card files; each card must parse, no temp files.
+fn written(ws: &Workspace) -> BTreeSet<(usize, usize)> {
+    let mut found = BTreeSet::new();
+    let dir = ws.path(&format!("projects/{PROJECT}/evidence"));
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        assert!(name.ends_with(".json"), "stray file {name}");
+        let card: Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).expect("whole JSON card");
+        let session: usize = name[1..5].parse().unwrap();
+        for chain in card["evidence_chains"].as_array().unwrap() {
+            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
+            assert!(
+                found.insert((session, turn)),
+                "duplicate chain S{session:04}/T{turn:04}"
+            );
+        }
+    }
+    found
+}
+
+async fn concurrent_writers(servers: usize) {
+    let (sessions, turns) = (8, 2 * servers);
+    let ws = workspace(sessions, turns);
+    ws.ok(&["import"]);
+    let mut clients = Vec::new();
+    for _ in 0..servers {
+        clients.push(Arc::new(connect(&ws).await.0));
+    }
+    // Interleaved so that several processes append to the same card at the same time.
+    let all: Vec<(usize, usize)> = (1..=sessions)
+        .flat_map(|s| (1..=turns).map(move |t| (s, t)))
+        .collect();
+    let mut tasks = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        let mine: Vec<(usize, usize)> = all.iter().copied().skip(i).step_by(servers).collect();
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut acked = Vec::new();
+            for (s, t) in mine {
+                write(&client, s, t).await.expect("every write succeeds");
+                acked.push((s, t));
+            }
+            acked
+        }));
+    }
+    let mut acked = BTreeSet::new();
+    for task in tasks {
+        acked.extend(task.await.unwrap());
+    }
+    assert_eq!(acked.len(), all.len());
+    assert_eq!(
+        written(&ws),
+        acked,
+        "the files show every acknowledged write"
+    );
+    ws.ok(&["export"]);
+    assert_eq!(written(&ws), acked, "and so does export");
+    for client in clients {
+        Arc::try_unwrap(client)
+            .ok()
+            .unwrap()
+            .cancel()
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_servers_lose_nothing() {
+    concurrent_writers(8).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_two_servers_lose_nothing() {
+    concurrent_writers(32).await;
+}
+
+/// A server is killed with SIGKILL at varying points of a stream of writes, again and
+/// again; after a restart and an export every acknowledged write is there, every card is
+/// whole JSON and no temp file is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_servers_lose_no_acknowledged_write() {
+    let ws = workspace(2, 60);
+    ws.ok(&["import"]);
+    let todo: Vec<(usize, usize)> = (1..=2)
+        .flat_map(|s| (1..=60).map(move |t| (s, t)))
+        .collect();
+    let mut acked = BTreeSet::new();
+    let mut next = 0;
+    for round in 0..8u64 {
+        let (client, pid) = connect(&ws).await;
+        let client = Arc::new(client);
+        let writer = {
+            let client = client.clone();
+            let todo = todo.clone();
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                for (i, (s, t)) in todo.into_iter().enumerate().skip(next) {
+                    match write(&client, s, t).await {
+                        Ok(_) => done.push((i, (s, t))),
+                        Err(_) => break,
+                    }
+                }
+                done
+            })
+        };
+        // Kill at a different moment each round (3 to 38 ms into the stream).
+        tokio::time::sleep(std::time::Duration::from_millis(3 + round * 5)).await;
+        let pid = pid.expect("child pid");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let done = writer.await.unwrap();
+        if let Some((i, _)) = done.last() {
+            next = i + 1;
+        }
+        // The write in flight when the kill landed may or may not have committed: it was
+        // never acknowledged, so it is retried, and a duplicate answer counts as done.
+        acked.extend(done.into_iter().map(|(_, st)| st));
+        drop(client);
+    }
+    assert!(
+        next > 0 && next < todo.len(),
+        "the kills landed mid-stream ({next} of {} written)",
+        todo.len()
+    );
+    // Finish the rest with a healthy server; retried writes may already be there.
+    let (client, _) = connect(&ws).await;
+    for &(s, t) in &todo[next..] {
+        match write(&client, s, t).await {
+            Ok(_) => {}
+            Err(e) => assert!(e.contains("already has a committed evidence chain"), "{e}"),
+        }
+        acked.insert((s, t));
+    }
+    client.cancel().await.unwrap();
+    ws.ok(&["export"]);
+    let found = written(&ws);
+    assert_eq!(
+        found, acked,
+        "every acknowledged write present, nothing else"
+    );
+}
