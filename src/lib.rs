@@ -19,4 +19,5 @@ pub mod pyjson;
 pub mod read;
 pub mod service;
 pub mod store;
+pub mod synthesis;
 pub mod workspace;

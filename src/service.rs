@@ -12,6 +12,7 @@ use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Store, StoreError};
+use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 
 /// The tools' shared state: the store, or the reason there is none.
 pub struct Service {
@@ -158,6 +159,113 @@ impl Service {
             turn_ref: chain.turn_ref.clone(),
         }))
     }
+}
+
+impl Service {
+    /// `write_work_item`: parse the item, then in one store transaction gather the
+    /// project's indexed turns, committed chains and envelope (each synced with its file),
+    /// check the item against them, replace the envelope file and commit.
+    pub fn write_work_item(
+        &self,
+        project_key: &str,
+        item: &Value,
+    ) -> WriteResult<WorkItemAppended> {
+        let item = match synthesis::parse_work_item(item) {
+            Ok(item) => item,
+            Err(problems) => return WriteResult::invalid(problems),
+        };
+        let store = match &self.state {
+            Ok(store) => store,
+            Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
+        };
+        match self.append_work_item(store, project_key, &item) {
+            Ok(result) => result,
+            Err(e) => WriteResult::invalid(vec![document_problem(e)]),
+        }
+    }
+
+    fn append_work_item(
+        &self,
+        store: &Store,
+        project_key: &str,
+        item: &synthesis::WorkItem,
+    ) -> Result<WriteResult<WorkItemAppended>, DocumentError> {
+        let mut writer = store.writer()?;
+        let Some(project) = writer.project(project_key)? else {
+            return Ok(WriteResult::one(
+                "project_key",
+                format!("unknown project_key {}", py_repr(project_key)),
+                "use the project_key from the prepared workspace",
+            ));
+        };
+        let mut universe: Vec<TurnKey> = Vec::new();
+        let mut chains: Vec<CommittedChain> = Vec::new();
+        for session_ref in &project.session_refs {
+            if let Some(record) = writer.session(project_key, session_ref)? {
+                universe.extend(
+                    record
+                        .session
+                        .turns
+                        .iter()
+                        .map(|t| (session_ref.clone(), t.turn_ref.clone())),
+                );
+            }
+            let rel = import::card_path(project_key, session_ref);
+            if let Some(bytes) = documents::sync(&mut writer, &self.root.path, &rel)? {
+                match parse_document(&rel, &bytes) {
+                    Ok(card) => chains.extend(synthesis::card_chains(session_ref, &card)),
+                    Err(message) => {
+                        return Ok(WriteResult::invalid(vec![evidence::card_problem(message)]));
+                    }
+                }
+            }
+        }
+        let committed = chains.iter().map(|c| c.key.clone()).collect();
+        let rel = import::envelope_path(project_key);
+        let envelope = match documents::sync(&mut writer, &self.root.path, &rel)? {
+            Some(bytes) => match parse_document(&rel, &bytes) {
+                Ok(Value::Object(map)) => Some(map),
+                Ok(_) => None,
+                Err(message) => {
+                    return Ok(WriteResult::one(
+                        "project_synthesis",
+                        message,
+                        "repair or delete the project-synthesis.json file, then write the work item again",
+                    ));
+                }
+            },
+            None => None,
+        };
+        let problems = synthesis::check_work_item(
+            item,
+            &universe,
+            &committed,
+            &synthesis::rows(envelope.as_ref()),
+        );
+        if !problems.is_empty() {
+            return Ok(WriteResult::invalid(problems));
+        }
+        let envelope = synthesis::append_item(envelope, project_key, &project.label, &chains, item);
+        documents::write(
+            &mut writer,
+            &self.root.path,
+            &rel,
+            synthesis::envelope_bytes(&envelope),
+        )?;
+        writer.commit()?;
+        Ok(WriteResult::Done(WorkItemAppended {
+            status: "appended",
+            project_key: project_key.to_owned(),
+            work_item_ref: item.work_item_ref.clone(),
+            uncovered_turns: synthesis::uncovered(&universe, &envelope),
+        }))
+    }
+}
+
+/// A workspace JSON document, parsed as Python parses it; the error names the file.
+fn parse_document(rel: &str, bytes: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("{rel} is not valid UTF-8"))?;
+    crate::pyjson::parse(text).map_err(|e| format!("{rel} is not valid JSON: {}", e.message()))
 }
 
 /// A store or file failure during a write, as a structured rejection (nothing committed).

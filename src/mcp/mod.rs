@@ -72,6 +72,15 @@ pub struct WriteEvidenceArgs {
     evidence_chain: Arg<args::JsonObject>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_work_itemArguments")]
+pub struct WriteWorkItemArgs {
+    #[schemars(title = "Project Key")]
+    project_key: Arg<String>,
+    #[schemars(title = "Work Item")]
+    work_item: Arg<args::JsonObject>,
+}
+
 /// `read_session_lines`'s `mode` as the schema shows it.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -209,6 +218,31 @@ impl Server {
         }
         let result = self
             .call(move |service| service.write_evidence(&project_key, &session_ref, &chain))
+            .await?;
+        text_result(&result)
+    }
+
+    #[tool(
+        description = "Validate and append one work item from the resolved prepared workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn write_work_item(
+        &self,
+        Parameters(args): Parameters<WriteWorkItemArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let project_key = errors.string("project_key", &args.project_key);
+        let item = errors.object("work_item", &args.work_item);
+        if let Some(message) = errors.into_message("write_work_item") {
+            return Ok(argument_error("write_work_item", message));
+        }
+        let result = self
+            .call(move |service| service.write_work_item(&project_key, &item))
             .await?;
         text_result(&result)
     }

@@ -1,0 +1,566 @@
+//! `write_work_item`'s rules and the project-synthesis envelope (spec synthesis.md §4).
+//!
+//! Pure: the service gathers the universe of indexed turns, the committed chains and the
+//! existing envelope inside its store transaction and hands them here.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::evidence::{Problem, as_list, as_object, controlled_hint, non_empty};
+use crate::pyjson::{self, Map, Value, py_repr};
+
+pub const WORK_ITEM_KINDS: &[&str] = &[
+    "material_work_item",
+    "no_material_work_item",
+    "evidence_gap_item",
+    "excluded_with_reason",
+];
+pub const OUTCOME_CATEGORIES: &[&str] = crate::evidence::OUTCOME_CATEGORIES;
+pub const TERMINAL_STATES: &[&str] = crate::evidence::TERMINAL_STATES;
+pub const CONFIDENCE: &[&str] = &["high", "medium", "low"];
+
+const STRING_HINT: &str = "provide a concise non-empty string";
+const REF_HINT: &str = "reference a turn as {\"session_ref\": \"S0001\", \"turn_ref\": \"T0001\"}";
+
+/// A turn's identity within a project.
+pub type TurnKey = (String, String);
+
+/// `write_work_item`'s success result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkItemAppended {
+    pub status: &'static str,
+    pub project_key: String,
+    pub work_item_ref: String,
+    pub uncovered_turns: Vec<TurnRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TurnRef {
+    pub session_ref: String,
+    pub turn_ref: String,
+}
+
+/// A committed chain as the synthesis steps see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedChain {
+    pub key: TurnKey,
+    /// `trigger.quoted_messages[*].text` strings that are not empty.
+    pub messages: Vec<String>,
+}
+
+/// The chains of one card file's parsed value (spec §2.3): non-objects count for nothing.
+pub fn card_chains(session_ref: &str, card: &Value) -> Vec<CommittedChain> {
+    as_list(as_object(Some(card)).get("evidence_chains"))
+        .iter()
+        .filter_map(Value::as_object)
+        .map(|chain| {
+            let turn_ref = chain
+                .get("turn_ref")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let quoted = as_list(as_object(chain.get("trigger")).get("quoted_messages"));
+            let messages = quoted
+                .iter()
+                .filter_map(|q| q.as_object()?.get("text")?.as_str())
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect();
+            CommittedChain {
+                key: (session_ref.to_owned(), turn_ref.to_owned()),
+                messages,
+            }
+        })
+        .collect()
+}
+
+/// A work item that passed the chain-only parse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkItem {
+    pub work_item_ref: String,
+    pub kind: String,
+    pub covered: Vec<TurnKey>,
+    /// `(path, key)` of every evidence ref, in check order.
+    pub evidence_refs: Vec<(String, TurnKey)>,
+    /// The item as the envelope stores it.
+    pub stored: Value,
+}
+
+#[derive(Default)]
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn push(&mut self, path: &str, message: String, hint: &str) {
+        self.problems.push(Problem::new(path, message, hint));
+    }
+
+    fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
+        match non_empty(v) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.push(
+                    path,
+                    format!("{path} must be a non-empty string"),
+                    STRING_HINT,
+                );
+                Value::Null
+            }
+        }
+    }
+
+    fn controlled(
+        &mut self,
+        path: &str,
+        label: &str,
+        v: Option<&Value>,
+        allowed: &[&str],
+    ) -> Value {
+        match v.and_then(Value::as_str).filter(|s| allowed.contains(s)) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.problems.push(Problem::new(
+                    path,
+                    format!("{path} must be a controlled {label} value"),
+                    controlled_hint(allowed),
+                ));
+                Value::Null
+            }
+        }
+    }
+
+    /// A turn reference (rule TR): both parts non-empty strings.
+    fn turn_ref(&mut self, path: &str, v: &Value) -> Option<TurnKey> {
+        let obj = as_object(Some(v));
+        let mut part = |field: &str| {
+            let p = format!("{path}.{field}");
+            match non_empty(obj.get(field)) {
+                Some(s) => Some(s.to_owned()),
+                None => {
+                    self.push(&p, format!("{p} must be a non-empty string"), REF_HINT);
+                    None
+                }
+            }
+        };
+        let (s, t) = (part("session_ref"), part("turn_ref"));
+        Some((s?, t?))
+    }
+
+    fn refs(&mut self, path: &str, obj: &Map, out: &mut Vec<(String, TurnKey)>) -> Value {
+        let mut stored = Vec::new();
+        for (j, r) in as_list(obj.get("evidence_refs")).iter().enumerate() {
+            let p = format!("{path}.evidence_refs[{j}]");
+            if let Some(key) = self.turn_ref(&p, r) {
+                stored.push(ref_value(&key));
+                out.push((p, key));
+            }
+        }
+        Value::Array(stored)
+    }
+
+    fn strings(&mut self, path: &str, v: Option<&Value>) -> Value {
+        let items = as_list(v)
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.text(&format!("{path}[{i}]"), Some(s)))
+            .collect();
+        Value::Array(items)
+    }
+}
+
+fn ref_value((s, t): &TurnKey) -> Value {
+    object(vec![
+        ("session_ref", Value::String(s.clone())),
+        ("turn_ref", Value::String(t.clone())),
+    ])
+}
+
+fn object(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// `W` and exactly four digits.
+fn is_work_item_ref(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 5 && b[0] == b'W' && b[1..].iter().all(u8::is_ascii_digit)
+}
+
+/// The chain-only parse of a work item (spec §4.3, §4.4), errors in the reference's order.
+pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
+    let w = as_object(Some(item));
+    let p = "work_item";
+    let mut ck = Checker::default();
+    let mut refs = Vec::new();
+
+    let kind = ck.controlled(
+        &format!("{p}.kind"),
+        "work item kind",
+        w.get("kind"),
+        WORK_ITEM_KINDS,
+    );
+    let provided = |key: &str| !matches!(w.get(key), None | Some(Value::Null));
+
+    let trigger = provided("trigger").then(|| {
+        let t = as_object(w.get("trigger"));
+        let summary = ck.text(&format!("{p}.trigger.summary"), t.get("summary"));
+        let evidence = ck.refs(&format!("{p}.trigger"), t, &mut refs);
+        object(vec![("summary", summary), ("evidence_refs", evidence)])
+    });
+    let reaction = provided("agent_reaction").then(|| {
+        let a = as_object(w.get("agent_reaction"));
+        let summary = ck.text(&format!("{p}.agent_reaction.summary"), a.get("summary"));
+        let actions = ck.strings(
+            &format!("{p}.agent_reaction.main_actions"),
+            a.get("main_actions"),
+        );
+        object(vec![("summary", summary), ("main_actions", actions)])
+    });
+    let mut outcomes = Vec::new();
+    for (i, o) in as_list(w.get("outcomes")).iter().enumerate() {
+        let o = as_object(Some(o));
+        let base = format!("{p}.outcomes[{i}]");
+        let category = ck.controlled(
+            &format!("{base}.category"),
+            "outcome category",
+            o.get("category"),
+            OUTCOME_CATEGORIES,
+        );
+        let summary = ck.text(&format!("{base}.summary"), o.get("summary"));
+        let evidence = ck.refs(&base, o, &mut refs);
+        let confidence = ck.controlled(
+            &format!("{base}.confidence"),
+            "confidence",
+            o.get("confidence"),
+            CONFIDENCE,
+        );
+        outcomes.push(object(vec![
+            ("category", category),
+            ("summary", summary),
+            ("evidence_refs", evidence),
+            ("confidence", confidence),
+        ]));
+    }
+    let mut states = Vec::new();
+    for (i, t) in as_list(w.get("terminal_states")).iter().enumerate() {
+        let t = as_object(Some(t));
+        let base = format!("{p}.terminal_states[{i}]");
+        let kind = ck.controlled(
+            &format!("{base}.type"),
+            "terminal_state type",
+            t.get("type"),
+            TERMINAL_STATES,
+        );
+        let summary = ck.text(&format!("{base}.summary"), t.get("summary"));
+        let evidence = ck.refs(&base, t, &mut refs);
+        states.push(object(vec![
+            ("type", kind),
+            ("summary", summary),
+            ("evidence_refs", evidence),
+        ]));
+    }
+
+    let kind_text = kind.as_str().unwrap_or_default().to_owned();
+    match kind_text.as_str() {
+        "material_work_item" => {
+            let hint = "material_work_item requires trigger and agent_reaction";
+            if !provided("trigger") {
+                ck.push(
+                    &format!("{p}.trigger"),
+                    "material_work_item requires trigger".into(),
+                    hint,
+                );
+            }
+            if !provided("agent_reaction") {
+                ck.push(
+                    &format!("{p}.agent_reaction"),
+                    "material_work_item requires agent_reaction".into(),
+                    hint,
+                );
+            }
+            if as_list(w.get("outcomes")).is_empty() && as_list(w.get("terminal_states")).is_empty()
+            {
+                ck.push(
+                    &format!("{p}.outcomes"),
+                    "material_work_item requires at least one outcome or terminal_state".into(),
+                    "add a consolidated outcome or a terminal_state describing the result",
+                );
+            }
+        }
+        "evidence_gap_item" | "excluded_with_reason" => {
+            let hint = "evidence_gap_item and excluded_with_reason carry no trigger, agent_reaction, outcomes, or terminal_states";
+            for (field, present) in [
+                ("trigger", provided("trigger")),
+                ("agent_reaction", provided("agent_reaction")),
+                ("outcomes", !as_list(w.get("outcomes")).is_empty()),
+                (
+                    "terminal_states",
+                    !as_list(w.get("terminal_states")).is_empty(),
+                ),
+            ] {
+                if present {
+                    ck.push(
+                        &format!("{p}.{field}"),
+                        format!("{kind_text} must leave {field} empty"),
+                        hint,
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+
+    let work_item_ref = match w
+        .get("work_item_ref")
+        .and_then(Value::as_str)
+        .filter(|s| is_work_item_ref(s))
+    {
+        Some(r) => r.to_owned(),
+        None => {
+            ck.push(
+                &format!("{p}.work_item_ref"),
+                format!("{p}.work_item_ref must match W0001"),
+                "assign refs as W0001, W0002, and so on",
+            );
+            String::new()
+        }
+    };
+    let title = ck.text(&format!("{p}.title"), w.get("title"));
+    let covered_items = as_list(w.get("covered_turns"));
+    if covered_items.is_empty() {
+        ck.push(
+            &format!("{p}.covered_turns"),
+            format!("{p}.covered_turns must list at least one entry"),
+            "every work item must account for at least one indexed turn",
+        );
+    }
+    let mut covered = Vec::new();
+    for (i, c) in covered_items.iter().enumerate() {
+        if let Some(key) = ck.turn_ref(&format!("{p}.covered_turns[{i}]"), c) {
+            covered.push(key);
+        }
+    }
+    let limits = ck.strings(&format!("{p}.limits"), w.get("limits"));
+    let reason = match w.get("reason") {
+        _ if kind_text == "excluded_with_reason" => {
+            Some(ck.text(&format!("{p}.reason"), w.get("reason")))
+        }
+        Some(Value::String(s)) => Some(Value::String(s.clone())),
+        _ => None,
+    };
+    let confidence = ck.controlled(
+        &format!("{p}.confidence"),
+        "confidence",
+        w.get("confidence"),
+        CONFIDENCE,
+    );
+    if !ck.problems.is_empty() {
+        return Err(ck.problems);
+    }
+
+    let mut stored = vec![
+        ("work_item_ref", Value::String(work_item_ref.clone())),
+        ("kind", kind),
+        ("title", title),
+        (
+            "covered_turns",
+            Value::Array(covered.iter().map(ref_value).collect()),
+        ),
+    ];
+    if let Some(trigger) = trigger {
+        stored.push(("trigger", trigger));
+    }
+    if let Some(reaction) = reaction {
+        stored.push(("agent_reaction", reaction));
+    }
+    stored.push(("outcomes", Value::Array(outcomes)));
+    stored.push(("terminal_states", Value::Array(states)));
+    stored.push(("limits", limits));
+    if let Some(reason) = reason {
+        stored.push(("reason", reason));
+    }
+    stored.push(("confidence", confidence));
+    Ok(WorkItem {
+        work_item_ref,
+        kind: kind_text,
+        covered,
+        evidence_refs: refs,
+        stored: object(stored),
+    })
+}
+
+/// The object rows of an envelope's `work_items`.
+pub fn rows(envelope: Option<&Map>) -> Vec<&Map> {
+    envelope.map_or_else(Vec::new, |e| {
+        as_list(e.get("work_items"))
+            .iter()
+            .filter_map(Value::as_object)
+            .collect()
+    })
+}
+
+/// Every covered key of `rows` (non-string parts read as "").
+pub fn covered_keys(rows: &[&Map]) -> HashSet<TurnKey> {
+    rows.iter()
+        .flat_map(|row| as_list(row.get("covered_turns")))
+        .map(|c| {
+            let c = as_object(Some(c));
+            let part = |k: &str| {
+                c.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (part("session_ref"), part("turn_ref"))
+        })
+        .collect()
+}
+
+/// The workspace checks (spec §4.5).
+pub fn check_work_item(
+    item: &WorkItem,
+    universe: &[TurnKey],
+    committed: &HashSet<TurnKey>,
+    rows: &[&Map],
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let p = "work_item";
+    let in_universe: HashSet<&TurnKey> = universe.iter().collect();
+    if rows.iter().any(|r| {
+        r.get("work_item_ref").and_then(Value::as_str) == Some(item.work_item_ref.as_str())
+    }) {
+        problems.push(Problem::new(
+            format!("{p}.work_item_ref"),
+            format!(
+                "work_item_ref {} is already used in the envelope",
+                py_repr(&item.work_item_ref)
+            ),
+            "each work_item_ref must be unique within the envelope",
+        ));
+    }
+    let already = covered_keys(rows);
+    let mut mine: HashSet<TurnKey> = HashSet::new();
+    for (i, key) in item.covered.iter().enumerate() {
+        let path = format!("{p}.covered_turns[{i}]");
+        let shown = format!("{}/{}", key.0, key.1);
+        if !in_universe.contains(key) {
+            problems.push(Problem::new(
+                &path,
+                format!("covered turn {shown} is not an indexed turn"),
+                "cover only turns listed in sessions.index.jsonl",
+            ));
+            continue;
+        }
+        if already.contains(key) || mine.contains(key) {
+            problems.push(Problem::new(
+                &path,
+                format!("turn {shown} is already covered by another work item"),
+                "every indexed turn belongs to exactly one work item",
+            ));
+        }
+        let has_chain = committed.contains(key);
+        if item.kind == "evidence_gap_item" && has_chain {
+            problems.push(Problem::new(
+                &path,
+                format!(
+                    "evidence_gap_item cannot cover {shown}, which has a committed evidence chain"
+                ),
+                "an evidence_gap_item covers only turns with no committed chain",
+            ));
+        } else if item.kind != "evidence_gap_item" && !has_chain {
+            problems.push(Problem::new(
+                &path,
+                format!("{shown} has no committed evidence chain; only an evidence_gap_item may cover it"),
+                "cover turns without a chain using an evidence_gap_item",
+            ));
+        }
+        mine.insert(key.clone());
+    }
+    for (path, key) in &item.evidence_refs {
+        let shown = format!("{}/{}", key.0, key.1);
+        if !mine.contains(key) {
+            problems.push(Problem::new(
+                path,
+                format!("evidence ref {shown} must be one of this work item's covered_turns"),
+                "cite only turns in this item's covered_turns",
+            ));
+        } else if !committed.contains(key) {
+            problems.push(Problem::new(
+                path,
+                format!("evidence ref {shown} has no committed evidence chain and cannot be cited"),
+                "a turn with no chain cannot be cited",
+            ));
+        }
+    }
+    problems
+}
+
+/// `source_user_messages` (spec §4.9): chains sorted by key (stable), those with messages.
+pub fn source_user_messages(chains: &[CommittedChain]) -> Value {
+    let mut sorted: Vec<&CommittedChain> = chains.iter().collect();
+    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+    Value::Array(
+        sorted
+            .into_iter()
+            .filter(|c| !c.messages.is_empty())
+            .map(|c| {
+                object(vec![
+                    ("session_ref", Value::String(c.key.0.clone())),
+                    ("turn_ref", Value::String(c.key.1.clone())),
+                    (
+                        "messages",
+                        Value::Array(c.messages.iter().cloned().map(Value::String).collect()),
+                    ),
+                ])
+            })
+            .collect(),
+    )
+}
+
+/// The envelope after appending `item`: an existing object keeps its keys and rows
+/// (non-object rows are dropped); a new one is the base envelope.
+pub fn append_item(
+    existing: Option<Map>,
+    project_key: &str,
+    label: &str,
+    chains: &[CommittedChain],
+    item: &WorkItem,
+) -> Map {
+    let mut envelope = existing.unwrap_or_else(|| {
+        let mut m = Map::new();
+        m.insert("schema_version".into(), Value::Int("1".into()));
+        m.insert("project_key".into(), Value::String(project_key.into()));
+        m.insert("project_label".into(), Value::String(label.into()));
+        m.insert("work_items".into(), Value::Array(Vec::new()));
+        m.insert("source_user_messages".into(), source_user_messages(chains));
+        m
+    });
+    let mut rows: Vec<Value> = as_list(envelope.get("work_items"))
+        .iter()
+        .filter(|r| r.as_object().is_some())
+        .cloned()
+        .collect();
+    rows.push(item.stored.clone());
+    envelope.insert("work_items".into(), Value::Array(rows));
+    envelope
+}
+
+/// File bytes of an envelope (indent 2, trailing newline).
+pub fn envelope_bytes(envelope: &Map) -> Vec<u8> {
+    let mut text = pyjson::to_pretty(&Value::Object(envelope.clone()));
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Turns of the universe not covered by any row of `envelope`, in universe order.
+pub fn uncovered(universe: &[TurnKey], envelope: &Map) -> Vec<TurnRef> {
+    let covered = covered_keys(&rows(Some(envelope)));
+    universe
+        .iter()
+        .filter(|k| !covered.contains(*k))
+        .map(|(s, t)| TurnRef {
+            session_ref: s.clone(),
+            turn_ref: t.clone(),
+        })
+        .collect()
+}

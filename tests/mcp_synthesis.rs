@@ -1,0 +1,343 @@
+//! `write_work_item` through the real binary (spec synthesis.md §4 and §10.1).
+
+mod common;
+
+use common::{BIN, Workspace};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn connect(ws: &Workspace) -> Client {
+    let root = ws.root().to_owned();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env_remove("RUST_LOG");
+    }))
+    .expect("server starts");
+    ().serve(transport).await.expect("initialize succeeds")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> Value {
+    let Value::Object(args) = args else {
+        panic!("object arguments")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap();
+    let ContentBlock::Text(text) = &result.content[0] else {
+        panic!("text content")
+    };
+    assert_ne!(result.is_error, Some(true), "{}", text.text);
+    serde_json::from_str(&text.text).unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/synthesis")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn sha(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// §10.1: two work items on a one-project workspace; the envelope is byte-exact.
+#[tokio::test]
+async fn envelope_matches_the_reference_byte_for_byte() {
+    let ws = Workspace {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let p = "projects/Demo-0123456789ab";
+    ws.write("metadata.json", fixture("metadata.json"));
+    ws.write(&format!("{p}/project.json"), fixture("project.json"));
+    ws.write(
+        &format!("{p}/sessions.index.jsonl"),
+        fixture("sessions.index.jsonl"),
+    );
+    ws.write(
+        &format!("{p}/evidence/S0001.json"),
+        fixture("card_S0001.json"),
+    );
+    let client = connect(&ws).await;
+    let envelope = format!("{p}/project-synthesis.json");
+
+    let first = call(
+        &client,
+        "write_work_item",
+        serde_json::from_str(&fixture("call1.json")).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        first,
+        serde_json::from_str::<Value>(&fixture("call1_result.json")).unwrap()
+    );
+    let bytes = ws.read(&envelope);
+    assert_eq!(
+        (bytes.len(), sha(&bytes)),
+        (
+            1548,
+            "62b1974ef68a216568c8a1bc7ab95088ce8f48378d51abf99b4537faa96f1eda".to_owned()
+        )
+    );
+
+    let second = call(
+        &client,
+        "write_work_item",
+        serde_json::from_str(&fixture("call2.json")).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        second,
+        json!({"status": "appended", "project_key": "Demo-0123456789ab", "work_item_ref": "W0002", "uncovered_turns": []})
+    );
+    assert_eq!(
+        ws.read(&envelope),
+        fixture("envelope_after_call2.json").into_bytes()
+    );
+    client.cancel().await.unwrap();
+}
+
+const ALPHA: &str = "Alpha-aaaaaaaaaaaa";
+
+/// Workspace `ws1` of §4.10: S0001 has turns T0001-T0003, S0002 has T0001; the S0001
+/// card holds chains for T0002 then T0001.
+fn ws1() -> Workspace {
+    let ws = Workspace {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    ws.write(
+        "metadata.json",
+        r#"{"report_date": "2026-03-04", "status": "final", "timezone": "UTC"}"#,
+    );
+    let p = format!("projects/{ALPHA}");
+    ws.write(
+        &format!("{p}/project.json"),
+        format!(r#"{{"project_key": "{ALPHA}", "project_label": "Alpha"}}"#),
+    );
+    let row = |s: &str, turns: &[(&str, i64, i64)]| {
+        let turns: Vec<Value> = turns
+            .iter()
+            .map(|(t, a, b)| json!({"turn_ref": t, "turn_start_line": a, "turn_end_line": b}))
+            .collect();
+        json!({"session_ref": s, "source": "claude-code", "source_session_id": s, "session_path": format!("sessions/c/{s}.jsonl"),
+               "target_start_line": 1, "target_end_line": 99, "turns": turns})
+    };
+    let index = format!(
+        "{}\n{}\n",
+        row(
+            "S0001",
+            &[("T0001", 42, 60), ("T0002", 61, 80), ("T0003", 81, 99)]
+        ),
+        row("S0002", &[("T0001", 5, 9)])
+    );
+    ws.write(&format!("{p}/sessions.index.jsonl"), index);
+    let chain = |t: &str| json!({"turn_ref": t, "trigger": {"quoted_messages": [{"text": format!("msg {t}")}]}});
+    ws.write(
+        &format!("{p}/evidence/S0001.json"),
+        json!({"evidence_chains": [chain("T0002"), chain("T0001")]}).to_string(),
+    );
+    ws
+}
+
+fn item(v: Value) -> Value {
+    json!({"project_key": ALPHA, "work_item": v})
+}
+
+#[tokio::test]
+async fn every_rule_in_the_reference_order() {
+    let ws = ws1();
+    let client = connect(&ws).await;
+    let envelope_rel = format!("projects/{ALPHA}/project-synthesis.json");
+
+    // (a) an empty item: five parse errors.
+    let got = call(&client, "write_work_item", item(json!({}))).await;
+    let paths: Vec<&str> = got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "work_item.kind",
+            "work_item.work_item_ref",
+            "work_item.title",
+            "work_item.covered_turns",
+            "work_item.confidence"
+        ]
+    );
+    assert_eq!(
+        got["errors"][0]["hint"],
+        "use a controlled value such as evidence_gap_item, excluded_with_reason, material_work_item, no_material_work_item"
+    );
+    assert_eq!(
+        got["errors"][3]["message"],
+        "work_item.covered_turns must list at least one entry"
+    );
+
+    // (b) a material item without its parts, and a bad ref.
+    let got = call(&client, "write_work_item", item(json!({"kind":"material_work_item","work_item_ref":"W0001\n","title":"t",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"}],"outcomes":[],"terminal_states":[],"confidence":"low"}))).await;
+    let messages: Vec<&str> = got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "material_work_item requires trigger",
+            "material_work_item requires agent_reaction",
+            "material_work_item requires at least one outcome or terminal_state",
+            "work_item.work_item_ref must match W0001"
+        ]
+    );
+
+    // (c) a gap item carrying narrative fields.
+    let got = call(&client, "write_work_item", item(json!({"kind":"evidence_gap_item","work_item_ref":"W0001","title":"t",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0003"}],"trigger":{"summary":"s"},"agent_reaction":{"summary":"s"},
+        "outcomes":[{"category":"other","summary":"x","confidence":"low"}],"terminal_states":[{"type":"other","summary":"x"}],"confidence":"low"}))).await;
+    let messages: Vec<&str> = got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "evidence_gap_item must leave trigger empty",
+            "evidence_gap_item must leave agent_reaction empty",
+            "evidence_gap_item must leave outcomes empty",
+            "evidence_gap_item must leave terminal_states empty"
+        ]
+    );
+    assert!(!ws.path(&envelope_rel).exists(), "rejections write nothing");
+
+    // W0001 covers S0001/T0001 and S0001/T0002.
+    let w1 = json!({"work_item_ref":"W0001","kind":"material_work_item","title":"Fix",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"},{"session_ref":"S0001","turn_ref":"T0002"}],
+        "trigger":{"summary":"asked","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0001"}]},
+        "agent_reaction":{"summary":"did","main_actions":["edit"]},
+        "outcomes":[{"category":"code_outcome","summary":"fixed","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0002"}],"confidence":"high"}],
+        "confidence":"medium"});
+    let got = call(&client, "write_work_item", item(w1)).await;
+    assert_eq!(
+        got["uncovered_turns"],
+        json!([{"session_ref":"S0001","turn_ref":"T0003"},{"session_ref":"S0002","turn_ref":"T0001"}])
+    );
+    let before = ws.read(&envelope_rel);
+
+    // (d) the workspace checks, all reported together.
+    let d = json!({"work_item_ref":"W0001","kind":"no_material_work_item","title":"dup",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"},{"session_ref":"S0009","turn_ref":"T0001"},
+                         {"session_ref":"S0001","turn_ref":"T0003"},{"session_ref":"S0001","turn_ref":"T0003"}],
+        "trigger":{"summary":"s","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0003"},{"session_ref":"S0001","turn_ref":"T0002"},{"session_ref":"S0009","turn_ref":"T0001"}]},
+        "outcomes":[{"category":"other","summary":"x","confidence":"low","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0001"}]}],
+        "terminal_states":[{"type":"no_material","summary":"x","evidence_refs":[{"session_ref":"S0002","turn_ref":"T0001"}]}],
+        "confidence":"low"});
+    let got = call(&client, "write_work_item", item(d)).await;
+    let expect = json!({"status": "invalid", "errors": [
+        {"path": "work_item.work_item_ref", "message": "work_item_ref 'W0001' is already used in the envelope", "hint": "each work_item_ref must be unique within the envelope"},
+        {"path": "work_item.covered_turns[0]", "message": "turn S0001/T0001 is already covered by another work item", "hint": "every indexed turn belongs to exactly one work item"},
+        {"path": "work_item.covered_turns[1]", "message": "covered turn S0009/T0001 is not an indexed turn", "hint": "cover only turns listed in sessions.index.jsonl"},
+        {"path": "work_item.covered_turns[2]", "message": "S0001/T0003 has no committed evidence chain; only an evidence_gap_item may cover it", "hint": "cover turns without a chain using an evidence_gap_item"},
+        {"path": "work_item.covered_turns[3]", "message": "turn S0001/T0003 is already covered by another work item", "hint": "every indexed turn belongs to exactly one work item"},
+        {"path": "work_item.covered_turns[3]", "message": "S0001/T0003 has no committed evidence chain; only an evidence_gap_item may cover it", "hint": "cover turns without a chain using an evidence_gap_item"},
+        {"path": "work_item.trigger.evidence_refs[0]", "message": "evidence ref S0001/T0003 has no committed evidence chain and cannot be cited", "hint": "a turn with no chain cannot be cited"},
+        {"path": "work_item.trigger.evidence_refs[1]", "message": "evidence ref S0001/T0002 must be one of this work item's covered_turns", "hint": "cite only turns in this item's covered_turns"},
+        {"path": "work_item.trigger.evidence_refs[2]", "message": "evidence ref S0009/T0001 must be one of this work item's covered_turns", "hint": "cite only turns in this item's covered_turns"},
+        {"path": "work_item.terminal_states[0].evidence_refs[0]", "message": "evidence ref S0002/T0001 must be one of this work item's covered_turns", "hint": "cite only turns in this item's covered_turns"}
+    ]});
+    assert_eq!(got, expect);
+    assert_eq!(
+        ws.read(&envelope_rel),
+        before,
+        "a rejected write leaves the envelope byte-for-byte unchanged"
+    );
+
+    // (e) a gap item over a committed, already covered turn: two errors at one path.
+    let got = call(
+        &client,
+        "write_work_item",
+        item(
+            json!({"work_item_ref":"W0002","kind":"evidence_gap_item","title":"gap",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0002"}],"confidence":"low"}),
+        ),
+    )
+    .await;
+    let messages: Vec<&str> = got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "turn S0001/T0002 is already covered by another work item",
+            "evidence_gap_item cannot cover S0001/T0002, which has a committed evidence chain"
+        ]
+    );
+
+    // (f) a gap item over the rest: accepted, stored without the absent keys.
+    let got = call(&client, "write_work_item", item(json!({"work_item_ref":"W0002","kind":"evidence_gap_item","title":"No evidence",
+        "covered_turns":[{"session_ref":"S0002","turn_ref":"T0001"},{"session_ref":"S0001","turn_ref":"T0003"}],"limits":[],"confidence":"low"}))).await;
+    assert_eq!(
+        got,
+        json!({"status":"appended","project_key":ALPHA,"work_item_ref":"W0002","uncovered_turns":[]})
+    );
+    let envelope: Value = serde_json::from_slice(&ws.read(&envelope_rel)).unwrap();
+    assert_eq!(
+        envelope["work_items"][1],
+        json!({"work_item_ref":"W0002","kind":"evidence_gap_item","title":"No evidence",
+        "covered_turns":[{"session_ref":"S0002","turn_ref":"T0001"},{"session_ref":"S0001","turn_ref":"T0003"}],
+        "outcomes":[],"terminal_states":[],"limits":[],"confidence":"low"})
+    );
+    // source_user_messages come from the chains, sorted by turn, when the envelope is made.
+    assert_eq!(
+        envelope["source_user_messages"],
+        json!([
+        {"session_ref":"S0001","turn_ref":"T0001","messages":["msg T0001"]},
+        {"session_ref":"S0001","turn_ref":"T0002","messages":["msg T0002"]}])
+    );
+    client.cancel().await.unwrap();
+}
+
+/// §4.10 (h): an existing envelope keeps its keys and rows; non-object rows are dropped.
+#[tokio::test]
+async fn an_existing_envelope_is_preserved() {
+    let ws = ws1();
+    let envelope_rel = format!("projects/{ALPHA}/project-synthesis.json");
+    ws.write(&envelope_rel, r#"{"foo":1,"work_items":[5,{"work_item_ref":"W0009","covered_turns":[{"session_ref":"S0001","turn_ref":"T0002"}]}],"zzz":true}"#);
+    let client = connect(&ws).await;
+    let got = call(&client, "write_work_item", item(json!({"work_item_ref":"W0001","kind":"material_work_item","title":"Fix",
+        "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"}],"trigger":{"summary":"s"},"agent_reaction":{"summary":"a"},
+        "terminal_states":[{"type":"material_result","summary":"done"}],"confidence":"high"}))).await;
+    assert_eq!(got["status"], "appended");
+    assert_eq!(
+        got["uncovered_turns"],
+        json!([{"session_ref":"S0001","turn_ref":"T0003"},{"session_ref":"S0002","turn_ref":"T0001"}])
+    );
+    let envelope: Value = serde_json::from_slice(&ws.read(&envelope_rel)).unwrap();
+    let keys: Vec<&String> = envelope.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["foo", "work_items", "zzz"]);
+    assert_eq!(envelope["work_items"].as_array().unwrap().len(), 2);
+    assert_eq!(envelope["work_items"][0]["work_item_ref"], "W0009");
+    client.cancel().await.unwrap();
+}
