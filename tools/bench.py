@@ -241,6 +241,113 @@ def bench_startup(work: Path) -> list[str]:
     return rows
 
 
+def write_workspace(ws: Path, sessions: int, turns: int) -> str:
+    """A fresh workspace of `sessions` x `turns` turns (no session files: writes need none)."""
+    shutil.rmtree(ws, ignore_errors=True)
+    key = "Load-000000000000"
+    project = ws / "projects" / key
+    project.mkdir(parents=True)
+    (ws / "metadata.json").write_text(json.dumps({"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}))
+    (project / "project.json").write_text(json.dumps({"project_key": key, "project_label": "Load"}))
+    with (project / "sessions.index.jsonl").open("w") as f:
+        for s in range(1, sessions + 1):
+            row = {"session_ref": f"S{s:04d}", "source": "codex", "source_session_id": "x",
+                   "session_path": f"sessions/codex/{s}.jsonl", "target_start_line": 1, "target_end_line": 2 * turns,
+                   "turns": [{"turn_ref": f"T{t:04d}", "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t} for t in range(1, turns + 1)]}
+            f.write(json.dumps(row) + "\n")
+    return key
+
+
+def evidence_args(key: str, s: int, t: int) -> dict:
+    lines = f"{2 * t - 1}-{2 * t}"
+    return {"project_key": key, "session_ref": f"S{s:04d}", "evidence_chain": {
+        "turn_ref": f"T{t:04d}",
+        "trigger": {"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]},
+        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
+        "materiality": "material"}}
+
+
+def run_writers(ws: Path, key: str, servers: int, todo: list[tuple[int, int]], reference: bool) -> tuple[list[float], set, int, float]:
+    """`servers` processes write `todo` (interleaved, so they share cards) as fast as they can."""
+    import threading
+    clients = [serve(ws, reference) for _ in range(servers)]
+    latencies: list[float] = []
+    acked: set = set()
+    errors = 0
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        nonlocal errors
+        for s, t in todo[i::servers]:
+            start = time.perf_counter()
+            line = clients[i].request_raw("tools/call", {"name": "write_evidence", "arguments": evidence_args(key, s, t)})
+            took = time.perf_counter() - start
+            result = json.loads(line).get("result", {})
+            try:
+                ok = not result.get("isError") and json.loads(result["content"][0]["text"]).get("status") == "appended"
+            except (KeyError, IndexError, ValueError):
+                ok = False  # a tool error (the reference raises on a card another writer tore)
+            with lock:
+                latencies.append(took)
+                if ok:
+                    acked.add((s, t))
+                else:
+                    errors += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(servers)]
+    start = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - start
+    for c in clients:
+        c.close()
+    return latencies, acked, errors, wall
+
+
+def cards_on_disk(ws: Path) -> tuple[set, int]:
+    """Chains found in the card files, and how many cards are not valid JSON (torn)."""
+    found, torn = set(), 0
+    for card in ws.glob("projects/*/evidence/*.json"):
+        s = int(card.stem[1:])
+        try:
+            chains = json.loads(card.read_text()).get("evidence_chains", [])
+        except ValueError:
+            torn += 1
+            continue
+        for chain in chains:
+            found.add((s, int(chain["turn_ref"][1:])))
+    return found, torn
+
+
+def bench_writes(work: Path) -> list[str]:
+    rows = ["| server | servers | writes | median | p99 | writes/s | errors | acknowledged but lost | cards left torn |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, reference in (("evidence-store", False), ("prompt-diary 0.2.10", True)):
+        for servers in (1, 8):
+            ws = work / f"writes-{'ref' if reference else 'ours'}-{servers}"
+            sessions, turns = 16, 25 if servers == 1 else 50
+            key = write_workspace(ws, sessions, turns)
+            if not reference:
+                subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+            todo = [(s, t) for s in range(1, sessions + 1) for t in range(1, turns + 1)]
+            latencies, acked, errors, wall = run_writers(ws, key, servers, todo, reference)
+            if not reference:
+                subprocess.run([str(BIN), "--workspace", str(ws), "export"], check=True, capture_output=True)
+            found, torn = cards_on_disk(ws)
+            lost = len(acked - found)
+            latencies.sort()
+            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+            rows.append(f"| {name} | {servers} | {len(todo)} | {statistics.median(latencies) * 1000:.1f} ms | {p99 * 1000:.1f} ms | "
+                        f"{len(todo) / wall:.0f} | {errors} | {lost} | {torn} |")
+    return ["Each write is a `write_evidence` of a material chain; with 8 servers the turns are interleaved so that "
+            "several processes append to the same card at once. Durable: evidence-store fsyncs the redb commit and "
+            "the card (file and directory) before answering; the reference writes without fsync and without a lock.", "", *rows]
+
+
 def parse_size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
@@ -248,7 +355,7 @@ def parse_size(text: str) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", default=["import", "read", "scale", "startup"])
+    parser.add_argument("which", nargs="*", default=["import", "read", "scale", "startup", "writes"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--import-size", default="1G")
     args = parser.parse_args()
@@ -260,6 +367,7 @@ def main() -> int:
         "read": lambda: bench_read(args.work),
         "scale": lambda: bench_scale(args.work),
         "startup": lambda: bench_startup(args.work),
+        "writes": lambda: bench_writes(args.work),
     }
     for which in args.which:
         print(f"### {which}\n")

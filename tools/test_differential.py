@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -137,6 +138,93 @@ async def compare_workspace(ws: Path, binary: Path, reference_python: Path, diff
                 diff.compare("unknown session", (await call(ours, args))[1], (await call(theirs, args))[1])
 
 
+def chain_for(turn: dict, variant: int) -> dict:
+    """A chain for `turn`: valid, or broken in one of several ways (by `variant`)."""
+    a, b = turn["turn_start_line"], turn["turn_end_line"]
+    inside = f"{a}-{b}"
+    chain = {
+        "turn_ref": turn["turn_ref"],
+        "trigger": {"type": "explicit_user_message", "summary": "asked “nicely” — é", "quoted_messages": [{"text": "do it", "citations": [{"lines": inside}]}],
+                    "citations": [{"lines": f"{a}-{a}"}]},
+        "agent_reactions": [{"summary": "did it", "citations": [{"lines": inside}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": f"0{a}-{b}"}]}],
+        "observed_checks": [{"type": "test_output", "summary": "tests", "citations": [{"lines": f"{b}-{b}"}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": inside}]},
+        "materiality": "material",
+        "extra": "dropped",
+    }
+    if variant == 1:
+        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{b + 5}"}]  # outside the turn
+    elif variant == 2:
+        chain["agent_reactions"] = []
+        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{a}"}]  # only trigger evidence
+    elif variant == 3:
+        chain["trigger"]["type"] = "approval"
+        chain["terminal_state"]["summary"] = " "
+    return chain
+
+
+async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff) -> None:
+    """The same writes against both servers: results, then every file written, byte for byte."""
+    servers = []
+    async with AsyncExitStack() as stack:
+        for ws, cmd in ((ws_ours, [str(binary), "serve"]), (ws_ref, [str(reference_python), "-c",
+                        "import logging; logging.disable(logging.CRITICAL); from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"])):
+            params = StdioServerParameters(command=cmd[0], args=cmd[1:], env={"PROMPT_DIARY_WORKSPACE": str(ws)})
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=subprocess.DEVNULL))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            servers.append(session)
+
+        async def both(tool: str, args: dict, what: str) -> dict:
+            results = []
+            for session in servers:
+                r = await session.call_tool(tool, args)
+                results.append(json.loads(r.content[0].text) if not r.isError else {"isError": r.content[0].text})
+            ours, theirs = results
+            for e in theirs.get("errors", []):  # decision 4: the seed's hint
+                if e.get("hint") == "cite only lines inside the indexed turn":
+                    e["hint"] = "cite only lines inside the evidence chain's indexed turn"
+            diff.compare(what, ours, theirs)
+            return ours
+
+        committed: dict[str, set] = {}
+        for index in sorted(ws_ours.glob("projects/*/sessions.index.jsonl")):
+            project = index.parent.name
+            committed[project] = set()
+            rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for row in rows:
+                for k, turn in enumerate(row["turns"]):
+                    for variant in (3, 1, 2, 0, 0) if k % 2 == 0 else (1,):
+                        args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
+                        got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
+                        if got.get("status") == "appended":
+                            committed[project].add((row["session_ref"], turn["turn_ref"]))
+            n = 0
+            for row in rows:
+                for turn in row["turns"]:
+                    key = (row["session_ref"], turn["turn_ref"])
+                    n += 1
+                    ref = {"session_ref": key[0], "turn_ref": key[1]}
+                    if key in committed[project]:
+                        item = {"work_item_ref": f"W{n:04d}", "kind": "material_work_item", "title": f"Work on {key[1]}",
+                                "covered_turns": [ref], "trigger": {"summary": "asked", "evidence_refs": [ref]},
+                                "agent_reaction": {"summary": "did", "main_actions": ["edit"]},
+                                "outcomes": [{"category": "code_outcome", "summary": "done", "evidence_refs": [ref], "confidence": "high"}],
+                                "terminal_states": [{"type": "material_result", "summary": "ok", "evidence_refs": [ref]}],
+                                "limits": ["none"], "confidence": "medium"}
+                    else:
+                        item = {"work_item_ref": f"W{n:04d}", "kind": "evidence_gap_item", "title": "gap", "covered_turns": [ref], "confidence": "low"}
+                    await both("write_work_item", {"project_key": project, "work_item": item}, f"write_work_item {project} W{n:04d}")
+                    # The same item again: duplicate ref and coverage errors.
+                    await both("write_work_item", {"project_key": project, "work_item": item}, f"write_work_item {project} W{n:04d} again")
+    for path in sorted(ws_ref.rglob("*.json")):
+        rel = path.relative_to(ws_ref)
+        if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
+            mine = ws_ours / rel
+            diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
@@ -151,6 +239,9 @@ def main() -> int:
                             "--edge-cases", "--projects", "2", "--sessions", "4", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
             asyncio.run(compare_workspace(ws, args.bin.resolve(), reference_python, diff))
+            ws_ref = Path(tmp) / f"ws{seed}-ref"
+            shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
+            asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
     print(f"(reference crashed on {diff.reference_crashes} line(s) that evidence-store answers)")
     print(f"differential: {diff.passed} passed, {diff.failed} failed")
     return 1 if diff.failed else 0
