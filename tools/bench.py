@@ -327,9 +327,9 @@ def bench_writes(work: Path) -> list[str]:
     rows = ["| server | servers | writes | median | p99 | writes/s | errors | acknowledged but lost | cards left torn |",
             "|---|---|---|---|---|---|---|---|---|"]
     for name, reference in (("evidence-store", False), ("prompt-diary 0.2.10", True)):
-        for servers in (1, 8):
+        for servers in (1, 8, 32):
             ws = work / f"writes-{'ref' if reference else 'ours'}-{servers}"
-            sessions, turns = 16, 25 if servers == 1 else 50
+            sessions, turns = 16, {1: 25, 8: 50, 32: 100}[servers]
             key = write_workspace(ws, sessions, turns)
             if not reference:
                 subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
