@@ -33,6 +33,28 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve => run_serve(config),
+        Command::Build => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            let service = Service::start(config.workspace.clone(), &config.store);
+            let built = service.build().map_err(|e| {
+                anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
+            })?;
+            let kept = if built.preserved.is_empty() {
+                "none".to_owned()
+            } else {
+                built.preserved.join(", ")
+            };
+            println!(
+                "built daily-report.json: {} project(s), {} work item(s); kept from the previous report: {kept}",
+                built.projects, built.work_items
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Export => {
             if !config.store.exists() {
                 bail!(

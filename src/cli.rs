@@ -40,6 +40,8 @@ enum CliCommand {
     Dump(DumpArgs),
     /// Write every evidence card and report the store holds into the workspace, atomically
     Export,
+    /// Build the daily-report skeleton from the work items (keeping completed slots)
+    Build,
     /// Serve the MCP tools over stdio (importing what changed first)
     Serve,
 }
@@ -102,6 +104,7 @@ pub enum Command {
     Dump { json: bool, target: DumpTarget },
     Serve,
     Export,
+    Build,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +157,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         CliCommand::Import { rehash } => Command::Import { rehash },
         CliCommand::Serve => Command::Serve,
         CliCommand::Export => Command::Export,
+        CliCommand::Build => Command::Build,
         CliCommand::Dump(DumpArgs { json, what }) => Command::Dump {
             json,
             target: match what.unwrap_or(DumpCommand::Tables) {

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod progress;
 pub mod pyjson;
 pub mod read;
+pub mod report;
 pub mod service;
 pub mod store;
 pub mod synthesis;

@@ -10,8 +10,9 @@ use std::fmt::Write as _;
 /// An object: insertion-ordered, as Python's `dict`.
 pub type Map = indexmap::IndexMap<String, Value>;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
+    #[default]
     Null,
     Bool(bool),
     /// An integer token, kept as decimal text (any size), canonical (`-0` is `0`).

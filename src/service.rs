@@ -11,6 +11,8 @@ use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
 use crate::read::{self, ReadRequest, ReadResult};
+use crate::report::{self, Context, ProjectContext, Written};
+use crate::store::Writer;
 use crate::store::{Store, StoreError};
 use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 
@@ -260,6 +262,240 @@ impl Service {
             uncovered_turns: synthesis::uncovered(&universe, &envelope),
         }))
     }
+}
+
+/// Why a daily-report operation could not run: problems for the caller, or a failure.
+enum ReportFailure {
+    Rejected(Vec<Problem>),
+    Document(DocumentError),
+}
+
+impl From<DocumentError> for ReportFailure {
+    fn from(e: DocumentError) -> Self {
+        ReportFailure::Document(e)
+    }
+}
+
+impl From<StoreError> for ReportFailure {
+    fn from(e: StoreError) -> Self {
+        ReportFailure::Document(e.into())
+    }
+}
+
+/// What `build` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Built {
+    pub projects: usize,
+    pub work_items: usize,
+    /// Synthesized slots carried over from the previous report.
+    pub preserved: Vec<String>,
+}
+
+impl Service {
+    /// The projects, their indexed turns and committed chains (cards synced with their
+    /// files), and with `envelopes` their project-synthesis envelopes.
+    fn context(&self, writer: &mut Writer, envelopes: bool) -> Result<Context, ReportFailure> {
+        let workspace = writer.workspace()?.ok_or(StoreError::NotImported)?;
+        let metadata = crate::pyjson::parse(&workspace.metadata.text).unwrap_or(Value::Null);
+        let mut ctx = Context {
+            report_date: workspace.metadata.report_date.clone(),
+            status: workspace.metadata.status.clone(),
+            timezone: workspace.metadata.timezone.clone(),
+            metadata,
+            projects: Vec::new(),
+        };
+        for key in &workspace.project_keys {
+            let Some(project) = writer.project(key)? else {
+                continue;
+            };
+            let mut p = ProjectContext {
+                key: key.to_string(),
+                label: project.label.clone(),
+                ..ProjectContext::default()
+            };
+            for session_ref in &project.session_refs {
+                if let Some(record) = writer.session(key, session_ref)? {
+                    p.turns.extend(record.session.turns.iter().map(|t| {
+                        (
+                            (session_ref.clone(), t.turn_ref.clone()),
+                            (t.span.start, t.span.end),
+                        )
+                    }));
+                }
+                let rel = import::card_path(key, session_ref);
+                if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
+                    let card = parse_document(&rel, &bytes)
+                        .map_err(|m| ReportFailure::Rejected(vec![evidence::card_problem(m)]))?;
+                    p.committed.extend(
+                        synthesis::card_chains(session_ref, &card)
+                            .into_iter()
+                            .map(|c| c.key),
+                    );
+                }
+            }
+            if envelopes {
+                let rel = import::envelope_path(key);
+                if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
+                    let parsed = parse_document(&rel, &bytes).map_err(|m| {
+                        ReportFailure::Rejected(vec![Problem::new(
+                            "project_synthesis",
+                            m,
+                            "repair or delete the envelope, or re-run project synthesis",
+                        )])
+                    })?;
+                    p.envelope = Some(parsed);
+                }
+            }
+            ctx.projects.push(p);
+        }
+        Ok(ctx)
+    }
+
+    /// The Build step: the daily-report skeleton, keeping valid slots of the previous
+    /// report, written to `daily-report.json` and the store in one transaction.
+    pub fn build(&self) -> Result<Built, String> {
+        let store = self.state.as_ref().map_err(Clone::clone)?;
+        let run = || -> Result<Built, ReportFailure> {
+            let mut writer = store.writer()?;
+            let ctx = self.context(&mut writer, true)?;
+            let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
+                .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
+            let built = report::build(&ctx, previous.as_ref()).map_err(|e| {
+                ReportFailure::Rejected(vec![Problem::new("project_synthesis", e.0, "")])
+            })?;
+            let preserved = ["report_title", "engagement_assessment", "team_learning"]
+                .into_iter()
+                .filter(|k| {
+                    built.get(k).is_some_and(|v| *v != Value::Null)
+                        && previous.as_ref().and_then(|p| p.get(k)) == built.get(k)
+                })
+                .map(str::to_owned)
+                .collect();
+            let work_items = as_projects(&built)
+                .iter()
+                .map(|p| {
+                    p.get("work_items")
+                        .and_then(Value::as_array)
+                        .map_or(0, <[Value]>::len)
+                })
+                .sum();
+            let projects = as_projects(&built).len();
+            documents::write(
+                &mut writer,
+                &self.root.path,
+                import::DAILY_REPORT,
+                report::report_bytes(&built),
+            )?;
+            writer.commit()?;
+            Ok(Built {
+                projects,
+                work_items,
+                preserved,
+            })
+        };
+        run().map_err(|e| match e {
+            ReportFailure::Rejected(problems) => problems
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>()
+                .join("; "),
+            ReportFailure::Document(e) => e.to_string(),
+        })
+    }
+
+    /// Runs one slot writer: sync and check the skeleton, load the context, patch, write.
+    fn patch_report(
+        &self,
+        project_key: Option<&str>,
+        patch: impl FnOnce(&Context, &crate::pyjson::Map) -> Result<crate::pyjson::Map, Vec<Problem>>,
+    ) -> WriteResult<Written> {
+        let store = match &self.state {
+            Ok(store) => store,
+            Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
+        };
+        let run = || -> Result<WriteResult<Written>, ReportFailure> {
+            let mut writer = store.writer()?;
+            let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
+            {
+                None => return Ok(WriteResult::invalid(vec![report::skeleton_problem()])),
+                Some(bytes) => match parse_document(import::DAILY_REPORT, &bytes) {
+                    Ok(Value::Object(map)) => map,
+                    Ok(_) => return Ok(WriteResult::invalid(vec![report::skeleton_problem()])),
+                    Err(message) => {
+                        return Ok(WriteResult::one(
+                            "daily_report",
+                            message,
+                            "repair daily-report.json or run `evidence-store build` again, then retry",
+                        ));
+                    }
+                },
+            };
+            let ctx = self.context(&mut writer, false)?;
+            let patched = match patch(&ctx, &report) {
+                Ok(patched) => patched,
+                Err(problems) => return Ok(WriteResult::invalid(problems)),
+            };
+            documents::write(
+                &mut writer,
+                &self.root.path,
+                import::DAILY_REPORT,
+                report::report_bytes(&Value::Object(patched)),
+            )?;
+            writer.commit()?;
+            Ok(WriteResult::Done(Written {
+                status: "written",
+                project_key: project_key.map(str::to_owned),
+            }))
+        };
+        match run() {
+            Ok(result) => result,
+            Err(ReportFailure::Rejected(problems)) => WriteResult::invalid(problems),
+            Err(ReportFailure::Document(e)) => WriteResult::invalid(vec![document_problem(e)]),
+        }
+    }
+
+    pub fn write_project_summary(
+        &self,
+        project_key: &str,
+        summary: &Value,
+    ) -> WriteResult<Written> {
+        self.patch_report(Some(project_key), |ctx, r| {
+            report::write_summary(ctx, r, project_key, summary)
+        })
+    }
+
+    pub fn write_report_title(&self, title: &Value) -> WriteResult<Written> {
+        self.patch_report(None, |ctx, r| report::write_title(ctx, r, title))
+    }
+
+    pub fn write_engagement(
+        &self,
+        overall: &Value,
+        observations: &Value,
+        limits: &Value,
+    ) -> WriteResult<Written> {
+        self.patch_report(None, |ctx, r| {
+            report::write_engagement(ctx, r, Some(overall), Some(observations), Some(limits))
+        })
+    }
+
+    pub fn write_team_learning(
+        &self,
+        takeaways: &Value,
+        patterns: &Value,
+        limits: &Value,
+    ) -> WriteResult<Written> {
+        self.patch_report(None, |ctx, r| {
+            report::write_team_learning(ctx, r, Some(takeaways), Some(patterns), Some(limits))
+        })
+    }
+}
+
+fn as_projects(report: &Value) -> &[Value] {
+    report
+        .get("projects")
+        .and_then(Value::as_array)
+        .unwrap_or_default()
 }
 
 /// A workspace JSON document, parsed as Python parses it; the error names the file.

@@ -341,3 +341,347 @@ async fn an_existing_envelope_is_preserved() {
     assert_eq!(envelope["work_items"][0]["work_item_ref"], "W0009");
     client.cancel().await.unwrap();
 }
+
+/// The §10.1 workspace after both work items (the starting point of §10.2).
+fn mini_with_envelope() -> Workspace {
+    let ws = Workspace {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let p = "projects/Demo-0123456789ab";
+    ws.write("metadata.json", fixture("metadata.json"));
+    ws.write(&format!("{p}/project.json"), fixture("project.json"));
+    ws.write(
+        &format!("{p}/sessions.index.jsonl"),
+        fixture("sessions.index.jsonl"),
+    );
+    ws.write(
+        &format!("{p}/evidence/S0001.json"),
+        fixture("card_S0001.json"),
+    );
+    ws.write(
+        &format!("{p}/project-synthesis.json"),
+        fixture("envelope_after_call2.json"),
+    );
+    ws
+}
+
+/// §10.2: Build, the four synthesis writes, and a rebuild, byte for byte.
+#[tokio::test]
+async fn daily_report_build_and_slots_match_the_reference() {
+    let ws = mini_with_envelope();
+    ws.ok(&["import"]);
+    let out = ws.ok(&["build"]);
+    assert_eq!(
+        out,
+        "built daily-report.json: 1 project(s), 2 work item(s); kept from the previous report: none\n"
+    );
+    assert_eq!(
+        ws.read("daily-report.json"),
+        fixture("daily_built.json").into_bytes()
+    );
+
+    let client = connect(&ws).await;
+    let calls: Value = serde_json::from_str(&fixture("daily_calls.json")).unwrap();
+    let tools = [
+        "write_project_summary",
+        "write_report_title",
+        "write_engagement",
+        "write_team_learning",
+    ];
+    for (tool, args) in tools.iter().zip(calls.as_array().unwrap()) {
+        let got = call(&client, tool, args.clone()).await;
+        let expect = if *tool == "write_project_summary" {
+            json!({"status": "written", "project_key": "Demo-0123456789ab"})
+        } else {
+            json!({"status": "written"})
+        };
+        assert_eq!(got, expect, "{tool}");
+    }
+    client.cancel().await.unwrap();
+    let patched = ws.read("daily-report.json");
+    assert_eq!(
+        (patched.len(), sha(&patched)),
+        (
+            4496,
+            "622715ccd1b9e81d42e2ef49c9c364efc7701ca21ae295c356e10b822cf226a6".to_owned()
+        )
+    );
+    // Finalize would only set overall_confidence: the reference's finalized file differs
+    // from ours in exactly that line.
+    let finalized = fixture("daily_finalized.json").replace(
+        "\"overall_confidence\": \"medium\",",
+        "\"overall_confidence\": null,",
+    );
+    assert_eq!(patched, finalized.into_bytes());
+
+    // A rebuild keeps all four slots.
+    let out = ws.ok(&["build"]);
+    assert!(
+        out.ends_with(
+            "kept from the previous report: report_title, engagement_assessment, team_learning\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(ws.read("daily-report.json"), patched);
+}
+
+/// §5.7: what a rebuild keeps after each kind of change.
+#[tokio::test]
+async fn rebuild_drops_exactly_the_slots_whose_inputs_changed() {
+    let ws = mini_with_envelope();
+    ws.ok(&["import"]);
+    let finished = fixture("daily_finalized.json");
+    let slots = |ws: &Workspace| {
+        let v: Value = serde_json::from_slice(&ws.read("daily-report.json")).unwrap();
+        [
+            !v["report_title"].is_null(),
+            !v["projects"][0]["summary"].is_null(),
+            !v["engagement_assessment"].is_null(),
+            !v["team_learning"].is_null(),
+        ]
+    };
+    type Change = Box<dyn Fn(&Workspace)>;
+    let cases: Vec<(&str, Change, [bool; 4])> = vec![
+        ("none", Box::new(|_| {}), [true, true, true, true]),
+        (
+            "summary lines tampered",
+            Box::new(|ws| {
+                let t = String::from_utf8(ws.read("daily-report.json")).unwrap();
+                let i = t.find("\"summary\": {").unwrap();
+                let j = i + t[i..].find("42-60").unwrap();
+                ws.write(
+                    "daily-report.json",
+                    format!("{}42-59{}", &t[..j], &t[j + 5..]),
+                );
+            }),
+            [false, false, true, true],
+        ),
+        (
+            "window changed",
+            Box::new(|ws| {
+                let m = String::from_utf8(ws.read("metadata.json"))
+                    .unwrap()
+                    .replace("2026-03-05T00:00:00+09:00", "2026-03-05T01:00:00+09:00");
+                ws.write("metadata.json", m);
+            }),
+            [false, true, false, false],
+        ),
+        (
+            "generic title",
+            Box::new(|ws| {
+                // The title comes first in the file; the same words recur in a work item.
+                let t = String::from_utf8(ws.read("daily-report.json"))
+                    .unwrap()
+                    .replacen("Parser handles nested quotes", "Daily Report", 1);
+                ws.write("daily-report.json", t);
+            }),
+            [false, true, true, true],
+        ),
+        (
+            "card lost its chain",
+            Box::new(|ws| {
+                ws.write(
+                    "projects/Demo-0123456789ab/evidence/S0001.json",
+                    "{\"evidence_chains\": []}\n",
+                );
+            }),
+            [false, false, false, false],
+        ),
+        (
+            "report unparseable",
+            Box::new(|ws| ws.write("daily-report.json", "{bad")),
+            [false, false, false, false],
+        ),
+    ];
+    for (what, change, expect) in cases {
+        let ws = mini_with_envelope();
+        ws.ok(&["import"]);
+        ws.write("daily-report.json", &finished);
+        change(&ws);
+        ws.ok(&["build"]);
+        assert_eq!(slots(&ws), expect, "{what}");
+        let v: Value = serde_json::from_slice(&ws.read("daily-report.json")).unwrap();
+        assert!(
+            v["overall_confidence"].is_null(),
+            "never preserved ({what})"
+        );
+    }
+}
+
+#[tokio::test]
+async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
+    let ws = mini_with_envelope();
+    let client = connect(&ws).await;
+    let title = json!({"title": {"text": "Parser fix", "citations": [{"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0001"}]}});
+    // No skeleton yet.
+    let got = call(&client, "write_report_title", title.clone()).await;
+    assert_eq!(
+        got,
+        json!({"status": "invalid", "errors": [{"path": "daily_report", "message": "daily report skeleton not found",
+        "hint": "the build step must run before synthesis passes write the daily report"}]})
+    );
+    assert!(!ws.path("daily-report.json").exists(), "no file is created");
+    ws.ok(&["build"]);
+    let before = ws.read("daily-report.json");
+
+    let cases = [
+        (
+            "write_report_title",
+            json!({"title": {"text": "Prompt Diary Report 2026-03-04\nsecond line ", "citations": []}}),
+            json!([
+                [
+                    "title.text",
+                    "title.text must be a single-line report title"
+                ],
+                ["title.text", "title.text must not include the report date"],
+                [
+                    "title.text",
+                    "title.text must name the day's actual work, not a generic report label"
+                ],
+                [
+                    "title.citations",
+                    "title.citations must cite at least one turn"
+                ]
+            ]),
+        ),
+        (
+            "write_report_title",
+            json!({"title": {"text": "Parser fix", "citations": [
+            {"project_key": "Nope", "session_ref": "S0001", "turn_ref": "T0001"},
+            {"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0002"}]}}),
+            json!([
+                [
+                    "title.citations[0]",
+                    "S0001/T0001 has no committed evidence in project 'Nope'"
+                ],
+                [
+                    "title.citations[1]",
+                    "S0001/T0002 has no committed evidence in project 'Demo-0123456789ab'"
+                ]
+            ]),
+        ),
+        (
+            "write_project_summary",
+            json!({"project_key": "Demo-0123456789ab", "summary": {"text": "x", "citations": [
+            {"session_ref": "S0001", "turn_ref": "T0001", "project_key": "Other-aaaaaaaaaaaa"},
+            {"session_ref": "S0001", "turn_ref": "T0002"},
+            {"session_ref": "S0001", "turn_ref": "T0001", "project_key": "  "}]}}),
+            json!([
+                [
+                    "summary.citations[0].project_key",
+                    "citation names a different project 'Other-aaaaaaaaaaaa', not 'Demo-0123456789ab'"
+                ],
+                [
+                    "summary.citations[1]",
+                    "S0001/T0002 has no committed evidence in this project"
+                ]
+            ]),
+        ),
+        (
+            "write_project_summary",
+            json!({"project_key": "Nope", "summary": {"text": "x", "citations": [{"session_ref": "S0001", "turn_ref": "T0001"}]}}),
+            json!([["project_key", "unknown project_key 'Nope'"]]),
+        ),
+        (
+            "write_engagement",
+            json!({"overall_reading": {"text": "ok", "citations": [{"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0001"}], "confidence": "Medium"},
+            "observations": [{"dimension": "steering", "statement": "", "citations": [], "confidence": "high"}, "bogus"], "limits": ["", 3, "ok"]}),
+            json!([
+                [
+                    "overall_reading.confidence",
+                    "overall_reading.confidence must be a controlled confidence value"
+                ],
+                [
+                    "observations[0].dimension",
+                    "observations[0].dimension must be a controlled engagement dimension value"
+                ],
+                [
+                    "observations[0].statement",
+                    "observations[0].statement must be a non-empty string"
+                ],
+                [
+                    "observations[0].citations",
+                    "observations[0].citations must cite at least one turn"
+                ],
+                [
+                    "observations[1].dimension",
+                    "observations[1].dimension must be a controlled engagement dimension value"
+                ],
+                [
+                    "observations[1].statement",
+                    "observations[1].statement must be a non-empty string"
+                ],
+                [
+                    "observations[1].citations",
+                    "observations[1].citations must cite at least one turn"
+                ],
+                [
+                    "observations[1].confidence",
+                    "observations[1].confidence must be a controlled confidence value"
+                ],
+                ["limits[0]", "limits[0] must be a non-empty string"],
+                ["limits[1]", "limits[1] must be a non-empty string"]
+            ]),
+        ),
+        (
+            "write_team_learning",
+            json!({"takeaways": {"text": "", "citations": [{"project_key": "", "session_ref": "S0001", "turn_ref": "T0001"}], "confidence": "high"},
+            "patterns": [{"kind": "adopt", "statement": "s", "rationale": " ", "recurrence": null, "citations": [{"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0001"}], "confidence": "high"},
+                         {"kind": "avoid", "statement": "s", "rationale": "r", "recurrence": "x", "citations": [{"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0001"}]}],
+            "limits": [""]}),
+            json!([
+                [
+                    "takeaways.text",
+                    "takeaways.text must be a non-empty string"
+                ],
+                [
+                    "takeaways.citations[0].project_key",
+                    "takeaways.citations[0].project_key must be a non-empty string"
+                ],
+                [
+                    "patterns[0].kind",
+                    "patterns[0].kind must be a controlled team-learning pattern kind value"
+                ],
+                [
+                    "patterns[0].rationale",
+                    "patterns[0].rationale must be a non-empty string"
+                ],
+                [
+                    "patterns[0].recurrence",
+                    "patterns[0].recurrence must be a non-empty string"
+                ],
+                [
+                    "patterns[1].confidence",
+                    "patterns[1].confidence must be a controlled confidence value"
+                ],
+                ["limits[0]", "limits[0] must be a non-empty string"]
+            ]),
+        ),
+    ];
+    for (tool, args, expect) in cases {
+        let got = call(&client, tool, args).await;
+        let errors: Vec<Value> = got["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| json!([e["path"], e["message"]]))
+            .collect();
+        assert_eq!(Value::Array(errors), expect, "{tool}");
+        assert_eq!(
+            ws.read("daily-report.json"),
+            before,
+            "{tool} changed the report"
+        );
+    }
+    // A skeleton without a slot key.
+    let t = String::from_utf8(before.clone())
+        .unwrap()
+        .replace("\"report_title\": null,\n", "");
+    ws.write("daily-report.json", t);
+    let got = call(&client, "write_report_title", title).await;
+    assert_eq!(
+        got["errors"][0]["message"],
+        "daily report skeleton is missing the 'report_title' slot"
+    );
+    client.cancel().await.unwrap();
+}

@@ -168,6 +168,27 @@ impl ArgErrors {
         }
     }
 
+    /// A required array argument (a string holding a JSON array is accepted too).
+    pub fn array(&mut self, name: &'static str, arg: &Arg<Vec<Value>>) -> crate::pyjson::Value {
+        let array = match &arg.raw {
+            None => {
+                self.push(name, "Field required");
+                return crate::pyjson::Value::Null;
+            }
+            Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+                .ok()
+                .filter(Value::is_array),
+            Some(v) => Some(v.clone()).filter(Value::is_array),
+        };
+        match array {
+            Some(v) => to_py(&v),
+            None => {
+                self.push(name, "Input should be a valid list");
+                crate::pyjson::Value::Null
+            }
+        }
+    }
+
     /// An optional argument restricted to a few literal strings; `None` if absent.
     pub fn literal<T: Copy>(
         &mut self,

@@ -81,6 +81,44 @@ pub struct WriteWorkItemArgs {
     work_item: Arg<args::JsonObject>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_project_summaryArguments")]
+pub struct WriteProjectSummaryArgs {
+    #[schemars(title = "Project Key")]
+    project_key: Arg<String>,
+    #[schemars(title = "Summary")]
+    summary: Arg<args::JsonObject>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_report_titleArguments")]
+pub struct WriteReportTitleArgs {
+    #[schemars(title = "Title")]
+    title: Arg<args::JsonObject>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_engagementArguments")]
+pub struct WriteEngagementArgs {
+    #[schemars(title = "Overall Reading")]
+    overall_reading: Arg<args::JsonObject>,
+    #[schemars(title = "Observations")]
+    observations: Arg<Vec<serde_json::Value>>,
+    #[schemars(title = "Limits")]
+    limits: Arg<Vec<serde_json::Value>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "write_team_learningArguments")]
+pub struct WriteTeamLearningArgs {
+    #[schemars(title = "Takeaways")]
+    takeaways: Arg<args::JsonObject>,
+    #[schemars(title = "Patterns")]
+    patterns: Arg<Vec<serde_json::Value>>,
+    #[schemars(title = "Limits")]
+    limits: Arg<Vec<serde_json::Value>>,
+}
+
 /// `read_session_lines`'s `mode` as the schema shows it.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -243,6 +281,107 @@ impl Server {
         }
         let result = self
             .call(move |service| service.write_work_item(&project_key, &item))
+            .await?;
+        text_result(&result)
+    }
+
+    #[tool(
+        description = "Validate and patch one project's daily-report summary slot from the resolved workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_project_summary(
+        &self,
+        Parameters(args): Parameters<WriteProjectSummaryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let project_key = errors.string("project_key", &args.project_key);
+        let summary = errors.object("summary", &args.summary);
+        if let Some(message) = errors.into_message("write_project_summary") {
+            return Ok(argument_error("write_project_summary", message));
+        }
+        let result = self
+            .call(move |service| service.write_project_summary(&project_key, &summary))
+            .await?;
+        text_result(&result)
+    }
+
+    #[tool(
+        description = "Validate and patch the daily-report title slot from the resolved workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_report_title(
+        &self,
+        Parameters(args): Parameters<WriteReportTitleArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let title = errors.object("title", &args.title);
+        if let Some(message) = errors.into_message("write_report_title") {
+            return Ok(argument_error("write_report_title", message));
+        }
+        let result = self
+            .call(move |service| service.write_report_title(&title))
+            .await?;
+        text_result(&result)
+    }
+
+    #[tool(
+        description = "Validate and patch the daily-report engagement slot from the resolved workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_engagement(
+        &self,
+        Parameters(args): Parameters<WriteEngagementArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let overall = errors.object("overall_reading", &args.overall_reading);
+        let observations = errors.array("observations", &args.observations);
+        let limits = errors.array("limits", &args.limits);
+        if let Some(message) = errors.into_message("write_engagement") {
+            return Ok(argument_error("write_engagement", message));
+        }
+        let result = self
+            .call(move |service| service.write_engagement(&overall, &observations, &limits))
+            .await?;
+        text_result(&result)
+    }
+
+    #[tool(
+        description = "Validate and patch the daily-report team-learning slot from the resolved workspace.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_team_learning(
+        &self,
+        Parameters(args): Parameters<WriteTeamLearningArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut errors = ArgErrors::default();
+        let takeaways = errors.object("takeaways", &args.takeaways);
+        let patterns = errors.array("patterns", &args.patterns);
+        let limits = errors.array("limits", &args.limits);
+        if let Some(message) = errors.into_message("write_team_learning") {
+            return Ok(argument_error("write_team_learning", message));
+        }
+        let result = self
+            .call(move |service| service.write_team_learning(&takeaways, &patterns, &limits))
             .await?;
         text_result(&result)
     }

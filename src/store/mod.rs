@@ -306,6 +306,14 @@ pub struct Writer {
 }
 
 impl Writer {
+    pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
+        let table = self.txn.open_table(WORKSPACE).store()?;
+        let value = table.get(WORKSPACE_KEY).store()?;
+        Ok(value
+            .map(|v| codec::decode("workspace", v.value()))
+            .transpose()?)
+    }
+
     pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
         let mut table = self.txn.open_table(WORKSPACE).store()?;
         table
