@@ -1115,6 +1115,8 @@ mod tests {
             "Work Log",
             "work report",
             "My prompt   diary REPORT for parser",
+            "UPDATEſ",          // long s folds to s
+            "Wor\u{212A}\tLog", // Kelvin sign folds to k; a tab is whitespace
         ] {
             check(
                 s(generic),

@@ -11,3 +11,4 @@ tools/setup_python.sh
 py=tools/.venv/bin/python
 "$py" tools/test_interop.py --bin target/debug/evidence-store
 "$py" tools/test_differential.py --bin target/debug/evidence-store
+"$py" tools/test_end_to_end.py --bin target/debug/evidence-store

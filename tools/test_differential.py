@@ -2,8 +2,11 @@
 """Differential test: evidence-store against prompt-diary 0.2.10 on generated workspaces.
 
 Both servers are driven over stdio by the MCP Python SDK client. Every line of every
-session is read in compact and full mode, plus every error case, and the parsed JSON
-results must be equal, except where the spec (spec/README.md) decides to follow the seeds:
+session is read in compact and full mode, plus every error case; then the same evidence
+chains, work items, Build steps and daily-report slot writes go to both, and results and
+written files (cards, envelopes, daily-report.json after every step, Finalize and the
+Markdown render) must be equal, except where the spec (spec/README.md) decides to follow
+the seeds:
 
   1. a plain-string message content is user text (the reference drops it);
   2. where the reference crashes on a line (a lone surrogate escape), we answer normally.
@@ -20,13 +23,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+REFERENCE_SERVER = ("import logging; logging.disable(logging.CRITICAL); "
+                    "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()")
 
 
 def is_blank(s: str) -> bool:
@@ -86,7 +93,7 @@ async def compare_workspace(ws: Path, binary: Path, reference_python: Path, diff
     ours_params = StdioServerParameters(command=str(binary), args=["serve"], env=env)
     theirs_params = StdioServerParameters(
         command=str(reference_python),
-        args=["-c", "import logging; logging.disable(logging.CRITICAL); from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"],
+        args=["-c", REFERENCE_SERVER],
         env=env,
     )
     async with AsyncExitStack() as stack:
@@ -164,12 +171,13 @@ def chain_for(turn: dict, variant: int) -> dict:
     return chain
 
 
-async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff) -> None:
-    """The same writes against both servers: results, then every file written, byte for byte."""
+@asynccontextmanager
+async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff):
+    """Both servers, each on its own copy of a workspace; yields `both(tool, args, what)`, which
+    calls the tool on each, compares the results and returns ours."""
     servers = []
     async with AsyncExitStack() as stack:
-        for ws, cmd in ((ws_ours, [str(binary), "serve"]), (ws_ref, [str(reference_python), "-c",
-                        "import logging; logging.disable(logging.CRITICAL); from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"])):
+        for ws, cmd in ((ws_ours, [str(binary), "serve"]), (ws_ref, [str(reference_python), "-c", REFERENCE_SERVER])):
             params = StdioServerParameters(command=cmd[0], args=cmd[1:], env={"PROMPT_DIARY_WORKSPACE": str(ws)})
             read, write = await stack.enter_async_context(stdio_client(params, errlog=subprocess.DEVNULL))
             session = await stack.enter_async_context(ClientSession(read, write))
@@ -188,10 +196,51 @@ async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_py
             diff.compare(what, ours, theirs)
             return ours
 
-        committed: dict[str, set] = {}
-        for index in sorted(ws_ours.glob("projects/*/sessions.index.jsonl")):
+        yield both
+
+
+def work_item_for(n: int, key: tuple[str, str], committed: bool) -> dict:
+    """A valid work item covering one turn; kinds, confidences and terminal states vary with
+    `n` so that Build's orderings and dispositions are all exercised. Refs count down so that
+    envelope order differs from significance order."""
+    ref = {"session_ref": key[0], "turn_ref": key[1]}
+    item: dict = {"work_item_ref": f"W{500 - n:04d}", "covered_turns": [ref]}
+    if not committed:
+        return dict(item, kind="evidence_gap_item", title="gap", confidence="low")
+    state = lambda type_: {"type": type_, "summary": f"{type_} state", "evidence_refs": [ref]}  # noqa: E731
+    outcome = lambda conf: {"category": "code_outcome", "summary": f"changed “{key[1]}”", "evidence_refs": [ref],  # noqa: E731
+                            "confidence": conf}
+    material = dict(item, kind="material_work_item", title=f"Work on {key[1]}",
+                    trigger={"summary": "asked", "evidence_refs": [ref]},
+                    agent_reaction={"summary": "did", "main_actions": ["edit"]}, limits=["none"])
+    variant = n % 6
+    if variant == 0:
+        return dict(material, outcomes=[outcome("high")], terminal_states=[state("material_result")], confidence="high")
+    if variant == 1:
+        return dict(material, outcomes=[], terminal_states=[state("interrupted"), state("blocked")], confidence="low")
+    if variant == 2:
+        return dict(item, kind="no_material_work_item", title="Only talk", confidence="medium")
+    if variant == 3:
+        return dict(item, kind="excluded_with_reason", title="Private", reason="personal errand", confidence="low")
+    if variant == 4:
+        return dict(material, outcomes=[outcome("medium"), dict(outcome("low"), evidence_refs=[])],
+                    terminal_states=[state("clarification_only")], confidence="medium")
+    return dict(material, outcomes=[], terminal_states=[state("failed")], confidence="high")
+
+
+async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff
+                         ) -> tuple[dict[str, list], list[dict]]:
+    """The same writes against both servers: results, then every file written, byte for byte.
+
+    Returns each project's committed turns, and the work items of the last project, held back
+    so that the synthesis phase can add them after a first build."""
+    committed: dict[str, list] = {}
+    held_back: list[dict] = []
+    async with server_pair(ws_ours, ws_ref, binary, reference_python, diff) as both:
+        indexes = sorted(ws_ours.glob("projects/*/sessions.index.jsonl"))
+        for index in indexes:
             project = index.parent.name
-            committed[project] = set()
+            committed[project] = []
             rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
             for row in rows:
                 for k, turn in enumerate(row["turns"]):
@@ -199,30 +248,162 @@ async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_py
                         args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
                         got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
                         if got.get("status") == "appended":
-                            committed[project].add((row["session_ref"], turn["turn_ref"]))
+                            committed[project].append((row["session_ref"], turn["turn_ref"]))
             n = 0
             for row in rows:
                 for turn in row["turns"]:
                     key = (row["session_ref"], turn["turn_ref"])
                     n += 1
-                    ref = {"session_ref": key[0], "turn_ref": key[1]}
-                    if key in committed[project]:
-                        item = {"work_item_ref": f"W{n:04d}", "kind": "material_work_item", "title": f"Work on {key[1]}",
-                                "covered_turns": [ref], "trigger": {"summary": "asked", "evidence_refs": [ref]},
-                                "agent_reaction": {"summary": "did", "main_actions": ["edit"]},
-                                "outcomes": [{"category": "code_outcome", "summary": "done", "evidence_refs": [ref], "confidence": "high"}],
-                                "terminal_states": [{"type": "material_result", "summary": "ok", "evidence_refs": [ref]}],
-                                "limits": ["none"], "confidence": "medium"}
-                    else:
-                        item = {"work_item_ref": f"W{n:04d}", "kind": "evidence_gap_item", "title": "gap", "covered_turns": [ref], "confidence": "low"}
-                    await both("write_work_item", {"project_key": project, "work_item": item}, f"write_work_item {project} W{n:04d}")
+                    args = {"project_key": project, "work_item": work_item_for(n, key, key in committed[project])}
+                    if index == indexes[-1]:
+                        held_back.append(args)
+                        continue
+                    what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
+                    await both("write_work_item", args, what)
                     # The same item again: duplicate ref and coverage errors.
-                    await both("write_work_item", {"project_key": project, "work_item": item}, f"write_work_item {project} W{n:04d} again")
+                    await both("write_work_item", args, what + " again")
     for path in sorted(ws_ref.rglob("*.json")):
         rel = path.relative_to(ws_ref)
         if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
             mine = ws_ours / rel
             diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
+    return committed, held_back
+
+
+def cite(project: str, key: tuple[str, str], **extra: object) -> dict:
+    return {"project_key": project, "session_ref": key[0], "turn_ref": key[1], **extra}
+
+
+async def compare_synthesis(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff,
+                            committed: dict[str, list], held_back: list[dict]) -> None:
+    """Build and the four slot writers against the reference: every result and, after every
+    step, daily-report.json byte for byte. Covers rebuilds after partial synthesis (kept and
+    dropped slots), then Finalize and the Markdown render of both workspaces."""
+    from prompt_diary.generate.daily_synthesis.build import build_daily_report
+    from prompt_diary.generate.daily_synthesis.finalize import finalize_daily_report
+    from prompt_diary.generate.rendering.render_markdown import render_report
+
+    def report_bytes(ws: Path) -> str | None:
+        path = ws / "daily-report.json"
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def same_report(what: str) -> None:
+        diff.compare(f"daily-report.json after {what}", report_bytes(ws_ours), report_bytes(ws_ref))
+
+    def filled(what: str, expected: dict) -> None:
+        """Which slots a build kept: a check that the scenario really is the one named."""
+        report = json.loads(report_bytes(ws_ours) or "{}")
+        got = {"title": report.get("report_title") is not None,
+               "summaries": [p["project_key"] for p in report.get("projects", []) if p.get("summary") is not None],
+               "engagement": report.get("engagement_assessment") is not None,
+               "team_learning": report.get("team_learning") is not None}
+        diff.compare(f"slots after {what}", got, dict(got, **expected))
+
+    def build(what: str) -> None:
+        ours = subprocess.run([str(binary), "--workspace", str(ws_ours), "build"], capture_output=True, text=True)
+        try:
+            build_daily_report(workspace_path=ws_ref)
+            theirs = True
+        except Exception as e:  # noqa: BLE001 - the reference's failure is the expected answer
+            theirs = f"build failed: {e}"
+        diff.compare(f"build {what}", ours.returncode == 0 or ours.stderr.strip(), theirs)
+        same_report(f"build {what}")
+
+    projects = list(committed)
+
+    def order(project: str) -> int:
+        return [p["project_key"] for p in json.loads(report_bytes(ws_ours) or "{}").get("projects", [])].index(project)
+    first, last = projects[0], projects[-1]
+    other = [p for p in projects if committed[p]]
+    async with server_pair(ws_ours, ws_ref, binary, reference_python, diff) as both:
+        async def slot(tool: str, args: dict, what: str) -> None:
+            await both(tool, args, f"{tool} {what}")
+            same_report(f"{tool} {what}")
+
+        def summary_args(project: str, text: str, citations: list) -> dict:
+            return {"project_key": project, "summary": {"text": text, "citations": citations, "confidence": "high"}}
+
+        c0 = committed[first]
+        await slot("write_project_summary", summary_args(first, "before build", [cite(first, c0[0])]), "before build")
+        await slot("write_report_title", {"title": {"text": "Early", "citations": [cite(first, c0[0])]}}, "before build")
+        build("with the last project's items held back")
+
+        for project in projects:
+            ck = committed[project]
+            if not ck:
+                continue
+            await slot("write_project_summary", summary_args(project, "", []), f"{project} empty")
+            await slot("write_project_summary", summary_args(project, "x", [
+                cite("Other-000000000000", ck[0]), {"session_ref": ck[0][0], "turn_ref": "T9999"},
+                {"session_ref": "", "turn_ref": ck[0][1]}, cite("  ", ck[0])]), f"{project} bad citations")
+            await slot("write_project_summary", summary_args("Nope-000000000000", "x", [{"session_ref": ck[0][0], "turn_ref": ck[0][1]}]),
+                       "unknown project")
+            await slot("write_project_summary", summary_args(project, f"Summary of {project} — é 🙂",
+                       [{"session_ref": k[0], "turn_ref": k[1]} for k in ck[:3]] + [cite(project, ck[0])]), f"{project} valid")
+
+        title_cases = [
+            ("blank", "  ", [cite(first, c0[0])]),
+            ("generic", "  DAILY   report ", [cite(first, c0[0])]),
+            ("dated", "Shipped the parser on 2026-01-15", [cite(first, c0[0])]),
+            ("everything wrong", "Prompt Diary Report 2026-01-15\nsecond line " + "y" * 80, []),
+            ("bad citations", "Parser fixes", [{"session_ref": c0[0][0], "turn_ref": c0[0][1]}, cite("Nope", c0[0]),
+                                               cite(first, (c0[0][0], "T9999"))]),
+            ("valid", "Parser fixes and report work — 파서", [cite(p, committed[p][-1]) for p in other]),
+        ]
+        for what, text, citations in title_cases:
+            await slot("write_report_title", {"title": {"text": text, "citations": citations}}, what)
+        build("after partial synthesis (summaries and title kept)")
+        filled("partial rebuild", {"title": True, "summaries": sorted(other, key=order), "engagement": False})
+
+        for args in held_back:
+            what = f"write_work_item {last} {args['work_item']['work_item_ref']}"
+            await both("write_work_item", args, what)
+        build("after the last project's items arrive (title dropped)")
+        filled("new items rebuild", {"title": False, "summaries": sorted([p for p in other if p != last], key=order)})
+
+        everywhere = [cite(p, committed[p][0]) for p in other]
+        await slot("write_report_title", {"title": {"text": "Parser fixes and report work", "citations": everywhere}}, "again")
+        if committed[last]:
+            ck = committed[last]
+            await slot("write_project_summary", summary_args(last, "Late summary", [{"session_ref": ck[0][0], "turn_ref": ck[0][1]}]),
+                       f"{last} valid")
+        await slot("write_engagement", {
+            "overall_reading": {"text": "ok", "citations": everywhere, "confidence": "Medium"},
+            "observations": [{"dimension": "steering", "statement": "", "citations": [], "confidence": "high"}, "bogus",
+                             {"dimension": "review", "statement": "s", "citations": [cite("Nope", c0[0])], "confidence": "low"}],
+            "limits": ["", 3, "ok"]}, "invalid")
+        await slot("write_engagement", {
+            "overall_reading": {"text": "Focused direction with quick corrections.", "citations": everywhere, "confidence": "medium"},
+            "observations": [{"dimension": d, "statement": f"{d} observed", "citations": everywhere[::-1], "confidence": c}
+                             for d, c in (("direction", "high"), ("correction", "low"))],
+            "limits": ["Generated sessions only"]}, "valid")
+        await slot("write_team_learning", {
+            "takeaways": {"text": "", "citations": [cite("", c0[0])], "confidence": "high"},
+            "patterns": [{"kind": "adopt", "statement": "s", "rationale": " ", "recurrence": None, "citations": everywhere, "confidence": "high"},
+                         {"kind": "avoid", "statement": "s", "rationale": "r", "recurrence": "once", "citations": everywhere}],
+            "limits": [""]}, "invalid")
+        await slot("write_team_learning", {
+            "takeaways": {"text": "Small asks land fast.", "citations": everywhere, "confidence": "low"},
+            "patterns": [{"kind": "promote", "statement": "State the failing input.", "rationale": "It reproduces.",
+                          "recurrence": "Twice today", "citations": everywhere, "confidence": "medium"}],
+            "limits": []}, "valid")
+        await slot("write_team_learning", {
+            "takeaways": {"text": "Small asks land fast.", "citations": everywhere, "confidence": "low"},
+            "patterns": [], "limits": ["Replaced, not appended"]}, "replaced")
+        build("with every slot written (all kept)")
+        filled("full rebuild", {"title": True, "summaries": sorted(other, key=order), "engagement": True, "team_learning": True})
+
+    subprocess.run([str(binary), "--workspace", str(ws_ours), "export"], check=True, capture_output=True)
+    same_report("export")
+    results = []
+    for ws in (ws_ours, ws_ref):
+        result = finalize_daily_report(workspace_path=ws)
+        results.append(repr(result))
+    diff.compare("finalize result", *results)
+    diff.compare("finalize of our export", results[0].split("(")[0], "FinalizedResult")
+    same_report("finalize")
+    rendered = [render_report(workspace_path=ws).read_text(encoding="utf-8") for ws in (ws_ours, ws_ref)]
+    diff.compare("rendered report.md", *rendered)
 
 
 def main() -> int:
@@ -236,12 +417,13 @@ def main() -> int:
         for seed in args.seeds.split(","):
             ws = Path(tmp) / f"ws{seed}"
             subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
-                            "--edge-cases", "--projects", "2", "--sessions", "4", "--turns", "6", "--tool-output-max", "64K"],
+                            "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
             asyncio.run(compare_workspace(ws, args.bin.resolve(), reference_python, diff))
             ws_ref = Path(tmp) / f"ws{seed}-ref"
             shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
-            asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
+            committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
+            asyncio.run(compare_synthesis(ws, ws_ref, args.bin.resolve(), reference_python, diff, committed, held_back))
     print(f"(reference crashed on {diff.reference_crashes} line(s) that evidence-store answers)")
     print(f"differential: {diff.passed} passed, {diff.failed} failed")
     return 1 if diff.failed else 0
