@@ -5,6 +5,8 @@
 //! difference from the reference (spec README, decision 1): a plain-string message
 //! `content` is user text and is shown, never dropped.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::pyjson::{self, Map, Value};
@@ -250,9 +252,9 @@ fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
                         add_kind(record, "tool_use");
                         let name = nb(item, "name").unwrap_or("unknown");
                         let input = match item.get("input") {
-                            None | Some(Value::Null) => String::new(),
-                            Some(Value::String(s)) => s.clone(),
-                            Some(other) => pyjson::to_sorted_compact(other),
+                            None | Some(Value::Null) => Cow::Borrowed(""),
+                            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
+                            Some(other) => Cow::Owned(pyjson::to_sorted_compact(other)),
                         };
                         let used = tool_use(name, &input);
                         record.truncated |= used.truncated;
@@ -261,9 +263,9 @@ fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
                     Some("tool_result") => {
                         add_kind(record, "tool_result");
                         let payload = match item.get("content") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(Value::Array(parts)) => texts(parts).join("\n"),
-                            _ => String::new(),
+                            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
+                            Some(Value::Array(parts)) => Cow::Owned(texts(parts).join("\n")),
+                            _ => Cow::Borrowed(""),
                         };
                         let result = tool_result(&payload, meta.kind, &meta);
                         record.truncated |= result.truncated;

@@ -243,14 +243,14 @@ impl Parser<'_> {
     fn string(&mut self) -> Result<String, ParseError> {
         let open = self.i;
         self.i += 1;
-        let mut out = String::new();
+        let mut out = String::with_capacity(self.raw_string_len());
         loop {
             let run_start = self.i;
             // Jump to the next quote or backslash; a raw control character before it is
             // an error, found by a second (vectorised) look at the run.
             let stop = memchr::memchr2(b'"', b'\\', &self.s[self.i..])
                 .map_or(self.s.len(), |n| self.i + n);
-            self.i = match self.s[run_start..stop].iter().position(|&b| b < 0x20) {
+            self.i = match first_control(&self.s[run_start..stop]) {
                 Some(n) => run_start + n,
                 None => stop,
             };
@@ -270,6 +270,25 @@ impl Parser<'_> {
                 Some(_) => return Err(self.error(ErrorKind::InvalidControl)),
             }
         }
+    }
+
+    /// The raw length of the string starting at `self.i` (just past its opening quote), up
+    /// to its closing quote or the end of the text: the decoded string is never longer,
+    /// so one allocation of this size holds it.
+    fn raw_string_len(&self) -> usize {
+        let rest = &self.s[self.i..];
+        let mut at = 0;
+        while let Some(n) = memchr::memchr2(b'"', b'\\', &rest[at..]) {
+            at += n;
+            if rest[at] == b'"' {
+                return at;
+            }
+            at += 2; // a backslash and the character it escapes
+            if at >= rest.len() {
+                break;
+            }
+        }
+        rest.len()
     }
 
     fn escape(&mut self, out: &mut String) -> Result<(), ParseError> {
@@ -655,6 +674,25 @@ fn is_printable(c: char) -> bool {
         || unassigned_plane)
 }
 
+/// The position of the first byte below 0x20 (a raw control character, which a JSON string
+/// cannot hold). Checked 32 bytes at a time with a branch-free test the compiler
+/// vectorises; the byte-exact search runs only in the chunk that has one.
+fn first_control(run: &[u8]) -> Option<usize> {
+    let mut chunks = run.chunks_exact(32);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |any, &b| any | (b < 0x20)) {
+            return chunk.iter().position(|&b| b < 0x20).map(|n| base + n);
+        }
+        base += 32;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b < 0x20)
+        .map(|n| base + n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,6 +755,32 @@ mod tests {
             Err("Unexpected UTF-8 BOM (decode using utf-8-sig)"),
         );
         check_parse(&"[".repeat(5000), Err("Nesting too deep"));
+    }
+
+    #[test]
+    fn long_strings_find_their_end_and_their_control_characters() {
+        let long = "x".repeat(100);
+        check_parse(
+            &format!("\"{long}\\\"{long}\""),
+            Ok(&format!("\"{long}\\\"{long}\"")),
+        );
+        check_parse(&format!("\"{long}\\\\\""), Ok(&format!("\"{long}\\\\\"")));
+        check_parse(
+            &format!("\"{long}\\"),
+            Err("Unterminated string starting at"),
+        );
+        check_parse(&format!("\"{long}"), Err("Unterminated string starting at"));
+        // A raw control character on either side of a 32-byte chunk boundary is found,
+        // at its own offset.
+        for at in [0, 30, 31, 32, 33, 63, 64, 99] {
+            let text = format!("\"{}\u{1f}{}\"", &long[..at], &long[at..]);
+            let err = parse(&text).map(|_| ()).unwrap_err();
+            assert_eq!(
+                (err.message(), err.offset),
+                ("Invalid control character at", at + 1),
+                "{at}"
+            );
+        }
     }
 
     #[test]
