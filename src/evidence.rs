@@ -100,6 +100,11 @@ pub const TERMINAL_STATES: &[&str] = &[
 pub const MATERIALITY: &[&str] = &["material", "minor", "none"];
 
 const SUMMARY_HINT: &str = "provide a concise non-empty summary";
+/// The hint of a string field that is missing, blank or not a string.
+pub const STRING_HINT: &str = "provide a concise non-empty string";
+/// The hint of a malformed turn reference.
+pub const REF_HINT: &str =
+    "reference a turn as {\"session_ref\": \"S0001\", \"turn_ref\": \"T0001\"}";
 const SPAN_HINT: &str = "write the span as \"start-end\" with start <= end";
 
 /// The allowed values sorted and joined, as the controlled-value hint lists them.
@@ -107,6 +112,93 @@ pub fn controlled_hint(allowed: &[&str]) -> String {
     let mut sorted = allowed.to_vec();
     sorted.sort_unstable();
     format!("use a controlled value such as {}", sorted.join(", "))
+}
+
+/// The problems a chain-only parse has found, in the order it found them, with the field
+/// checks every parse (evidence chain, work item, daily-report slots) shares.
+#[derive(Debug)]
+pub struct Problems {
+    found: Vec<Problem>,
+    /// The hint of a non-empty-string failure (it differs between tools).
+    text_hint: &'static str,
+}
+
+impl Problems {
+    pub fn new(text_hint: &'static str) -> Self {
+        Problems {
+            found: Vec::new(),
+            text_hint,
+        }
+    }
+
+    pub fn push(
+        &mut self,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        self.found.push(Problem::new(path, message, hint));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// `value` if nothing was found, else the problems.
+    pub fn finish<T>(self, value: T) -> Result<T, Vec<Problem>> {
+        if self.found.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.found)
+        }
+    }
+
+    /// A non-empty string, kept verbatim; `null` in its place when it is not one.
+    pub fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
+        match non_empty(v) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.push(
+                    path,
+                    format!("{path} must be a non-empty string"),
+                    self.text_hint,
+                );
+                Value::Null
+            }
+        }
+    }
+
+    /// Each element of a list (leniently coerced) as a non-empty string.
+    pub fn strings(&mut self, path: &str, v: Option<&Value>) -> Value {
+        Value::Array(
+            as_list(v)
+                .iter()
+                .enumerate()
+                .map(|(i, x)| self.text(&format!("{path}[{i}]"), Some(x)))
+                .collect(),
+        )
+    }
+
+    /// One of `allowed`, exactly (§1.3 of the synthesis spec).
+    pub fn controlled(
+        &mut self,
+        path: &str,
+        label: &str,
+        v: Option<&Value>,
+        allowed: &[&str],
+    ) -> Value {
+        match v.and_then(Value::as_str).filter(|s| allowed.contains(s)) {
+            Some(s) => Value::String(s.to_owned()),
+            None => {
+                self.push(
+                    path,
+                    format!("{path} must be a controlled {label} value"),
+                    controlled_hint(allowed),
+                );
+                Value::Null
+            }
+        }
+    }
 }
 
 /// `v` if it is an object, else an empty one (prompt-diary's lenient coercion).
@@ -159,40 +251,11 @@ impl Lines {
 }
 
 /// Collects problems in the order the rules run.
-#[derive(Default)]
 struct Checker {
-    problems: Vec<Problem>,
+    problems: Problems,
 }
 
 impl Checker {
-    fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
-        match non_empty(v) {
-            Some(s) => Value::String(s.to_owned()),
-            None => {
-                self.problems.push(Problem::new(
-                    path,
-                    format!("{path} must be a non-empty string"),
-                    SUMMARY_HINT,
-                ));
-                Value::Null
-            }
-        }
-    }
-
-    fn controlled(&mut self, path: &str, name: &str, v: Option<&Value>, allowed: &[&str]) -> Value {
-        match v.and_then(Value::as_str).filter(|s| allowed.contains(s)) {
-            Some(s) => Value::String(s.to_owned()),
-            None => {
-                self.problems.push(Problem::new(
-                    path,
-                    format!("{path} must be a controlled {name} value"),
-                    controlled_hint(allowed),
-                ));
-                Value::Null
-            }
-        }
-    }
-
     /// `{prefix}.citations[j].lines` for each element of `obj.citations`.
     fn citations(&mut self, prefix: &str, obj: &Map) -> (Value, Vec<Lines>) {
         let mut stored = Vec::new();
@@ -208,11 +271,11 @@ impl Checker {
                 }
                 None => {
                     let path = format!("{prefix}.citations[{j}].lines");
-                    self.problems.push(Problem::new(
+                    self.problems.push(
                         &path,
                         format!("{path} must be a numeric line span"),
                         SPAN_HINT,
-                    ));
+                    );
                 }
             }
         }
@@ -240,7 +303,9 @@ fn object(pairs: Vec<(&str, Value)>) -> Value {
 /// The chain-only parse (spec §6.3): every structural error, in the reference's order.
 pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     let c = as_object(Some(chain));
-    let mut ck = Checker::default();
+    let mut ck = Checker {
+        problems: Problems::new(SUMMARY_HINT),
+    };
     let p = "evidence_chain";
 
     let mut outcomes = Vec::new();
@@ -248,13 +313,15 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, o) in as_list(c.get("outcomes")).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("{p}.outcomes[{i}]");
-        let category = ck.controlled(
+        let category = ck.problems.controlled(
             &format!("{base}.category"),
             "outcome category",
             o.get("category"),
             OUTCOME_CATEGORIES,
         );
-        let summary = ck.text(&format!("{base}.summary"), o.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{base}.summary"), o.get("summary"));
         let (citations, spans) = ck.citations(&base, o);
         outcomes.push(object(vec![
             ("category", category),
@@ -265,40 +332,46 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     }
     let ts = as_object(c.get("terminal_state"));
     let ts_base = format!("{p}.terminal_state");
-    let ts_type = ck.controlled(
+    let ts_type = ck.problems.controlled(
         &format!("{ts_base}.type"),
         "terminal_state.type",
         ts.get("type"),
         TERMINAL_STATES,
     );
-    let ts_summary = ck.text(&format!("{ts_base}.summary"), ts.get("summary"));
+    let ts_summary = ck
+        .problems
+        .text(&format!("{ts_base}.summary"), ts.get("summary"));
     let (ts_citations, ts_spans) = ck.citations(&ts_base, ts);
     if ts.get("type").and_then(Value::as_str) == Some("material_result")
         && as_list(c.get("outcomes")).is_empty()
     {
-        ck.problems.push(Problem::new(
+        ck.problems.push(
             format!("{p}.outcomes"),
             "material_result terminal_state requires at least one material outcome; empty outcomes is allowed only when terminal_state explains a non-success ending",
             "add a material outcome, or use a terminal_state.type that explains the non-success ending",
-        ));
+        );
     }
-    let turn_ref = ck.text(&format!("{p}.turn_ref"), c.get("turn_ref"));
+    let turn_ref = ck
+        .problems
+        .text(&format!("{p}.turn_ref"), c.get("turn_ref"));
 
     let tr = as_object(c.get("trigger"));
     let tr_base = format!("{p}.trigger");
-    let tr_type = ck.controlled(
+    let tr_type = ck.problems.controlled(
         &format!("{tr_base}.type"),
         "trigger.type",
         tr.get("type"),
         TRIGGER_TYPES,
     );
-    let tr_summary = ck.text(&format!("{tr_base}.summary"), tr.get("summary"));
+    let tr_summary = ck
+        .problems
+        .text(&format!("{tr_base}.summary"), tr.get("summary"));
     let mut quoted = Vec::new();
     let mut quoted_spans = Vec::new();
     for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
         let q = as_object(Some(q));
         let base = format!("{tr_base}.quoted_messages[{i}]");
-        let text = ck.text(&format!("{base}.text"), q.get("text"));
+        let text = ck.problems.text(&format!("{base}.text"), q.get("text"));
         let (citations, spans) = ck.citations(&base, q);
         quoted.push(object(vec![("text", text), ("citations", citations)]));
         quoted_spans.push((base, spans));
@@ -310,7 +383,9 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, r) in as_list(c.get("agent_reactions")).iter().enumerate() {
         let r = as_object(Some(r));
         let base = format!("{p}.agent_reactions[{i}]");
-        let summary = ck.text(&format!("{base}.summary"), r.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{base}.summary"), r.get("summary"));
         let (citations, spans) = ck.citations(&base, r);
         reactions.push(object(vec![("summary", summary), ("citations", citations)]));
         reaction_spans.push((base, spans));
@@ -320,13 +395,15 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, k) in as_list(c.get("observed_checks")).iter().enumerate() {
         let k = as_object(Some(k));
         let base = format!("{p}.observed_checks[{i}]");
-        let kind = ck.controlled(
+        let kind = ck.problems.controlled(
             &format!("{base}.type"),
             "check type",
             k.get("type"),
             CHECK_TYPES,
         );
-        let summary = ck.text(&format!("{base}.summary"), k.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{base}.summary"), k.get("summary"));
         let (citations, spans) = ck.citations(&base, k);
         checks.push(object(vec![
             ("type", kind),
@@ -335,15 +412,13 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
         ]));
         check_spans.push((base, spans));
     }
-    let materiality = ck.controlled(
+    let materiality = ck.problems.controlled(
         &format!("{p}.materiality"),
         "materiality",
         c.get("materiality"),
         MATERIALITY,
     );
-    if !ck.problems.is_empty() {
-        return Err(ck.problems);
-    }
+    ck.problems.finish(())?;
 
     let turn_ref_text = turn_ref.as_str().unwrap_or_default().to_owned();
     let stored = object(vec![

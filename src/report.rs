@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::evidence::{Problem, as_list, as_object, controlled_hint, non_empty};
+use crate::evidence::{Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty};
 use crate::pyjson::{self, Map, Value, py_repr};
 use crate::synthesis::{self, TurnKey};
 
@@ -16,8 +16,6 @@ pub const CONFIDENCE: &[&str] = synthesis::CONFIDENCE;
 pub const ENGAGEMENT_DIMENSIONS: &[&str] = &["direction", "review", "correction", "recovery"];
 pub const PATTERN_KINDS: &[&str] = &["promote", "avoid", "reuse"];
 
-const STRING_HINT: &str = "provide a concise non-empty string";
-const REF_HINT: &str = "reference a turn as {\"session_ref\": \"S0001\", \"turn_ref\": \"T0001\"}";
 const CITE_HINT: &str = "every synthesized claim must cite the turns it rests on";
 const RESOLVE_HINT: &str = "cite only turns with committed evidence in the named project";
 const TITLE_HINT: &str =
@@ -502,48 +500,16 @@ pub struct Cite {
     pub path: String,
 }
 
-#[derive(Default)]
 struct Parser {
-    problems: Vec<Problem>,
+    problems: Problems,
     cites: Vec<Cite>,
 }
 
 impl Parser {
-    fn push(&mut self, path: &str, message: String, hint: &str) {
-        self.problems.push(Problem::new(path, message, hint));
-    }
-
-    fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
-        match non_empty(v) {
-            Some(t) => s(t),
-            None => {
-                self.push(
-                    path,
-                    format!("{path} must be a non-empty string"),
-                    STRING_HINT,
-                );
-                Value::Null
-            }
-        }
-    }
-
-    fn controlled(
-        &mut self,
-        path: &str,
-        label: &str,
-        v: Option<&Value>,
-        allowed: &[&str],
-    ) -> Value {
-        match v.and_then(Value::as_str).filter(|x| allowed.contains(x)) {
-            Some(x) => s(x),
-            None => {
-                self.problems.push(Problem::new(
-                    path,
-                    format!("{path} must be a controlled {label} value"),
-                    controlled_hint(allowed),
-                ));
-                Value::Null
-            }
+    fn new() -> Self {
+        Parser {
+            problems: Problems::new(STRING_HINT),
+            cites: Vec::new(),
         }
     }
 
@@ -551,7 +517,7 @@ impl Parser {
     fn citations(&mut self, path: &str, v: Option<&Value>, cross: bool) {
         let list = as_list(v);
         if list.is_empty() {
-            self.push(
+            self.problems.push(
                 path,
                 format!("{path} must cite at least one turn"),
                 CITE_HINT,
@@ -566,7 +532,8 @@ impl Parser {
                 match non_empty(c.get(field)) {
                     Some(x) => Some(x.to_owned()),
                     None => {
-                        me.push(&p, format!("{p} must be a non-empty string"), REF_HINT);
+                        me.problems
+                            .push(&p, format!("{p} must be a non-empty string"), REF_HINT);
                         None
                     }
                 }
@@ -592,30 +559,16 @@ impl Parser {
         }
     }
 
-    fn strings(&mut self, path: &str, v: Option<&Value>) -> Value {
-        Value::Array(
-            as_list(v)
-                .iter()
-                .enumerate()
-                .map(|(i, x)| self.text(&format!("{path}[{i}]"), Some(x)))
-                .collect(),
-        )
-    }
-
     fn done<T>(self, value: T) -> Result<(T, Vec<Cite>), Vec<Problem>> {
-        if self.problems.is_empty() {
-            Ok((value, self.cites))
-        } else {
-            Err(self.problems)
-        }
+        self.problems.finish((value, self.cites))
     }
 }
 
 /// `write_project_summary`'s `summary`: text and per-project citations.
 pub fn parse_summary(summary: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
     let m = as_object(Some(summary));
-    let mut p = Parser::default();
-    let text = p.text("summary.text", m.get("text"));
+    let mut p = Parser::new();
+    let text = p.problems.text("summary.text", m.get("text"));
     p.citations("summary.citations", m.get("citations"), false);
     p.done(text)
 }
@@ -648,7 +601,7 @@ fn has_date(text: &str) -> bool {
 fn title_rules(p: &mut Parser, v: Option<&Value>) -> Value {
     let path = "title.text";
     let Some(text) = non_empty(v) else {
-        p.push(
+        p.problems.push(
             path,
             format!("{path} must be a non-empty string"),
             STRING_HINT,
@@ -656,21 +609,21 @@ fn title_rules(p: &mut Parser, v: Option<&Value>) -> Value {
         return Value::Null;
     };
     if text.contains(['\n', '\r']) {
-        p.push(
+        p.problems.push(
             path,
             format!("{path} must be a single-line report title"),
             TITLE_HINT,
         );
     }
     if text.chars().count() > 80 {
-        p.push(
+        p.problems.push(
             path,
             format!("{path} must be at most 80 characters"),
             TITLE_HINT,
         );
     }
     if has_date(text) {
-        p.push(
+        p.problems.push(
             path,
             format!("{path} must not include the report date"),
             TITLE_HINT,
@@ -690,7 +643,7 @@ fn title_rules(p: &mut Parser, v: Option<&Value>) -> Value {
         "updates",
     ];
     if generic.contains(&normalized.as_str()) || normalized.contains("prompt diary report") {
-        p.push(
+        p.problems.push(
             path,
             format!("{path} must name the day's actual work, not a generic report label"),
             TITLE_HINT,
@@ -702,7 +655,7 @@ fn title_rules(p: &mut Parser, v: Option<&Value>) -> Value {
 /// `write_report_title`'s `title`.
 pub fn parse_title(title: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
     let m = as_object(Some(title));
-    let mut p = Parser::default();
+    let mut p = Parser::new();
     let text = title_rules(&mut p, m.get("text"));
     p.citations("title.citations", m.get("citations"), true);
     p.done(text)
@@ -711,9 +664,9 @@ pub fn parse_title(title: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
 /// A cited text with confidence (`overall_reading`, `takeaways`): text, confidence.
 fn cited_text(p: &mut Parser, base: &str, v: Option<&Value>) -> (Value, Value) {
     let m = as_object(v);
-    let text = p.text(&format!("{base}.text"), m.get("text"));
+    let text = p.problems.text(&format!("{base}.text"), m.get("text"));
     p.citations(&format!("{base}.citations"), m.get("citations"), true);
-    let confidence = p.controlled(
+    let confidence = p.problems.controlled(
         &format!("{base}.confidence"),
         "confidence",
         m.get("confidence"),
@@ -731,21 +684,23 @@ pub fn parse_engagement(
     observations: Option<&Value>,
     limits: Option<&Value>,
 ) -> Result<(Slot, Vec<Cite>), Vec<Problem>> {
-    let mut p = Parser::default();
+    let mut p = Parser::new();
     let (text, confidence) = cited_text(&mut p, "overall_reading", overall);
     let mut obs = Vec::new();
     for (i, o) in as_list(observations).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("observations[{i}]");
-        let dimension = p.controlled(
+        let dimension = p.problems.controlled(
             &format!("{base}.dimension"),
             "engagement dimension",
             o.get("dimension"),
             ENGAGEMENT_DIMENSIONS,
         );
-        let statement = p.text(&format!("{base}.statement"), o.get("statement"));
+        let statement = p
+            .problems
+            .text(&format!("{base}.statement"), o.get("statement"));
         p.citations(&format!("{base}.citations"), o.get("citations"), true);
-        let conf = p.controlled(
+        let conf = p.problems.controlled(
             &format!("{base}.confidence"),
             "confidence",
             o.get("confidence"),
@@ -758,7 +713,7 @@ pub fn parse_engagement(
             ("confidence", conf),
         ]));
     }
-    let limits = p.strings("limits", limits);
+    let limits = p.problems.strings("limits", limits);
     let slot = object(vec![
         (
             "overall_reading",
@@ -780,23 +735,29 @@ pub fn parse_team_learning(
     patterns: Option<&Value>,
     limits: Option<&Value>,
 ) -> Result<(Slot, Vec<Cite>), Vec<Problem>> {
-    let mut p = Parser::default();
+    let mut p = Parser::new();
     let (text, confidence) = cited_text(&mut p, "takeaways", takeaways);
     let mut pats = Vec::new();
     for (i, x) in as_list(patterns).iter().enumerate() {
         let x = as_object(Some(x));
         let base = format!("patterns[{i}]");
-        let kind = p.controlled(
+        let kind = p.problems.controlled(
             &format!("{base}.kind"),
             "team-learning pattern kind",
             x.get("kind"),
             PATTERN_KINDS,
         );
-        let statement = p.text(&format!("{base}.statement"), x.get("statement"));
-        let rationale = p.text(&format!("{base}.rationale"), x.get("rationale"));
-        let recurrence = p.text(&format!("{base}.recurrence"), x.get("recurrence"));
+        let statement = p
+            .problems
+            .text(&format!("{base}.statement"), x.get("statement"));
+        let rationale = p
+            .problems
+            .text(&format!("{base}.rationale"), x.get("rationale"));
+        let recurrence = p
+            .problems
+            .text(&format!("{base}.recurrence"), x.get("recurrence"));
         p.citations(&format!("{base}.citations"), x.get("citations"), true);
-        let conf = p.controlled(
+        let conf = p.problems.controlled(
             &format!("{base}.confidence"),
             "confidence",
             x.get("confidence"),
@@ -811,7 +772,7 @@ pub fn parse_team_learning(
             ("confidence", conf),
         ]));
     }
-    let limits = p.strings("limits", limits);
+    let limits = p.problems.strings("limits", limits);
     let slot = object(vec![
         (
             "takeaways",

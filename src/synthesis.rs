@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::evidence::{Problem, as_list, as_object, controlled_hint, non_empty};
+use crate::evidence::{Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty};
 use crate::pyjson::{self, Map, Value, py_repr};
 
 pub const WORK_ITEM_KINDS: &[&str] = &[
@@ -19,9 +19,6 @@ pub const WORK_ITEM_KINDS: &[&str] = &[
 pub const OUTCOME_CATEGORIES: &[&str] = crate::evidence::OUTCOME_CATEGORIES;
 pub const TERMINAL_STATES: &[&str] = crate::evidence::TERMINAL_STATES;
 pub const CONFIDENCE: &[&str] = &["high", "medium", "low"];
-
-const STRING_HINT: &str = "provide a concise non-empty string";
-const REF_HINT: &str = "reference a turn as {\"session_ref\": \"S0001\", \"turn_ref\": \"T0001\"}";
 
 /// A turn's identity within a project.
 pub type TurnKey = (String, String);
@@ -86,50 +83,11 @@ pub struct WorkItem {
     pub stored: Value,
 }
 
-#[derive(Default)]
 struct Checker {
-    problems: Vec<Problem>,
+    problems: Problems,
 }
 
 impl Checker {
-    fn push(&mut self, path: &str, message: String, hint: &str) {
-        self.problems.push(Problem::new(path, message, hint));
-    }
-
-    fn text(&mut self, path: &str, v: Option<&Value>) -> Value {
-        match non_empty(v) {
-            Some(s) => Value::String(s.to_owned()),
-            None => {
-                self.push(
-                    path,
-                    format!("{path} must be a non-empty string"),
-                    STRING_HINT,
-                );
-                Value::Null
-            }
-        }
-    }
-
-    fn controlled(
-        &mut self,
-        path: &str,
-        label: &str,
-        v: Option<&Value>,
-        allowed: &[&str],
-    ) -> Value {
-        match v.and_then(Value::as_str).filter(|s| allowed.contains(s)) {
-            Some(s) => Value::String(s.to_owned()),
-            None => {
-                self.problems.push(Problem::new(
-                    path,
-                    format!("{path} must be a controlled {label} value"),
-                    controlled_hint(allowed),
-                ));
-                Value::Null
-            }
-        }
-    }
-
     /// A turn reference (rule TR): both parts non-empty strings.
     fn turn_ref(&mut self, path: &str, v: &Value) -> Option<TurnKey> {
         let obj = as_object(Some(v));
@@ -138,7 +96,8 @@ impl Checker {
             match non_empty(obj.get(field)) {
                 Some(s) => Some(s.to_owned()),
                 None => {
-                    self.push(&p, format!("{p} must be a non-empty string"), REF_HINT);
+                    self.problems
+                        .push(&p, format!("{p} must be a non-empty string"), REF_HINT);
                     None
                 }
             }
@@ -157,15 +116,6 @@ impl Checker {
             }
         }
         Value::Array(stored)
-    }
-
-    fn strings(&mut self, path: &str, v: Option<&Value>) -> Value {
-        let items = as_list(v)
-            .iter()
-            .enumerate()
-            .map(|(i, s)| self.text(&format!("{path}[{i}]"), Some(s)))
-            .collect();
-        Value::Array(items)
     }
 }
 
@@ -190,10 +140,12 @@ fn is_work_item_ref(s: &str) -> bool {
 pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     let w = as_object(Some(item));
     let p = "work_item";
-    let mut ck = Checker::default();
+    let mut ck = Checker {
+        problems: Problems::new(STRING_HINT),
+    };
     let mut refs = Vec::new();
 
-    let kind = ck.controlled(
+    let kind = ck.problems.controlled(
         &format!("{p}.kind"),
         "work item kind",
         w.get("kind"),
@@ -203,14 +155,18 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
 
     let trigger = provided("trigger").then(|| {
         let t = as_object(w.get("trigger"));
-        let summary = ck.text(&format!("{p}.trigger.summary"), t.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{p}.trigger.summary"), t.get("summary"));
         let evidence = ck.refs(&format!("{p}.trigger"), t, &mut refs);
         object(vec![("summary", summary), ("evidence_refs", evidence)])
     });
     let reaction = provided("agent_reaction").then(|| {
         let a = as_object(w.get("agent_reaction"));
-        let summary = ck.text(&format!("{p}.agent_reaction.summary"), a.get("summary"));
-        let actions = ck.strings(
+        let summary = ck
+            .problems
+            .text(&format!("{p}.agent_reaction.summary"), a.get("summary"));
+        let actions = ck.problems.strings(
             &format!("{p}.agent_reaction.main_actions"),
             a.get("main_actions"),
         );
@@ -220,15 +176,17 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     for (i, o) in as_list(w.get("outcomes")).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("{p}.outcomes[{i}]");
-        let category = ck.controlled(
+        let category = ck.problems.controlled(
             &format!("{base}.category"),
             "outcome category",
             o.get("category"),
             OUTCOME_CATEGORIES,
         );
-        let summary = ck.text(&format!("{base}.summary"), o.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{base}.summary"), o.get("summary"));
         let evidence = ck.refs(&base, o, &mut refs);
-        let confidence = ck.controlled(
+        let confidence = ck.problems.controlled(
             &format!("{base}.confidence"),
             "confidence",
             o.get("confidence"),
@@ -245,13 +203,15 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     for (i, t) in as_list(w.get("terminal_states")).iter().enumerate() {
         let t = as_object(Some(t));
         let base = format!("{p}.terminal_states[{i}]");
-        let kind = ck.controlled(
+        let kind = ck.problems.controlled(
             &format!("{base}.type"),
             "terminal_state type",
             t.get("type"),
             TERMINAL_STATES,
         );
-        let summary = ck.text(&format!("{base}.summary"), t.get("summary"));
+        let summary = ck
+            .problems
+            .text(&format!("{base}.summary"), t.get("summary"));
         let evidence = ck.refs(&base, t, &mut refs);
         states.push(object(vec![
             ("type", kind),
@@ -265,24 +225,24 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
         "material_work_item" => {
             let hint = "material_work_item requires trigger and agent_reaction";
             if !provided("trigger") {
-                ck.push(
-                    &format!("{p}.trigger"),
-                    "material_work_item requires trigger".into(),
+                ck.problems.push(
+                    format!("{p}.trigger"),
+                    "material_work_item requires trigger",
                     hint,
                 );
             }
             if !provided("agent_reaction") {
-                ck.push(
-                    &format!("{p}.agent_reaction"),
-                    "material_work_item requires agent_reaction".into(),
+                ck.problems.push(
+                    format!("{p}.agent_reaction"),
+                    "material_work_item requires agent_reaction",
                     hint,
                 );
             }
             if as_list(w.get("outcomes")).is_empty() && as_list(w.get("terminal_states")).is_empty()
             {
-                ck.push(
-                    &format!("{p}.outcomes"),
-                    "material_work_item requires at least one outcome or terminal_state".into(),
+                ck.problems.push(
+                    format!("{p}.outcomes"),
+                    "material_work_item requires at least one outcome or terminal_state",
                     "add a consolidated outcome or a terminal_state describing the result",
                 );
             }
@@ -299,8 +259,8 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
                 ),
             ] {
                 if present {
-                    ck.push(
-                        &format!("{p}.{field}"),
+                    ck.problems.push(
+                        format!("{p}.{field}"),
                         format!("{kind_text} must leave {field} empty"),
                         hint,
                     );
@@ -317,19 +277,19 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     {
         Some(r) => r.to_owned(),
         None => {
-            ck.push(
-                &format!("{p}.work_item_ref"),
+            ck.problems.push(
+                format!("{p}.work_item_ref"),
                 format!("{p}.work_item_ref must match W0001"),
                 "assign refs as W0001, W0002, and so on",
             );
             String::new()
         }
     };
-    let title = ck.text(&format!("{p}.title"), w.get("title"));
+    let title = ck.problems.text(&format!("{p}.title"), w.get("title"));
     let covered_items = as_list(w.get("covered_turns"));
     if covered_items.is_empty() {
-        ck.push(
-            &format!("{p}.covered_turns"),
+        ck.problems.push(
+            format!("{p}.covered_turns"),
             format!("{p}.covered_turns must list at least one entry"),
             "every work item must account for at least one indexed turn",
         );
@@ -340,23 +300,21 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
             covered.push(key);
         }
     }
-    let limits = ck.strings(&format!("{p}.limits"), w.get("limits"));
+    let limits = ck.problems.strings(&format!("{p}.limits"), w.get("limits"));
     let reason = match w.get("reason") {
         _ if kind_text == "excluded_with_reason" => {
-            Some(ck.text(&format!("{p}.reason"), w.get("reason")))
+            Some(ck.problems.text(&format!("{p}.reason"), w.get("reason")))
         }
         Some(Value::String(s)) => Some(Value::String(s.clone())),
         _ => None,
     };
-    let confidence = ck.controlled(
+    let confidence = ck.problems.controlled(
         &format!("{p}.confidence"),
         "confidence",
         w.get("confidence"),
         CONFIDENCE,
     );
-    if !ck.problems.is_empty() {
-        return Err(ck.problems);
-    }
+    ck.problems.finish(())?;
 
     let mut stored = vec![
         ("work_item_ref", Value::String(work_item_ref.clone())),

@@ -54,9 +54,8 @@ fn sha(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// §10.1: two work items on a one-project workspace; the envelope is byte-exact.
-#[tokio::test]
-async fn envelope_matches_the_reference_byte_for_byte() {
+/// The §10.1 workspace: one project, one session with a committed chain.
+fn mini() -> Workspace {
     let ws = Workspace {
         dir: tempfile::tempdir().unwrap(),
     };
@@ -71,6 +70,14 @@ async fn envelope_matches_the_reference_byte_for_byte() {
         &format!("{p}/evidence/S0001.json"),
         fixture("card_S0001.json"),
     );
+    ws
+}
+
+/// §10.1: two work items on a one-project workspace; the envelope is byte-exact.
+#[tokio::test]
+async fn envelope_matches_the_reference_byte_for_byte() {
+    let ws = mini();
+    let p = "projects/Demo-0123456789ab";
     let client = connect(&ws).await;
     let envelope = format!("{p}/project-synthesis.json");
 
@@ -344,22 +351,9 @@ async fn an_existing_envelope_is_preserved() {
 
 /// The §10.1 workspace after both work items (the starting point of §10.2).
 fn mini_with_envelope() -> Workspace {
-    let ws = Workspace {
-        dir: tempfile::tempdir().unwrap(),
-    };
-    let p = "projects/Demo-0123456789ab";
-    ws.write("metadata.json", fixture("metadata.json"));
-    ws.write(&format!("{p}/project.json"), fixture("project.json"));
+    let ws = mini();
     ws.write(
-        &format!("{p}/sessions.index.jsonl"),
-        fixture("sessions.index.jsonl"),
-    );
-    ws.write(
-        &format!("{p}/evidence/S0001.json"),
-        fixture("card_S0001.json"),
-    );
-    ws.write(
-        &format!("{p}/project-synthesis.json"),
+        "projects/Demo-0123456789ab/project-synthesis.json",
         fixture("envelope_after_call2.json"),
     );
     ws
@@ -423,6 +417,50 @@ async fn daily_report_build_and_slots_match_the_reference() {
         "{out}"
     );
     assert_eq!(ws.read("daily-report.json"), patched);
+}
+
+/// A daily-report.json that prompt-diary itself finalized, present before the import:
+/// the store takes it in, a slot writer patches it as the reference would, and a rebuild
+/// keeps every slot (only `overall_confidence` returns to null).
+#[tokio::test]
+async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
+    let ws = mini_with_envelope();
+    let finalized = fixture("daily_finalized.json");
+    ws.write("daily-report.json", &finalized);
+    ws.ok(&["import"]);
+    let dumped: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
+    assert_eq!(
+        dumped["tables"]["documents"], 3,
+        "card, envelope and report stored"
+    );
+
+    let client = connect(&ws).await;
+    let calls: Value = serde_json::from_str(&fixture("daily_calls.json")).unwrap();
+    let got = call(&client, "write_report_title", calls[1].clone()).await;
+    assert_eq!(got, json!({"status": "written"}));
+    // The same title again: the reference rewrites the file to the same bytes.
+    assert_eq!(ws.read("daily-report.json"), finalized.clone().into_bytes());
+    let title = json!({"title": {"text": "Nested quotes parse", "citations": calls[1]["title"]["citations"]}});
+    assert_eq!(
+        call(&client, "write_report_title", title).await,
+        json!({"status": "written"})
+    );
+    client.cancel().await.unwrap();
+    assert_eq!(
+        ws.read("daily-report.json"),
+        finalized
+            .replacen("Parser handles nested quotes", "Nested quotes parse", 1)
+            .into_bytes()
+    );
+
+    ws.ok(&["build"]);
+    let rebuilt: Value = serde_json::from_slice(&ws.read("daily-report.json")).unwrap();
+    assert_eq!(rebuilt["report_title"]["text"], "Nested quotes parse");
+    assert!(rebuilt["overall_confidence"].is_null());
+    for slot in ["engagement_assessment", "team_learning"] {
+        assert!(!rebuilt[slot].is_null(), "{slot} kept");
+    }
+    assert!(!rebuilt["projects"][0]["summary"].is_null(), "summary kept");
 }
 
 /// §5.7: what a rebuild keeps after each kind of change.

@@ -177,6 +177,16 @@ impl Store {
     }
 }
 
+/// The record stored under `key` in `table`, decoded; `None` when there is none.
+fn decoded<'k, K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+    key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    what: &'static str,
+) -> Result<Option<T>, StoreError> {
+    let value = table.get(key).store()?;
+    Ok(value.map(|v| codec::decode(what, v.value())).transpose()?)
+}
+
 /// Read access to one snapshot.
 pub struct Reader {
     txn: ReadTransaction,
@@ -184,19 +194,15 @@ pub struct Reader {
 
 impl Reader {
     pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
-        let table = self.txn.open_table(WORKSPACE).store()?;
-        let value = table.get(WORKSPACE_KEY).store()?;
-        Ok(value
-            .map(|v| codec::decode("workspace", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(WORKSPACE).store()?,
+            WORKSPACE_KEY,
+            "workspace",
+        )
     }
 
     pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        let table = self.txn.open_table(PROJECTS).store()?;
-        let value = table.get(key).store()?;
-        Ok(value
-            .map(|v| codec::decode("project", v.value()))
-            .transpose()?)
+        decoded(&self.txn.open_table(PROJECTS).store()?, key, "project")
     }
 
     pub fn session(
@@ -204,11 +210,11 @@ impl Reader {
         project_key: &str,
         session_ref: &str,
     ) -> Result<Option<SessionRecord>, StoreError> {
-        let table = self.txn.open_table(SESSIONS).store()?;
-        let value = table.get((project_key, session_ref)).store()?;
-        Ok(value
-            .map(|v| codec::decode("session", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(SESSIONS).store()?,
+            (project_key, session_ref),
+            "session",
+        )
     }
 
     /// Every session of a project, in index order.
@@ -250,11 +256,11 @@ impl Reader {
     }
 
     pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
-        let table = self.txn.open_table(DOCUMENTS).store()?;
-        let value = table.get(rel_path).store()?;
-        Ok(value
-            .map(|v| codec::decode("document", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(DOCUMENTS).store()?,
+            rel_path,
+            "document",
+        )
     }
 
     /// Relative paths of every stored document, sorted.
@@ -307,11 +313,11 @@ pub struct Writer {
 
 impl Writer {
     pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
-        let table = self.txn.open_table(WORKSPACE).store()?;
-        let value = table.get(WORKSPACE_KEY).store()?;
-        Ok(value
-            .map(|v| codec::decode("workspace", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(WORKSPACE).store()?,
+            WORKSPACE_KEY,
+            "workspace",
+        )
     }
 
     pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
@@ -350,11 +356,7 @@ impl Writer {
     }
 
     pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        let table = self.txn.open_table(PROJECTS).store()?;
-        let value = table.get(key).store()?;
-        Ok(value
-            .map(|v| codec::decode("project", v.value()))
-            .transpose()?)
+        decoded(&self.txn.open_table(PROJECTS).store()?, key, "project")
     }
 
     pub fn session(
@@ -362,11 +364,11 @@ impl Writer {
         project_key: &str,
         session_ref: &str,
     ) -> Result<Option<SessionRecord>, StoreError> {
-        let table = self.txn.open_table(SESSIONS).store()?;
-        let value = table.get((project_key, session_ref)).store()?;
-        Ok(value
-            .map(|v| codec::decode("session", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(SESSIONS).store()?,
+            (project_key, session_ref),
+            "session",
+        )
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
@@ -429,11 +431,11 @@ impl Writer {
     }
 
     pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
-        let table = self.txn.open_table(DOCUMENTS).store()?;
-        let value = table.get(rel_path).store()?;
-        Ok(value
-            .map(|v| codec::decode("document", v.value()))
-            .transpose()?)
+        decoded(
+            &self.txn.open_table(DOCUMENTS).store()?,
+            rel_path,
+            "document",
+        )
     }
 
     pub fn put_document(
