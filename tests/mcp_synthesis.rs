@@ -408,6 +408,11 @@ async fn daily_report_build_and_slots_match_the_reference() {
     );
     assert_eq!(patched, finalized.into_bytes());
 
+    // `export` materialises the report from the store, byte for byte.
+    std::fs::remove_file(ws.path("daily-report.json")).unwrap();
+    ws.ok(&["export"]);
+    assert_eq!(ws.read("daily-report.json"), patched);
+
     // A rebuild keeps all four slots.
     let out = ws.ok(&["build"]);
     assert!(
