@@ -363,14 +363,20 @@ impl Service {
             let built = report::build(&ctx, previous.as_ref()).map_err(|e| {
                 ReportFailure::Rejected(vec![Problem::new("project_synthesis", e.0, "")])
             })?;
-            let preserved = ["report_title", "engagement_assessment", "team_learning"]
+            // A slot is filled after a build only if it was kept from the previous report.
+            let summaries = as_projects(&built).iter().filter_map(|p| {
+                let kept = p.get("summary").is_some_and(|v| *v != Value::Null);
+                let key = p.get("project_key").and_then(Value::as_str);
+                key.filter(|_| kept).map(|key| format!("{key} summary"))
+            });
+            let slots = ["report_title", "engagement_assessment", "team_learning"]
                 .into_iter()
                 .filter(|k| {
                     built.get(k).is_some_and(|v| *v != Value::Null)
                         && previous.as_ref().and_then(|p| p.get(k)) == built.get(k)
                 })
-                .map(str::to_owned)
-                .collect();
+                .map(str::to_owned);
+            let preserved = summaries.chain(slots).collect();
             let work_items = as_projects(&built)
                 .iter()
                 .map(|p| {

@@ -417,7 +417,7 @@ async fn daily_report_build_and_slots_match_the_reference() {
     let out = ws.ok(&["build"]);
     assert!(
         out.ends_with(
-            "kept from the previous report: report_title, engagement_assessment, team_learning\n"
+            "kept from the previous report: Demo-0123456789ab summary, report_title, engagement_assessment, team_learning\n"
         ),
         "{out}"
     );
@@ -466,6 +466,45 @@ async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
         assert!(!rebuilt[slot].is_null(), "{slot} kept");
     }
     assert!(!rebuilt["projects"][0]["summary"].is_null(), "summary kept");
+}
+
+/// §5.1: Build's hard failures name the project and the item, and leave the previous
+/// report as it was.
+#[test]
+fn build_fails_on_a_broken_envelope_and_keeps_the_report() {
+    let envelope = "projects/Demo-0123456789ab/project-synthesis.json";
+    let broken_item = fixture("envelope_after_call2.json").replacen(
+        "\"kind\": \"material_work_item\"",
+        "\"kind\": \"bogus\"",
+        1,
+    );
+    let cases = [
+        (
+            broken_item.as_str(),
+            "project 'Demo-0123456789ab' has a structurally invalid work item (W0001); re-run project synthesis to repair the envelope",
+        ),
+        (
+            "{\"work_items\": [7]}",
+            "project 'Demo-0123456789ab' has a structurally invalid work item (index 0); re-run project synthesis to repair the envelope",
+        ),
+        (
+            "{bad",
+            "projects/Demo-0123456789ab/project-synthesis.json is not valid JSON: Expecting property name enclosed in double quotes",
+        ),
+    ];
+    for (content, message) in cases {
+        let ws = mini_with_envelope();
+        ws.ok(&["import"]);
+        ws.ok(&["build"]);
+        let before = ws.read("daily-report.json");
+        ws.write(envelope, content);
+        let err = ws.fails(&["build"]);
+        assert_eq!(
+            err,
+            format!("evidence-store: build failed; daily-report.json is unchanged: {message}\n")
+        );
+        assert_eq!(ws.read("daily-report.json"), before);
+    }
 }
 
 /// §5.7: what a rebuild keeps after each kind of change.
@@ -721,10 +760,33 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         .unwrap()
         .replace("\"report_title\": null,\n", "");
     ws.write("daily-report.json", t);
-    let got = call(&client, "write_report_title", title).await;
+    let got = call(&client, "write_report_title", title.clone()).await;
     assert_eq!(
         got["errors"][0]["message"],
         "daily report skeleton is missing the 'report_title' slot"
     );
+    // Decision 3: where the reference raises, a structured rejection; the file is kept.
+    for (content, expect) in [
+        (
+            "{bad",
+            json!({"path": "daily_report",
+                "message": "daily-report.json is not valid JSON: Expecting property name enclosed in double quotes",
+                "hint": "repair daily-report.json or run `evidence-store build` again, then retry"}),
+        ),
+        (
+            "[]",
+            json!({"path": "daily_report", "message": "daily report skeleton not found",
+                "hint": "the build step must run before synthesis passes write the daily report"}),
+        ),
+    ] {
+        ws.write("daily-report.json", content);
+        let got = call(&client, "write_report_title", title.clone()).await;
+        assert_eq!(
+            got,
+            json!({"status": "invalid", "errors": [expect]}),
+            "{content}"
+        );
+        assert_eq!(ws.read("daily-report.json"), content.as_bytes());
+    }
     client.cancel().await.unwrap();
 }
