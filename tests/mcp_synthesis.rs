@@ -765,6 +765,44 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         got["errors"][0]["message"],
         "daily report skeleton is missing the 'report_title' slot"
     );
+    // Slot keys the engagement and team-learning writers need.
+    let calls: Value = serde_json::from_str(&fixture("daily_calls.json")).unwrap();
+    for (tool, slot, args) in [
+        ("write_engagement", "engagement_assessment", &calls[2]),
+        ("write_team_learning", "team_learning", &calls[3]),
+    ] {
+        let mut skeleton: Value = serde_json::from_slice(&before).unwrap();
+        skeleton.as_object_mut().unwrap().remove(slot);
+        ws.write("daily-report.json", skeleton.to_string());
+        let got = call(&client, tool, args.clone()).await;
+        assert_eq!(
+            got["errors"],
+            json!([{"path": "daily_report",
+                "message": format!("daily report skeleton is missing the '{slot}' slot"),
+                "hint": "the build step seeds this slot as null before synthesis passes run"}]),
+            "{tool}"
+        );
+    }
+    // A workspace project without its skeleton entry; a bad citation is reported first.
+    let mut skeleton: Value = serde_json::from_slice(&before).unwrap();
+    skeleton["projects"] = json!([]);
+    ws.write("daily-report.json", skeleton.to_string());
+    let got = call(&client, "write_project_summary", calls[0].clone()).await;
+    assert_eq!(
+        got["errors"],
+        json!([{"path": "project_key",
+            "message": "project 'Demo-0123456789ab' is not present in the daily report skeleton",
+            "hint": "the build step seeds one projects entry per workspace project"}])
+    );
+    let mut bad = calls[0].clone();
+    bad["summary"]["citations"] = json!([{"session_ref": "S0001", "turn_ref": "T0002"}]);
+    let got = call(&client, "write_project_summary", bad).await;
+    assert_eq!(
+        got["errors"][0]["message"],
+        "S0001/T0002 has no committed evidence in this project"
+    );
+    assert_eq!(got["errors"].as_array().unwrap().len(), 1);
+
     // Decision 3: where the reference raises, a structured rejection; the file is kept.
     for (content, expect) in [
         (
