@@ -299,15 +299,17 @@ async def compare_synthesis(ws_ours: Path, ws_ref: Path, binary: Path, reference
                "team_learning": report.get("team_learning") is not None}
         diff.compare(f"slots after {what}", got, dict(got, **expected))
 
-    def build(what: str) -> None:
-        ours = subprocess.run([str(binary), "--workspace", str(ws_ours), "build"], capture_output=True, text=True)
+    def build(what: str) -> str:
+        run = subprocess.run([str(binary), "--workspace", str(ws_ours), "build"], capture_output=True, text=True)
+        ours = "built" if run.returncode == 0 else run.stderr.strip().partition("daily-report.json is unchanged: ")[2]
         try:
             build_daily_report(workspace_path=ws_ref)
-            theirs = True
+            theirs = "built"
         except Exception as e:  # noqa: BLE001 - the reference's failure is the expected answer
-            theirs = f"build failed: {e}"
-        diff.compare(f"build {what}", ours.returncode == 0 or ours.stderr.strip(), theirs)
+            theirs = str(e)
+        diff.compare(f"build {what}", ours, theirs)
         same_report(f"build {what}")
+        return ours
 
     projects = list(committed)
 
@@ -404,6 +406,12 @@ async def compare_synthesis(ws_ours: Path, ws_ref: Path, binary: Path, reference
     same_report("finalize")
     rendered = [render_report(workspace_path=ws).read_text(encoding="utf-8") for ws in (ws_ours, ws_ref)]
     diff.compare("rendered report.md", *rendered)
+
+    # Build's hard failure on a broken envelope: the same message, the report kept.
+    for content in ('{"work_items": [7]}', '{"work_items": [{"work_item_ref": "W0001", "kind": "bogus"}]}'):
+        for ws in (ws_ours, ws_ref):
+            (ws / "projects" / first / "project-synthesis.json").write_text(content, encoding="utf-8")
+        diff.compare("a broken envelope fails the build", build(f"with a broken envelope {content}") != "built", True)
 
 
 def main() -> int:
