@@ -583,10 +583,94 @@ fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
+/// The decimal digits (general category Nd) of Unicode 14.0, the table of the Python the
+/// reference was checked with (3.11): what Python's `\d` matches in a `str` pattern.
+/// Other numerals (`²`, `Ⅻ`, `½`) are not digits.
+const DECIMAL_DIGITS: &[(char, char)] = &[
+    ('\u{30}', '\u{39}'),
+    ('\u{660}', '\u{669}'),
+    ('\u{6f0}', '\u{6f9}'),
+    ('\u{7c0}', '\u{7c9}'),
+    ('\u{966}', '\u{96f}'),
+    ('\u{9e6}', '\u{9ef}'),
+    ('\u{a66}', '\u{a6f}'),
+    ('\u{ae6}', '\u{aef}'),
+    ('\u{b66}', '\u{b6f}'),
+    ('\u{be6}', '\u{bef}'),
+    ('\u{c66}', '\u{c6f}'),
+    ('\u{ce6}', '\u{cef}'),
+    ('\u{d66}', '\u{d6f}'),
+    ('\u{de6}', '\u{def}'),
+    ('\u{e50}', '\u{e59}'),
+    ('\u{ed0}', '\u{ed9}'),
+    ('\u{f20}', '\u{f29}'),
+    ('\u{1040}', '\u{1049}'),
+    ('\u{1090}', '\u{1099}'),
+    ('\u{17e0}', '\u{17e9}'),
+    ('\u{1810}', '\u{1819}'),
+    ('\u{1946}', '\u{194f}'),
+    ('\u{19d0}', '\u{19d9}'),
+    ('\u{1a80}', '\u{1a89}'),
+    ('\u{1a90}', '\u{1a99}'),
+    ('\u{1b50}', '\u{1b59}'),
+    ('\u{1bb0}', '\u{1bb9}'),
+    ('\u{1c40}', '\u{1c49}'),
+    ('\u{1c50}', '\u{1c59}'),
+    ('\u{a620}', '\u{a629}'),
+    ('\u{a8d0}', '\u{a8d9}'),
+    ('\u{a900}', '\u{a909}'),
+    ('\u{a9d0}', '\u{a9d9}'),
+    ('\u{a9f0}', '\u{a9f9}'),
+    ('\u{aa50}', '\u{aa59}'),
+    ('\u{abf0}', '\u{abf9}'),
+    ('\u{ff10}', '\u{ff19}'),
+    ('\u{104a0}', '\u{104a9}'),
+    ('\u{10d30}', '\u{10d39}'),
+    ('\u{11066}', '\u{1106f}'),
+    ('\u{110f0}', '\u{110f9}'),
+    ('\u{11136}', '\u{1113f}'),
+    ('\u{111d0}', '\u{111d9}'),
+    ('\u{112f0}', '\u{112f9}'),
+    ('\u{11450}', '\u{11459}'),
+    ('\u{114d0}', '\u{114d9}'),
+    ('\u{11650}', '\u{11659}'),
+    ('\u{116c0}', '\u{116c9}'),
+    ('\u{11730}', '\u{11739}'),
+    ('\u{118e0}', '\u{118e9}'),
+    ('\u{11950}', '\u{11959}'),
+    ('\u{11c50}', '\u{11c59}'),
+    ('\u{11d50}', '\u{11d59}'),
+    ('\u{11da0}', '\u{11da9}'),
+    ('\u{16a60}', '\u{16a69}'),
+    ('\u{16ac0}', '\u{16ac9}'),
+    ('\u{16b50}', '\u{16b59}'),
+    ('\u{1d7ce}', '\u{1d7ff}'),
+    ('\u{1e140}', '\u{1e149}'),
+    ('\u{1e2f0}', '\u{1e2f9}'),
+    ('\u{1e950}', '\u{1e959}'),
+    ('\u{1fbf0}', '\u{1fbf9}'),
+];
+
+fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit()
+        || (!c.is_ascii()
+            && DECIMAL_DIGITS
+                .binary_search_by(|&(lo, hi)| {
+                    if hi < c {
+                        std::cmp::Ordering::Less
+                    } else if lo > c {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                })
+                .is_ok())
+}
+
 /// `\b\d{4}-\d{2}-\d{2}\b` with Unicode digits and word boundaries.
 fn has_date(text: &str) -> bool {
     let chars: Vec<char> = text.chars().collect();
-    let digit = |c: char| c.is_numeric();
+    let digit = is_decimal_digit;
     chars.windows(10).enumerate().any(|(i, w)| {
         let shape = w
             .iter()
@@ -1022,6 +1106,10 @@ mod tests {
 
     #[test]
     fn dates_are_found_like_pythons_regex() {
+        assert!(
+            DECIMAL_DIGITS.windows(2).all(|w| w[0].1 < w[1].0),
+            "sorted, disjoint"
+        );
         for (text, expect) in [
             ("Shipped parser fix on 2026-03-04", true),
             ("Fixes from 2025-01-01 backlog", true),
@@ -1029,6 +1117,10 @@ mod tests {
             ("v_2026-03-04 notes", false),
             ("2026-3-4 fixes", false),
             ("x ٢٠٢٦-٠٣-٠٤", true),
+            ("x ２０２６-０３-０４", true), // fullwidth digits are Nd
+            ("x 𝟐𝟎𝟐𝟔-𝟎𝟑-𝟎𝟒", true),         // mathematical bold digits too
+            ("x ²⁰²⁶-⁰³-⁰⁴", false),        // superscripts are numerals, not digits
+            ("x ⅰⅱⅲⅳ-ⅴⅵ-ⅶⅷ", false),
             ("2026-03-04", true),
             ("2026-03-045", false),
         ] {
