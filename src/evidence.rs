@@ -168,6 +168,11 @@ impl Problems {
         }
     }
 
+    /// `obj.field` as a non-empty string, reported at `{base}.{field}`.
+    pub fn text_field(&mut self, base: &str, obj: &Map, field: &str) -> Value {
+        self.text(&format!("{base}.{field}"), obj.get(field))
+    }
+
     /// Each element of a list (leniently coerced) as a non-empty string.
     pub fn strings(&mut self, path: &str, v: Option<&Value>) -> Value {
         Value::Array(
@@ -177,6 +182,18 @@ impl Problems {
                 .map(|(i, x)| self.text(&format!("{path}[{i}]"), Some(x)))
                 .collect(),
         )
+    }
+
+    /// `obj.field` as one of `allowed`, reported at `{base}.{field}`.
+    pub fn controlled_field(
+        &mut self,
+        base: &str,
+        obj: &Map,
+        field: &str,
+        label: &str,
+        allowed: &[&str],
+    ) -> Value {
+        self.controlled(&format!("{base}.{field}"), label, obj.get(field), allowed)
     }
 
     /// One of `allowed`, exactly (§1.3 of the synthesis spec).
@@ -313,15 +330,14 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, o) in as_list(c.get("outcomes")).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("{p}.outcomes[{i}]");
-        let category = ck.problems.controlled(
-            &format!("{base}.category"),
+        let category = ck.problems.controlled_field(
+            &base,
+            o,
+            "category",
             "outcome category",
-            o.get("category"),
             OUTCOME_CATEGORIES,
         );
-        let summary = ck
-            .problems
-            .text(&format!("{base}.summary"), o.get("summary"));
+        let summary = ck.problems.text_field(&base, o, "summary");
         let (citations, spans) = ck.citations(&base, o);
         outcomes.push(object(vec![
             ("category", category),
@@ -332,15 +348,10 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     }
     let ts = as_object(c.get("terminal_state"));
     let ts_base = format!("{p}.terminal_state");
-    let ts_type = ck.problems.controlled(
-        &format!("{ts_base}.type"),
-        "terminal_state.type",
-        ts.get("type"),
-        TERMINAL_STATES,
-    );
-    let ts_summary = ck
-        .problems
-        .text(&format!("{ts_base}.summary"), ts.get("summary"));
+    let ts_type =
+        ck.problems
+            .controlled_field(&ts_base, ts, "type", "terminal_state.type", TERMINAL_STATES);
+    let ts_summary = ck.problems.text_field(&ts_base, ts, "summary");
     let (ts_citations, ts_spans) = ck.citations(&ts_base, ts);
     if ts.get("type").and_then(Value::as_str) == Some("material_result")
         && as_list(c.get("outcomes")).is_empty()
@@ -351,27 +362,20 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
             "add a material outcome, or use a terminal_state.type that explains the non-success ending",
         );
     }
-    let turn_ref = ck
-        .problems
-        .text(&format!("{p}.turn_ref"), c.get("turn_ref"));
+    let turn_ref = ck.problems.text_field(p, c, "turn_ref");
 
     let tr = as_object(c.get("trigger"));
     let tr_base = format!("{p}.trigger");
-    let tr_type = ck.problems.controlled(
-        &format!("{tr_base}.type"),
-        "trigger.type",
-        tr.get("type"),
-        TRIGGER_TYPES,
-    );
-    let tr_summary = ck
+    let tr_type = ck
         .problems
-        .text(&format!("{tr_base}.summary"), tr.get("summary"));
+        .controlled_field(&tr_base, tr, "type", "trigger.type", TRIGGER_TYPES);
+    let tr_summary = ck.problems.text_field(&tr_base, tr, "summary");
     let mut quoted = Vec::new();
     let mut quoted_spans = Vec::new();
     for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
         let q = as_object(Some(q));
         let base = format!("{tr_base}.quoted_messages[{i}]");
-        let text = ck.problems.text(&format!("{base}.text"), q.get("text"));
+        let text = ck.problems.text_field(&base, q, "text");
         let (citations, spans) = ck.citations(&base, q);
         quoted.push(object(vec![("text", text), ("citations", citations)]));
         quoted_spans.push((base, spans));
@@ -383,9 +387,7 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, r) in as_list(c.get("agent_reactions")).iter().enumerate() {
         let r = as_object(Some(r));
         let base = format!("{p}.agent_reactions[{i}]");
-        let summary = ck
-            .problems
-            .text(&format!("{base}.summary"), r.get("summary"));
+        let summary = ck.problems.text_field(&base, r, "summary");
         let (citations, spans) = ck.citations(&base, r);
         reactions.push(object(vec![("summary", summary), ("citations", citations)]));
         reaction_spans.push((base, spans));
@@ -395,15 +397,10 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     for (i, k) in as_list(c.get("observed_checks")).iter().enumerate() {
         let k = as_object(Some(k));
         let base = format!("{p}.observed_checks[{i}]");
-        let kind = ck.problems.controlled(
-            &format!("{base}.type"),
-            "check type",
-            k.get("type"),
-            CHECK_TYPES,
-        );
-        let summary = ck
+        let kind = ck
             .problems
-            .text(&format!("{base}.summary"), k.get("summary"));
+            .controlled_field(&base, k, "type", "check type", CHECK_TYPES);
+        let summary = ck.problems.text_field(&base, k, "summary");
         let (citations, spans) = ck.citations(&base, k);
         checks.push(object(vec![
             ("type", kind),
@@ -412,12 +409,9 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
         ]));
         check_spans.push((base, spans));
     }
-    let materiality = ck.problems.controlled(
-        &format!("{p}.materiality"),
-        "materiality",
-        c.get("materiality"),
-        MATERIALITY,
-    );
+    let materiality = ck
+        .problems
+        .controlled_field(p, c, "materiality", "materiality", MATERIALITY);
     ck.problems.finish(())?;
 
     let turn_ref_text = turn_ref.as_str().unwrap_or_default().to_owned();

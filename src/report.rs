@@ -748,14 +748,11 @@ pub fn parse_title(title: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
 /// A cited text with confidence (`overall_reading`, `takeaways`): text, confidence.
 fn cited_text(p: &mut Parser, base: &str, v: Option<&Value>) -> (Value, Value) {
     let m = as_object(v);
-    let text = p.problems.text(&format!("{base}.text"), m.get("text"));
+    let text = p.problems.text_field(base, m, "text");
     p.citations(&format!("{base}.citations"), m.get("citations"), true);
-    let confidence = p.problems.controlled(
-        &format!("{base}.confidence"),
-        "confidence",
-        m.get("confidence"),
-        CONFIDENCE,
-    );
+    let confidence = p
+        .problems
+        .controlled_field(base, m, "confidence", "confidence", CONFIDENCE);
     (text, confidence)
 }
 
@@ -774,22 +771,18 @@ pub fn parse_engagement(
     for (i, o) in as_list(observations).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("observations[{i}]");
-        let dimension = p.problems.controlled(
-            &format!("{base}.dimension"),
+        let dimension = p.problems.controlled_field(
+            &base,
+            o,
+            "dimension",
             "engagement dimension",
-            o.get("dimension"),
             ENGAGEMENT_DIMENSIONS,
         );
-        let statement = p
-            .problems
-            .text(&format!("{base}.statement"), o.get("statement"));
+        let statement = p.problems.text_field(&base, o, "statement");
         p.citations(&format!("{base}.citations"), o.get("citations"), true);
-        let conf = p.problems.controlled(
-            &format!("{base}.confidence"),
-            "confidence",
-            o.get("confidence"),
-            CONFIDENCE,
-        );
+        let conf = p
+            .problems
+            .controlled_field(&base, o, "confidence", "confidence", CONFIDENCE);
         obs.push(object(vec![
             ("dimension", dimension),
             ("statement", statement),
@@ -825,28 +818,20 @@ pub fn parse_team_learning(
     for (i, x) in as_list(patterns).iter().enumerate() {
         let x = as_object(Some(x));
         let base = format!("patterns[{i}]");
-        let kind = p.problems.controlled(
-            &format!("{base}.kind"),
+        let kind = p.problems.controlled_field(
+            &base,
+            x,
+            "kind",
             "team-learning pattern kind",
-            x.get("kind"),
             PATTERN_KINDS,
         );
-        let statement = p
-            .problems
-            .text(&format!("{base}.statement"), x.get("statement"));
-        let rationale = p
-            .problems
-            .text(&format!("{base}.rationale"), x.get("rationale"));
-        let recurrence = p
-            .problems
-            .text(&format!("{base}.recurrence"), x.get("recurrence"));
+        let statement = p.problems.text_field(&base, x, "statement");
+        let rationale = p.problems.text_field(&base, x, "rationale");
+        let recurrence = p.problems.text_field(&base, x, "recurrence");
         p.citations(&format!("{base}.citations"), x.get("citations"), true);
-        let conf = p.problems.controlled(
-            &format!("{base}.confidence"),
-            "confidence",
-            x.get("confidence"),
-            CONFIDENCE,
-        );
+        let conf = p
+            .problems
+            .controlled_field(&base, x, "confidence", "confidence", CONFIDENCE);
         pats.push(object(vec![
             ("kind", kind),
             ("statement", statement),

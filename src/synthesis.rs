@@ -145,12 +145,9 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     };
     let mut refs = Vec::new();
 
-    let kind = ck.problems.controlled(
-        &format!("{p}.kind"),
-        "work item kind",
-        w.get("kind"),
-        WORK_ITEM_KINDS,
-    );
+    let kind = ck
+        .problems
+        .controlled_field(p, w, "kind", "work item kind", WORK_ITEM_KINDS);
     let provided = |key: &str| !matches!(w.get(key), None | Some(Value::Null));
 
     let trigger = provided("trigger").then(|| {
@@ -176,22 +173,18 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     for (i, o) in as_list(w.get("outcomes")).iter().enumerate() {
         let o = as_object(Some(o));
         let base = format!("{p}.outcomes[{i}]");
-        let category = ck.problems.controlled(
-            &format!("{base}.category"),
+        let category = ck.problems.controlled_field(
+            &base,
+            o,
+            "category",
             "outcome category",
-            o.get("category"),
             OUTCOME_CATEGORIES,
         );
-        let summary = ck
-            .problems
-            .text(&format!("{base}.summary"), o.get("summary"));
+        let summary = ck.problems.text_field(&base, o, "summary");
         let evidence = ck.refs(&base, o, &mut refs);
-        let confidence = ck.problems.controlled(
-            &format!("{base}.confidence"),
-            "confidence",
-            o.get("confidence"),
-            CONFIDENCE,
-        );
+        let confidence =
+            ck.problems
+                .controlled_field(&base, o, "confidence", "confidence", CONFIDENCE);
         outcomes.push(object(vec![
             ("category", category),
             ("summary", summary),
@@ -203,15 +196,10 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     for (i, t) in as_list(w.get("terminal_states")).iter().enumerate() {
         let t = as_object(Some(t));
         let base = format!("{p}.terminal_states[{i}]");
-        let kind = ck.problems.controlled(
-            &format!("{base}.type"),
-            "terminal_state type",
-            t.get("type"),
-            TERMINAL_STATES,
-        );
-        let summary = ck
-            .problems
-            .text(&format!("{base}.summary"), t.get("summary"));
+        let kind =
+            ck.problems
+                .controlled_field(&base, t, "type", "terminal_state type", TERMINAL_STATES);
+        let summary = ck.problems.text_field(&base, t, "summary");
         let evidence = ck.refs(&base, t, &mut refs);
         states.push(object(vec![
             ("type", kind),
@@ -285,7 +273,7 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
             String::new()
         }
     };
-    let title = ck.problems.text(&format!("{p}.title"), w.get("title"));
+    let title = ck.problems.text_field(p, w, "title");
     let covered_items = as_list(w.get("covered_turns"));
     if covered_items.is_empty() {
         ck.problems.push(
@@ -302,18 +290,13 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     }
     let limits = ck.problems.strings(&format!("{p}.limits"), w.get("limits"));
     let reason = match w.get("reason") {
-        _ if kind_text == "excluded_with_reason" => {
-            Some(ck.problems.text(&format!("{p}.reason"), w.get("reason")))
-        }
+        _ if kind_text == "excluded_with_reason" => Some(ck.problems.text_field(p, w, "reason")),
         Some(Value::String(s)) => Some(Value::String(s.clone())),
         _ => None,
     };
-    let confidence = ck.problems.controlled(
-        &format!("{p}.confidence"),
-        "confidence",
-        w.get("confidence"),
-        CONFIDENCE,
-    );
+    let confidence = ck
+        .problems
+        .controlled_field(p, w, "confidence", "confidence", CONFIDENCE);
     ck.problems.finish(())?;
 
     let mut stored = vec![
