@@ -6,11 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::{BIN, Workspace};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use common::{Client, Workspace, spawn_server, text, try_call};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "Load-000000000000";
@@ -18,9 +14,7 @@ const PROJECT: &str = "Load-000000000000";
 /// A workspace of `sessions` sessions with `turns` turns each (session files are not
 /// needed to write evidence).
 fn workspace(sessions: usize, turns: usize) -> Workspace {
-    let ws = Workspace {
-        dir: tempfile::tempdir().unwrap(),
-    };
+    let ws = Workspace::empty();
     ws.write(
         "metadata.json",
         r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
@@ -42,20 +36,6 @@ fn workspace(sessions: usize, turns: usize) -> Workspace {
     ws
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect(ws: &Workspace) -> (Client, Option<u32>) {
-    let root = ws.root().to_owned();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG");
-    }))
-    .expect("server starts");
-    let pid = transport.id();
-    (().serve(transport).await.expect("initialize succeeds"), pid)
-}
-
 /// Writes the chain for `(session, turn)`; `Ok(true)` once acknowledged.
 async fn write(client: &Client, session: usize, turn: usize) -> Result<bool, String> {
     let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
@@ -66,21 +46,12 @@ async fn write(client: &Client, session: usize, turn: usize) -> Result<bool, Str
         "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
         "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
         "materiality": "material"}});
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("write_evidence").with_arguments(args))
-        .await
-        .map_err(|e| e.to_string())?;
-    let ContentBlock::Text(text) = &result.content[0] else {
-        return Err("no text".into());
-    };
-    let value: Value = serde_json::from_str(&text.text).map_err(|e| e.to_string())?;
+    let result = try_call(client, "write_evidence", args).await?;
+    let value: Value = serde_json::from_str(text(&result)).map_err(|e| e.to_string())?;
     if value["status"] == "appended" {
         Ok(true)
     } else {
-        Err(text.text.clone())
+        Err(text(&result).to_owned())
     }
 }
 
@@ -111,7 +82,7 @@ async fn concurrent_writers(servers: usize) {
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..servers {
-        clients.push(Arc::new(connect(&ws).await.0));
+        clients.push(Arc::new(spawn_server(&ws).await.0));
     }
     // Interleaved so that several processes append to the same card at the same time.
     let all: Vec<(usize, usize)> = (1..=sessions)
@@ -175,7 +146,7 @@ async fn killed_servers_lose_no_acknowledged_write() {
     let mut acked = BTreeSet::new();
     let mut next = 0;
     for round in 0..8u64 {
-        let (client, pid) = connect(&ws).await;
+        let (client, pid) = spawn_server(&ws).await;
         let client = Arc::new(client);
         let first_ack = Arc::new(tokio::sync::Notify::new());
         let writer = {
@@ -226,7 +197,7 @@ async fn killed_servers_lose_no_acknowledged_write() {
         todo.len()
     );
     // Finish the rest with a healthy server; retried writes may already be there.
-    let (client, _) = connect(&ws).await;
+    let (client, _) = spawn_server(&ws).await;
     for &(s, t) in &todo[next..] {
         match write(&client, s, t).await {
             Ok(_) => {}

@@ -2,60 +2,8 @@
 
 mod common;
 
-use common::{BIN, PROJECT, Workspace};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use common::{PROJECT, Workspace, call, connect, fixture, ok_json, text};
 use serde_json::{Value, json};
-
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect(ws: &Workspace) -> Client {
-    let root = ws.root().to_owned();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG");
-    }))
-    .expect("server starts");
-    ().serve(transport).await.expect("initialize succeeds")
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .expect("tools/call answers")
-}
-
-fn text(result: &CallToolResult) -> &str {
-    match result.content.first().expect("one content item") {
-        ContentBlock::Text(t) => &t.text,
-        other => panic!("expected text content, got {other:?}"),
-    }
-}
-
-/// The result's text, which must be a normal (not `isError`) result, as JSON.
-fn ok_json(result: &CallToolResult) -> Value {
-    assert_ne!(
-        result.is_error,
-        Some(true),
-        "unexpected tool error: {}",
-        text(result)
-    );
-    serde_json::from_str(text(result)).expect("result text is JSON")
-}
-
-fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
-    std::fs::read_to_string(path).expect("fixture")
-}
 
 fn read_args(session_ref: &str, start: i64, end: i64) -> Value {
     json!({"project_key": PROJECT, "session_ref": session_ref, "start_line": start, "end_line": end})

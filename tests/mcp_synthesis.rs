@@ -2,49 +2,12 @@
 
 mod common;
 
-use common::{BIN, Workspace};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use common::{Workspace, call_ok, connect};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect(ws: &Workspace) -> Client {
-    let root = ws.root().to_owned();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG");
-    }))
-    .expect("server starts");
-    ().serve(transport).await.expect("initialize succeeds")
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> Value {
-    let Value::Object(args) = args else {
-        panic!("object arguments")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap();
-    let ContentBlock::Text(text) = &result.content[0] else {
-        panic!("text content")
-    };
-    assert_ne!(result.is_error, Some(true), "{}", text.text);
-    serde_json::from_str(&text.text).unwrap()
-}
-
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/synthesis")
-            .join(name),
-    )
-    .unwrap()
+    common::fixture(&format!("synthesis/{name}"))
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -56,9 +19,7 @@ fn sha(bytes: &[u8]) -> String {
 
 /// The §10.1 workspace: one project, one session with a committed chain.
 fn mini() -> Workspace {
-    let ws = Workspace {
-        dir: tempfile::tempdir().unwrap(),
-    };
+    let ws = Workspace::empty();
     let p = "projects/Demo-0123456789ab";
     ws.write("metadata.json", fixture("metadata.json"));
     ws.write(&format!("{p}/project.json"), fixture("project.json"));
@@ -81,7 +42,7 @@ async fn envelope_matches_the_reference_byte_for_byte() {
     let client = connect(&ws).await;
     let envelope = format!("{p}/project-synthesis.json");
 
-    let first = call(
+    let first = call_ok(
         &client,
         "write_work_item",
         serde_json::from_str(&fixture("call1.json")).unwrap(),
@@ -100,7 +61,7 @@ async fn envelope_matches_the_reference_byte_for_byte() {
         )
     );
 
-    let second = call(
+    let second = call_ok(
         &client,
         "write_work_item",
         serde_json::from_str(&fixture("call2.json")).unwrap(),
@@ -122,9 +83,7 @@ const ALPHA: &str = "Alpha-aaaaaaaaaaaa";
 /// Workspace `ws1` of §4.10: S0001 has turns T0001-T0003, S0002 has T0001; the S0001
 /// card holds chains for T0002 then T0001.
 fn ws1() -> Workspace {
-    let ws = Workspace {
-        dir: tempfile::tempdir().unwrap(),
-    };
+    let ws = Workspace::empty();
     ws.write(
         "metadata.json",
         r#"{"report_date": "2026-03-04", "status": "final", "timezone": "UTC"}"#,
@@ -170,7 +129,7 @@ async fn every_rule_in_the_reference_order() {
     let envelope_rel = format!("projects/{ALPHA}/project-synthesis.json");
 
     // (a) an empty item: five parse errors.
-    let got = call(&client, "write_work_item", item(json!({}))).await;
+    let got = call_ok(&client, "write_work_item", item(json!({}))).await;
     let paths: Vec<&str> = got["errors"]
         .as_array()
         .unwrap()
@@ -197,7 +156,7 @@ async fn every_rule_in_the_reference_order() {
     );
 
     // (b) a material item without its parts, and a bad ref.
-    let got = call(&client, "write_work_item", item(json!({"kind":"material_work_item","work_item_ref":"W0001\n","title":"t",
+    let got = call_ok(&client, "write_work_item", item(json!({"kind":"material_work_item","work_item_ref":"W0001\n","title":"t",
         "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"}],"outcomes":[],"terminal_states":[],"confidence":"low"}))).await;
     let messages: Vec<&str> = got["errors"]
         .as_array()
@@ -216,7 +175,7 @@ async fn every_rule_in_the_reference_order() {
     );
 
     // (c) a gap item carrying narrative fields.
-    let got = call(&client, "write_work_item", item(json!({"kind":"evidence_gap_item","work_item_ref":"W0001","title":"t",
+    let got = call_ok(&client, "write_work_item", item(json!({"kind":"evidence_gap_item","work_item_ref":"W0001","title":"t",
         "covered_turns":[{"session_ref":"S0001","turn_ref":"T0003"}],"trigger":{"summary":"s"},"agent_reaction":{"summary":"s"},
         "outcomes":[{"category":"other","summary":"x","confidence":"low"}],"terminal_states":[{"type":"other","summary":"x"}],"confidence":"low"}))).await;
     let messages: Vec<&str> = got["errors"]
@@ -243,7 +202,7 @@ async fn every_rule_in_the_reference_order() {
         "agent_reaction":{"summary":"did","main_actions":["edit"]},
         "outcomes":[{"category":"code_outcome","summary":"fixed","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0002"}],"confidence":"high"}],
         "confidence":"medium"});
-    let got = call(&client, "write_work_item", item(w1)).await;
+    let got = call_ok(&client, "write_work_item", item(w1)).await;
     assert_eq!(
         got["uncovered_turns"],
         json!([{"session_ref":"S0001","turn_ref":"T0003"},{"session_ref":"S0002","turn_ref":"T0001"}])
@@ -258,7 +217,7 @@ async fn every_rule_in_the_reference_order() {
         "outcomes":[{"category":"other","summary":"x","confidence":"low","evidence_refs":[{"session_ref":"S0001","turn_ref":"T0001"}]}],
         "terminal_states":[{"type":"no_material","summary":"x","evidence_refs":[{"session_ref":"S0002","turn_ref":"T0001"}]}],
         "confidence":"low"});
-    let got = call(&client, "write_work_item", item(d)).await;
+    let got = call_ok(&client, "write_work_item", item(d)).await;
     let expect = json!({"status": "invalid", "errors": [
         {"path": "work_item.work_item_ref", "message": "work_item_ref 'W0001' is already used in the envelope", "hint": "each work_item_ref must be unique within the envelope"},
         {"path": "work_item.covered_turns[0]", "message": "turn S0001/T0001 is already covered by another work item", "hint": "every indexed turn belongs to exactly one work item"},
@@ -279,7 +238,7 @@ async fn every_rule_in_the_reference_order() {
     );
 
     // (e) a gap item over a committed, already covered turn: two errors at one path.
-    let got = call(
+    let got = call_ok(
         &client,
         "write_work_item",
         item(
@@ -303,7 +262,7 @@ async fn every_rule_in_the_reference_order() {
     );
 
     // (f) a gap item over the rest: accepted, stored without the absent keys.
-    let got = call(&client, "write_work_item", item(json!({"work_item_ref":"W0002","kind":"evidence_gap_item","title":"No evidence",
+    let got = call_ok(&client, "write_work_item", item(json!({"work_item_ref":"W0002","kind":"evidence_gap_item","title":"No evidence",
         "covered_turns":[{"session_ref":"S0002","turn_ref":"T0001"},{"session_ref":"S0001","turn_ref":"T0003"}],"limits":[],"confidence":"low"}))).await;
     assert_eq!(
         got,
@@ -333,7 +292,7 @@ async fn an_existing_envelope_is_preserved() {
     let envelope_rel = format!("projects/{ALPHA}/project-synthesis.json");
     ws.write(&envelope_rel, r#"{"foo":1,"work_items":[5,{"work_item_ref":"W0009","covered_turns":[{"session_ref":"S0001","turn_ref":"T0002"}]}],"zzz":true}"#);
     let client = connect(&ws).await;
-    let got = call(&client, "write_work_item", item(json!({"work_item_ref":"W0001","kind":"material_work_item","title":"Fix",
+    let got = call_ok(&client, "write_work_item", item(json!({"work_item_ref":"W0001","kind":"material_work_item","title":"Fix",
         "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"}],"trigger":{"summary":"s"},"agent_reaction":{"summary":"a"},
         "terminal_states":[{"type":"material_result","summary":"done"}],"confidence":"high"}))).await;
     assert_eq!(got["status"], "appended");
@@ -383,7 +342,7 @@ async fn daily_report_build_and_slots_match_the_reference() {
         "write_team_learning",
     ];
     for (tool, args) in tools.iter().zip(calls.as_array().unwrap()) {
-        let got = call(&client, tool, args.clone()).await;
+        let got = call_ok(&client, tool, args.clone()).await;
         let expect = if *tool == "write_project_summary" {
             json!({"status": "written", "project_key": "Demo-0123456789ab"})
         } else {
@@ -441,13 +400,13 @@ async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
 
     let client = connect(&ws).await;
     let calls: Value = serde_json::from_str(&fixture("daily_calls.json")).unwrap();
-    let got = call(&client, "write_report_title", calls[1].clone()).await;
+    let got = call_ok(&client, "write_report_title", calls[1].clone()).await;
     assert_eq!(got, json!({"status": "written"}));
     // The same title again: the reference rewrites the file to the same bytes.
     assert_eq!(ws.read("daily-report.json"), finalized.clone().into_bytes());
     let title = json!({"title": {"text": "Nested quotes parse", "citations": calls[1]["title"]["citations"]}});
     assert_eq!(
-        call(&client, "write_report_title", title).await,
+        call_ok(&client, "write_report_title", title).await,
         json!({"status": "written"})
     );
     client.cancel().await.unwrap();
@@ -596,7 +555,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
     let client = connect(&ws).await;
     let title = json!({"title": {"text": "Parser fix", "citations": [{"project_key": "Demo-0123456789ab", "session_ref": "S0001", "turn_ref": "T0001"}]}});
     // No skeleton yet.
-    let got = call(&client, "write_report_title", title.clone()).await;
+    let got = call_ok(&client, "write_report_title", title.clone()).await;
     assert_eq!(
         got,
         json!({"status": "invalid", "errors": [{"path": "daily_report", "message": "daily report skeleton not found",
@@ -741,7 +700,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         ),
     ];
     for (tool, args, expect) in cases {
-        let got = call(&client, tool, args).await;
+        let got = call_ok(&client, tool, args).await;
         let errors: Vec<Value> = got["errors"]
             .as_array()
             .unwrap()
@@ -760,7 +719,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         .unwrap()
         .replace("\"report_title\": null,\n", "");
     ws.write("daily-report.json", t);
-    let got = call(&client, "write_report_title", title.clone()).await;
+    let got = call_ok(&client, "write_report_title", title.clone()).await;
     assert_eq!(
         got["errors"][0]["message"],
         "daily report skeleton is missing the 'report_title' slot"
@@ -774,7 +733,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         let mut skeleton: Value = serde_json::from_slice(&before).unwrap();
         skeleton.as_object_mut().unwrap().remove(slot);
         ws.write("daily-report.json", skeleton.to_string());
-        let got = call(&client, tool, args.clone()).await;
+        let got = call_ok(&client, tool, args.clone()).await;
         assert_eq!(
             got["errors"],
             json!([{"path": "daily_report",
@@ -787,7 +746,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
     let mut skeleton: Value = serde_json::from_slice(&before).unwrap();
     skeleton["projects"] = json!([]);
     ws.write("daily-report.json", skeleton.to_string());
-    let got = call(&client, "write_project_summary", calls[0].clone()).await;
+    let got = call_ok(&client, "write_project_summary", calls[0].clone()).await;
     assert_eq!(
         got["errors"],
         json!([{"path": "project_key",
@@ -796,7 +755,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
     );
     let mut bad = calls[0].clone();
     bad["summary"]["citations"] = json!([{"session_ref": "S0001", "turn_ref": "T0002"}]);
-    let got = call(&client, "write_project_summary", bad).await;
+    let got = call_ok(&client, "write_project_summary", bad).await;
     assert_eq!(
         got["errors"][0]["message"],
         "S0001/T0002 has no committed evidence in this project"
@@ -818,7 +777,7 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
         ),
     ] {
         ws.write("daily-report.json", content);
-        let got = call(&client, "write_report_title", title.clone()).await;
+        let got = call_ok(&client, "write_report_title", title.clone()).await;
         assert_eq!(
             got,
             json!({"status": "invalid", "errors": [expect]}),

@@ -2,48 +2,15 @@
 
 mod common;
 
-use common::{BIN, PROJECT, Workspace};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use common::{Client, PROJECT, Workspace, call_ok, connect};
 use serde_json::{Value, json};
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect(ws: &Workspace) -> Client {
-    let root = ws.root().to_owned();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG");
-    }))
-    .expect("server starts");
-    ().serve(transport).await.expect("initialize succeeds")
+fn fixture(name: &str) -> Vec<u8> {
+    common::fixture_bytes(name)
 }
 
 async fn write(client: &Client, args: &Value) -> Value {
-    let Value::Object(args) = args.clone() else {
-        panic!("object arguments")
-    };
-    let result: CallToolResult = client
-        .call_tool(CallToolRequestParams::new("write_evidence").with_arguments(args))
-        .await
-        .expect("tools/call answers");
-    let ContentBlock::Text(text) = &result.content[0] else {
-        panic!("text content")
-    };
-    assert_ne!(result.is_error, Some(true), "{}", text.text);
-    serde_json::from_str(&text.text).expect("JSON result")
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name),
-    )
-    .unwrap()
+    call_ok(client, "write_evidence", args.clone()).await
 }
 
 const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";

@@ -4,6 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::Value;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_evidence-store");
 pub const PROJECT: &str = "Demo-0123456789ab";
 
@@ -13,6 +19,13 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// An empty temp dir, for tests that write their own workspace.
+    pub fn empty() -> Self {
+        Workspace {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_dir(
@@ -91,4 +104,80 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).expect("copy");
         }
     }
+}
+
+/// A file under `tests/fixtures`.
+pub fn fixture_bytes(rel: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(rel),
+    )
+    .expect("fixture")
+}
+
+/// A text file under `tests/fixtures`.
+pub fn fixture(rel: &str) -> String {
+    String::from_utf8(fixture_bytes(rel)).expect("utf-8 fixture")
+}
+
+/// An rmcp client connected to a `serve` process.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// Starts `serve` on the workspace and initializes; also returns the server's pid.
+pub async fn spawn_server(ws: &Workspace) -> (Client, Option<u32>) {
+    let root = ws.root().to_owned();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env_remove("RUST_LOG");
+    }))
+    .expect("server starts");
+    let pid = transport.id();
+    (().serve(transport).await.expect("initialize succeeds"), pid)
+}
+
+pub async fn connect(ws: &Workspace) -> Client {
+    spawn_server(ws).await.0
+}
+
+/// `tools/call`; an error only if the server does not answer (it may have been killed).
+pub async fn try_call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    try_call(client, tool, args)
+        .await
+        .expect("tools/call answers")
+}
+
+/// The result's text content.
+pub fn text(result: &CallToolResult) -> &str {
+    match result.content.first().expect("one content item") {
+        ContentBlock::Text(t) => &t.text,
+        other => panic!("expected text content, got {other:?}"),
+    }
+}
+
+/// The result's text, which must be a normal (not `isError`) result, as JSON.
+pub fn ok_json(result: &CallToolResult) -> Value {
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "unexpected tool error: {}",
+        text(result)
+    );
+    serde_json::from_str(text(result)).expect("result text is JSON")
+}
+
+/// `tools/call` answered by a normal result, as JSON.
+pub async fn call_ok(client: &Client, tool: &str, args: Value) -> Value {
+    ok_json(&call(client, tool, args).await)
 }
