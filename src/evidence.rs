@@ -54,6 +54,12 @@ impl<T> WriteResult<T> {
     }
 }
 
+impl<T> From<crate::workspace::Unknown> for WriteResult<T> {
+    fn from(unknown: crate::workspace::Unknown) -> Self {
+        Self::one(unknown.field, unknown.message, unknown.hint)
+    }
+}
+
 /// `write_evidence`'s success result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Appended {

@@ -14,6 +14,7 @@ use crate::compact::{self, CompactRecord};
 use crate::lines::{self, LineEntry};
 use crate::pyjson::py_repr;
 use crate::store::{FileState, Store, StoreError};
+use crate::workspace::Unknown;
 
 /// Most lines one compact read may return.
 pub const COMPACT_CAP: i64 = 2000;
@@ -105,6 +106,12 @@ pub struct FieldError {
     pub hint: String,
 }
 
+impl From<Unknown> for ReadResult {
+    fn from(unknown: Unknown) -> Self {
+        ReadResult::invalid(unknown.field, unknown.message, unknown.hint)
+    }
+}
+
 impl ReadResult {
     pub fn invalid(field: &str, message: impl Into<String>, hint: impl Into<String>) -> Self {
         ReadResult::Invalid(Invalid {
@@ -141,22 +148,10 @@ fn try_read(store: &Store, root: &Path, req: &ReadRequest) -> Result<ReadResult,
         return Err(StoreError::NotImported);
     }
     if reader.project(project_key)?.is_none() {
-        return Ok(ReadResult::invalid(
-            "project_key",
-            format!("unknown project_key {}", py_repr(project_key)),
-            "use the project_key from the prepared workspace",
-        ));
+        return Ok(Unknown::project(project_key).into());
     }
     let Some(record) = reader.session(project_key, session_ref)? else {
-        return Ok(ReadResult::invalid(
-            "session_ref",
-            format!(
-                "unknown session_ref {} for project {}",
-                py_repr(session_ref),
-                py_repr(project_key)
-            ),
-            "use a session_ref listed in sessions.index.jsonl",
-        ));
+        return Ok(Unknown::session(project_key, session_ref).into());
     };
     let missing = || {
         ReadResult::invalid(

@@ -15,6 +15,7 @@ use crate::report::{self, Context, ProjectContext, Written};
 use crate::store::Writer;
 use crate::store::{Store, StoreError};
 use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
+use crate::workspace::Unknown;
 
 /// The tools' shared state: the store, or the reason there is none.
 pub struct Service {
@@ -99,22 +100,10 @@ impl Service {
     ) -> Result<WriteResult<Appended>, DocumentError> {
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
-            return Ok(WriteResult::one(
-                "project_key",
-                format!("unknown project_key {}", py_repr(project_key)),
-                "use the project_key from the prepared workspace",
-            ));
+            return Ok(Unknown::project(project_key).into());
         }
         let Some(record) = writer.session(project_key, session_ref)? else {
-            return Ok(WriteResult::one(
-                "session_ref",
-                format!(
-                    "unknown session_ref {} for project {}",
-                    py_repr(session_ref),
-                    py_repr(project_key)
-                ),
-                "use a session_ref listed in sessions.index.jsonl",
-            ));
+            return Ok(Unknown::session(project_key, session_ref).into());
         };
         let Some(turn) = record.session.turn(&chain.turn_ref) else {
             return Ok(WriteResult::one(
@@ -194,11 +183,7 @@ impl Service {
     ) -> Result<WriteResult<WorkItemAppended>, DocumentError> {
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
-            return Ok(WriteResult::one(
-                "project_key",
-                format!("unknown project_key {}", py_repr(project_key)),
-                "use the project_key from the prepared workspace",
-            ));
+            return Ok(Unknown::project(project_key).into());
         };
         let mut universe: Vec<TurnKey> = Vec::new();
         let mut chains: Vec<CommittedChain> = Vec::new();

@@ -94,3 +94,37 @@ impl LoadError {
         }
     }
 }
+
+/// A request names a project or session the prepared workspace does not have: the
+/// argument, the message and the hint, worded as every prompt-diary tool words them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unknown {
+    pub field: &'static str,
+    pub message: String,
+    pub hint: &'static str,
+}
+
+impl Unknown {
+    pub fn project(project_key: &str) -> Self {
+        Unknown {
+            field: "project_key",
+            message: format!(
+                "unknown project_key {}",
+                crate::pyjson::py_repr(project_key)
+            ),
+            hint: "use the project_key from the prepared workspace",
+        }
+    }
+
+    pub fn session(project_key: &str, session_ref: &str) -> Self {
+        Unknown {
+            field: "session_ref",
+            message: format!(
+                "unknown session_ref {} for project {}",
+                crate::pyjson::py_repr(session_ref),
+                crate::pyjson::py_repr(project_key)
+            ),
+            hint: "use a session_ref listed in sessions.index.jsonl",
+        }
+    }
+}
