@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::dump::DumpTarget;
+use crate::workspace::{WorkspaceRoot, python_path_display};
+
 /// Environment variable that names the prepared workspace (as prompt-diary sets it for
 /// the MCP servers it launches).
 pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
@@ -89,15 +92,6 @@ pub struct Config {
     pub command: Command,
 }
 
-/// The workspace root: the path used for I/O and the form printed in messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkspaceRoot {
-    pub path: PathBuf,
-    /// As prompt-diary prints it: a given path normalised lexically like Python's
-    /// `pathlib`, or the absolute current directory.
-    pub display: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Import { rehash: bool },
@@ -105,29 +99,6 @@ pub enum Command {
     Serve,
     Export,
     Build,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DumpTarget {
-    Tables,
-    Project {
-        project_key: String,
-    },
-    Session {
-        project_key: String,
-        session_ref: String,
-    },
-    Turn {
-        project_key: String,
-        session_ref: String,
-        turn_ref: String,
-    },
-    Lines {
-        project_key: String,
-        session_ref: String,
-        start_line: u64,
-        end_line: u64,
-    },
 }
 
 /// Parses `std::env::args`, exiting with clap's usage message on error.
@@ -200,33 +171,6 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
     }
 }
 
-/// How Python's `pathlib.PurePosixPath` prints a path: repeated and trailing `/` and `.`
-/// components dropped, `..` kept, `.` alone printed as the empty prefix (so that
-/// `root / "metadata.json"` prints `metadata.json`).
-pub fn python_path_display(path: &std::path::Path) -> String {
-    let text = path.to_string_lossy();
-    let absolute = text.starts_with('/');
-    let parts: Vec<&str> = text
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    let joined = parts.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => String::new(),
-        (false, false) => joined,
-    }
-}
-
-/// Joins a displayed root and a relative path the way prompt-diary prints file paths.
-pub fn display_join(root: &str, rel: &str) -> String {
-    match root {
-        "" => rel.to_owned(),
-        "/" => format!("/{rel}"),
-        _ => format!("{root}/{rel}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,25 +223,5 @@ mod tests {
                 target: DumpTarget::Tables
             }
         );
-    }
-
-    #[test]
-    fn paths_print_like_pathlib() {
-        for (given, shown) in [
-            ("/tmp//ws/./", "/tmp/ws"),
-            ("./ws", "ws"),
-            (".", ""),
-            ("..", ".."),
-            ("a/../b", "a/../b"),
-            ("/", "/"),
-        ] {
-            assert_eq!(
-                python_path_display(std::path::Path::new(given)),
-                shown,
-                "{given}"
-            );
-        }
-        assert_eq!(display_join("", "metadata.json"), "metadata.json");
-        assert_eq!(display_join("/w", "metadata.json"), "/w/metadata.json");
     }
 }

@@ -2,7 +2,6 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::DumpTarget;
 use crate::lines;
 use crate::store::{FileState, Reader, SessionRecord, StoreError};
 
@@ -12,6 +11,30 @@ pub enum DumpError {
     Store(#[from] StoreError),
     #[error("no such {0} in the store")]
     NotFound(String),
+}
+
+/// What `dump` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DumpTarget {
+    Tables,
+    Project {
+        project_key: String,
+    },
+    Session {
+        project_key: String,
+        session_ref: String,
+    },
+    Turn {
+        project_key: String,
+        session_ref: String,
+        turn_ref: String,
+    },
+    Lines {
+        project_key: String,
+        session_ref: String,
+        start_line: u64,
+        end_line: u64,
+    },
 }
 
 pub fn dump(reader: &Reader, target: &DumpTarget) -> Result<Value, DumpError> {

@@ -7,12 +7,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use crate::cli::WorkspaceRoot;
 use crate::lines;
 use crate::store::{
     DocumentRecord, FileRecord, FileState, ProjectRecord, SessionRecord, Store, StoreError,
     WorkspaceRecord, Writer,
 };
+use crate::workspace::WorkspaceRoot;
 use crate::workspace::{self, LoadError, Workspace};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

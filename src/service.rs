@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cli::WorkspaceRoot;
 use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
@@ -16,6 +15,7 @@ use crate::store::Writer;
 use crate::store::{Store, StoreError};
 use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::workspace::Unknown;
+use crate::workspace::WorkspaceRoot;
 
 /// The tools' shared state: the store, or the reason there is none.
 pub struct Service {

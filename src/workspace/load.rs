@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::{LoadError, Project, Workspace, validate};
-use crate::cli::{WorkspaceRoot, display_join};
+use crate::workspace::{WorkspaceRoot, display_join};
 
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
 /// directory-name order with its `project.json` and `sessions.index.jsonl`.

@@ -128,3 +128,64 @@ impl Unknown {
         }
     }
 }
+
+/// The workspace root: the path used for I/O and the form printed in messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceRoot {
+    pub path: std::path::PathBuf,
+    /// As prompt-diary prints it: a given path normalised lexically like Python's
+    /// `pathlib`, or the absolute current directory.
+    pub display: String,
+}
+
+/// How Python's `pathlib.PurePosixPath` prints a path: repeated and trailing `/` and `.`
+/// components dropped, `..` kept, `.` alone printed as the empty prefix (so that
+/// `root / "metadata.json"` prints `metadata.json`).
+pub fn python_path_display(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    let absolute = text.starts_with('/');
+    let parts: Vec<&str> = text
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => String::new(),
+        (false, false) => joined,
+    }
+}
+
+/// Joins a displayed root and a relative path the way prompt-diary prints file paths.
+pub fn display_join(root: &str, rel: &str) -> String {
+    match root {
+        "" => rel.to_owned(),
+        "/" => format!("/{rel}"),
+        _ => format!("{root}/{rel}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_print_like_pathlib() {
+        for (given, shown) in [
+            ("/tmp//ws/./", "/tmp/ws"),
+            ("./ws", "ws"),
+            (".", ""),
+            ("..", ".."),
+            ("a/../b", "a/../b"),
+            ("/", "/"),
+        ] {
+            assert_eq!(
+                python_path_display(std::path::Path::new(given)),
+                shown,
+                "{given}"
+            );
+        }
+        assert_eq!(display_join("", "metadata.json"), "metadata.json");
+        assert_eq!(display_join("/w", "metadata.json"), "/w/metadata.json");
+    }
+}
