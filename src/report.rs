@@ -21,13 +21,16 @@ const RESOLVE_HINT: &str = "cite only turns with committed evidence in the named
 const TITLE_HINT: &str =
     "write a concise, specific title without date, Markdown, or generic report wording";
 
+/// An indexed turn and its line span.
+pub type IndexedTurn = (TurnKey, (i64, i64));
+
 /// One project as Build and the slot writers see it.
 #[derive(Debug, Clone, Default)]
 pub struct ProjectContext {
     pub key: String,
     pub label: String,
     /// Indexed turns in universe order, with their spans.
-    pub turns: Vec<(TurnKey, (i64, i64))>,
+    pub turns: Vec<IndexedTurn>,
     pub committed: HashSet<TurnKey>,
     /// The parsed `project-synthesis.json`, if there is one.
     pub envelope: Option<Value>,

@@ -10,7 +10,7 @@ use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
 use crate::read::{self, ReadRequest, ReadResult};
-use crate::report::{self, Context, ProjectContext, Written};
+use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::store::Writer;
 use crate::store::{Store, StoreError};
 use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
@@ -169,10 +169,8 @@ impl Service {
             Ok(store) => store,
             Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
         };
-        match self.append_work_item(store, project_key, &item) {
-            Ok(result) => result,
-            Err(e) => WriteResult::invalid(vec![document_problem(e)]),
-        }
+        self.append_work_item(store, project_key, &item)
+            .unwrap_or_else(WriteResult::from)
     }
 
     fn append_work_item(
@@ -180,33 +178,14 @@ impl Service {
         store: &Store,
         project_key: &str,
         item: &synthesis::WorkItem,
-    ) -> Result<WriteResult<WorkItemAppended>, DocumentError> {
+    ) -> Result<WriteResult<WorkItemAppended>, Failure> {
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
             return Ok(Unknown::project(project_key).into());
         };
-        let mut universe: Vec<TurnKey> = Vec::new();
-        let mut chains: Vec<CommittedChain> = Vec::new();
-        for session_ref in &project.session_refs {
-            if let Some(record) = writer.session(project_key, session_ref)? {
-                universe.extend(
-                    record
-                        .session
-                        .turns
-                        .iter()
-                        .map(|t| (session_ref.clone(), t.turn_ref.clone())),
-                );
-            }
-            let rel = import::card_path(project_key, session_ref);
-            if let Some(bytes) = documents::sync(&mut writer, &self.root.path, &rel)? {
-                match parse_document(&rel, &bytes) {
-                    Ok(card) => chains.extend(synthesis::card_chains(session_ref, &card)),
-                    Err(message) => {
-                        return Ok(WriteResult::invalid(vec![evidence::card_problem(message)]));
-                    }
-                }
-            }
-        }
+        let (turns, chains) =
+            self.project_evidence(&mut writer, project_key, &project.session_refs)?;
+        let universe: Vec<TurnKey> = turns.into_iter().map(|(key, _)| key).collect();
         let committed = chains.iter().map(|c| c.key.clone()).collect();
         let rel = import::envelope_path(project_key);
         let envelope = match documents::sync(&mut writer, &self.root.path, &rel)? {
@@ -249,21 +228,31 @@ impl Service {
     }
 }
 
-/// Why a daily-report operation could not run: problems for the caller, or a failure.
-enum ReportFailure {
+/// Why a synthesis tool or Build could not run: problems for the caller, or a failure of
+/// the store or a file.
+enum Failure {
     Rejected(Vec<Problem>),
     Document(DocumentError),
 }
 
-impl From<DocumentError> for ReportFailure {
+impl From<DocumentError> for Failure {
     fn from(e: DocumentError) -> Self {
-        ReportFailure::Document(e)
+        Failure::Document(e)
     }
 }
 
-impl From<StoreError> for ReportFailure {
+impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
-        ReportFailure::Document(e.into())
+        Failure::Document(e.into())
+    }
+}
+
+impl<T> From<Failure> for WriteResult<T> {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::Rejected(problems) => WriteResult::invalid(problems),
+            Failure::Document(e) => WriteResult::invalid(vec![document_problem(e)]),
+        }
     }
 }
 
@@ -277,9 +266,38 @@ pub struct Built {
 }
 
 impl Service {
+    /// One project's indexed turns (in universe order, with their spans) and the chains
+    /// its evidence cards commit, each card synced with its file first.
+    fn project_evidence(
+        &self,
+        writer: &mut Writer,
+        key: &str,
+        session_refs: &[String],
+    ) -> Result<(Vec<IndexedTurn>, Vec<CommittedChain>), Failure> {
+        let mut turns = Vec::new();
+        let mut chains = Vec::new();
+        for session_ref in session_refs {
+            if let Some(record) = writer.session(key, session_ref)? {
+                turns.extend(record.session.turns.iter().map(|t| {
+                    (
+                        (session_ref.clone(), t.turn_ref.clone()),
+                        (t.span.start, t.span.end),
+                    )
+                }));
+            }
+            let rel = import::card_path(key, session_ref);
+            if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
+                let card = parse_document(&rel, &bytes)
+                    .map_err(|m| Failure::Rejected(vec![evidence::card_problem(m)]))?;
+                chains.extend(synthesis::card_chains(session_ref, &card));
+            }
+        }
+        Ok((turns, chains))
+    }
+
     /// The projects, their indexed turns and committed chains (cards synced with their
     /// files), and with `envelopes` their project-synthesis envelopes.
-    fn context(&self, writer: &mut Writer, envelopes: bool) -> Result<Context, ReportFailure> {
+    fn context(&self, writer: &mut Writer, envelopes: bool) -> Result<Context, Failure> {
         let workspace = writer.workspace()?.ok_or(StoreError::NotImported)?;
         let metadata = crate::pyjson::parse(&workspace.metadata.text).unwrap_or(Value::Null);
         let mut ctx = Context {
@@ -298,31 +316,14 @@ impl Service {
                 label: project.label.clone(),
                 ..ProjectContext::default()
             };
-            for session_ref in &project.session_refs {
-                if let Some(record) = writer.session(key, session_ref)? {
-                    p.turns.extend(record.session.turns.iter().map(|t| {
-                        (
-                            (session_ref.clone(), t.turn_ref.clone()),
-                            (t.span.start, t.span.end),
-                        )
-                    }));
-                }
-                let rel = import::card_path(key, session_ref);
-                if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
-                    let card = parse_document(&rel, &bytes)
-                        .map_err(|m| ReportFailure::Rejected(vec![evidence::card_problem(m)]))?;
-                    p.committed.extend(
-                        synthesis::card_chains(session_ref, &card)
-                            .into_iter()
-                            .map(|c| c.key),
-                    );
-                }
-            }
+            let (turns, chains) = self.project_evidence(writer, key, &project.session_refs)?;
+            p.turns = turns;
+            p.committed = chains.into_iter().map(|c| c.key).collect();
             if envelopes {
                 let rel = import::envelope_path(key);
                 if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
                     let parsed = parse_document(&rel, &bytes).map_err(|m| {
-                        ReportFailure::Rejected(vec![Problem::new(
+                        Failure::Rejected(vec![Problem::new(
                             "project_synthesis",
                             m,
                             "repair or delete the envelope, or re-run project synthesis",
@@ -340,14 +341,13 @@ impl Service {
     /// report, written to `daily-report.json` and the store in one transaction.
     pub fn build(&self) -> Result<Built, String> {
         let store = self.state.as_ref().map_err(Clone::clone)?;
-        let run = || -> Result<Built, ReportFailure> {
+        let run = || -> Result<Built, Failure> {
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
                 .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
-            let built = report::build(&ctx, previous.as_ref()).map_err(|e| {
-                ReportFailure::Rejected(vec![Problem::new("project_synthesis", e.0, "")])
-            })?;
+            let built = report::build(&ctx, previous.as_ref())
+                .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
             // A slot is filled after a build only if it was kept from the previous report.
             let summaries = as_projects(&built).iter().filter_map(|p| {
                 let kept = p.get("summary").is_some_and(|v| *v != Value::Null);
@@ -385,12 +385,12 @@ impl Service {
             })
         };
         run().map_err(|e| match e {
-            ReportFailure::Rejected(problems) => problems
+            Failure::Rejected(problems) => problems
                 .into_iter()
                 .map(|p| p.message)
                 .collect::<Vec<_>>()
                 .join("; "),
-            ReportFailure::Document(e) => e.to_string(),
+            Failure::Document(e) => e.to_string(),
         })
     }
 
@@ -404,7 +404,7 @@ impl Service {
             Ok(store) => store,
             Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
         };
-        let run = || -> Result<WriteResult<Written>, ReportFailure> {
+        let run = || -> Result<WriteResult<Written>, Failure> {
             let mut writer = store.writer()?;
             let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
             {
@@ -438,11 +438,7 @@ impl Service {
                 project_key: project_key.map(str::to_owned),
             }))
         };
-        match run() {
-            Ok(result) => result,
-            Err(ReportFailure::Rejected(problems)) => WriteResult::invalid(problems),
-            Err(ReportFailure::Document(e)) => WriteResult::invalid(vec![document_problem(e)]),
-        }
+        run().unwrap_or_else(WriteResult::from)
     }
 
     pub fn write_project_summary(
