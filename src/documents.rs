@@ -123,7 +123,11 @@ fn remove_temp_files(root: &Path, reader: &crate::store::Reader) -> Result<usize
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name.to_string_lossy().ends_with(".json.tmp") {
+            let temp_of = name.to_string_lossy();
+            let temp_of = temp_of
+                .strip_suffix(fsutil::TEMP_SUFFIX)
+                .unwrap_or_default();
+            if temp_of.ends_with(".json") {
                 std::fs::remove_file(entry.path()).map_err(|source| DocumentError::Unwritable {
                     rel: entry.path().display().to_string(),
                     source,

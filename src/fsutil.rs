@@ -5,10 +5,13 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+/// What [`temp_path`] appends to a file name.
+pub const TEMP_SUFFIX: &str = ".tmp";
+
 /// The temp file used while replacing `path` (prompt-diary uses the same name).
 pub fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
+    name.push(TEMP_SUFFIX);
     path.with_file_name(name)
 }
 
