@@ -120,6 +120,15 @@ pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// A line's text with the digest and length of that text, decoding once: what a read
+/// checks against the entry import stored ([`hash_line`] gives the same digest).
+pub fn decode_and_hash(bytes: &[u8]) -> (Cow<'_, str>, [u8; 32], u64) {
+    let text = decode(bytes);
+    let digest = Sha256::digest(text.as_bytes()).into();
+    let len = text.len() as u64;
+    (text, digest, len)
+}
+
 /// Feeds the lossy decoding of `bytes` into `hasher`; returns the decoded length.
 fn hash_decoded(hasher: &mut Sha256, bytes: &[u8]) -> u64 {
     // The common case, valid UTF-8, checked at SIMD speed (std's check is the bottleneck
@@ -645,6 +654,20 @@ mod tests {
         .expect("indexes");
         assert_eq!(got.len(), 4_000);
         assert_eq!(got, whole);
+    }
+
+    #[test]
+    fn a_read_decodes_and_hashes_as_import_hashed() {
+        for bytes in [
+            &b"{\"a\": 1}"[..],
+            "caf\u{e9} \u{1f642}".as_bytes(),
+            b"bad \xff\xfe utf-8 \xe2\x82",
+            b"",
+        ] {
+            let (text, digest, len) = decode_and_hash(bytes);
+            assert_eq!((digest, len), hash_line(bytes), "{bytes:?}");
+            assert_eq!(text, String::from_utf8_lossy(bytes));
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! exactly those bytes, and every line is checked against its stored SHA-256. The cost
 //! depends on the lines asked for, not on the session's size.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -307,21 +308,22 @@ fn read_records(
         .and_then(|f| f.read_exact_at(&mut buf, base))
         .map_err(ReadFailure::Io)?;
 
-    let checked = |line: u64, entry: &LineEntry| -> Result<&[u8], ReadFailure> {
+    // The line's text, decoded once and checked against the stored digest and length.
+    let checked = |line: u64, entry: &LineEntry| -> Result<Cow<'_, str>, ReadFailure> {
         let at = (entry.offset - base) as usize;
         let bytes = buf
             .get(at..at + entry.len as usize)
             .ok_or(ReadFailure::Changed(line))?;
-        let (sha, decoded_len) = lines::hash_line(bytes);
+        let (text, sha, decoded_len) = lines::decode_and_hash(bytes);
         if sha != entry.sha256 || decoded_len != entry.decoded_len {
             return Err(ReadFailure::Changed(line));
         }
-        Ok(bytes)
+        Ok(text)
     };
     let numbered: Vec<(u64, &LineEntry)> = (first_line..).zip(entries).collect();
     Ok(match req.mode {
         Mode::Compact => Records::Compact(par_map(&numbered, span as u64, |line, entry| {
-            let text = lines::decode(checked(line, entry)?);
+            let text = checked(line, entry)?;
             Ok(compact::compact_line(
                 &text,
                 line,
@@ -333,7 +335,7 @@ fn read_records(
         Mode::Full => Records::Full(par_map(&numbered, span as u64, |line, entry| {
             Ok(FullRecord {
                 line,
-                raw_line: lines::decode(checked(line, entry)?).into_owned(),
+                raw_line: checked(line, entry)?.into_owned(),
                 raw_bytes: entry.decoded_len,
                 raw_sha256: lines::hex(&entry.sha256),
             })
