@@ -114,7 +114,7 @@ pub const REF_HINT: &str =
 const SPAN_HINT: &str = "write the span as \"start-end\" with start <= end";
 
 /// The allowed values sorted and joined, as the controlled-value hint lists them.
-pub fn controlled_hint(allowed: &[&str]) -> String {
+fn controlled_hint(allowed: &[&str]) -> String {
     let mut sorted = allowed.to_vec();
     sorted.sort_unstable();
     format!("use a controlled value such as {}", sorted.join(", "))

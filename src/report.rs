@@ -325,7 +325,7 @@ fn work_item_view(ctx: &Context, project_key: &str, item: &synthesis::WorkItem) 
 }
 
 /// Python `==` on JSON values: key order ignored, and `1 == 1.0 == true`.
-pub fn py_eq(a: &Value, b: &Value) -> bool {
+fn py_eq(a: &Value, b: &Value) -> bool {
     fn number(v: &Value) -> Option<f64> {
         match v {
             Value::Bool(b) => Some(f64::from(u8::from(*b))),
@@ -568,7 +568,7 @@ impl Parser {
 }
 
 /// `write_project_summary`'s `summary`: text and per-project citations.
-pub fn parse_summary(summary: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
+fn parse_summary(summary: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
     let m = as_object(Some(summary));
     let mut p = Parser::new();
     let text = p.problems.text("summary.text", m.get("text"));
@@ -740,7 +740,7 @@ fn title_rules(p: &mut Parser, v: Option<&Value>) -> Value {
 }
 
 /// `write_report_title`'s `title`.
-pub fn parse_title(title: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
+fn parse_title(title: &Value) -> Result<(Value, Vec<Cite>), Vec<Problem>> {
     let m = as_object(Some(title));
     let mut p = Parser::new();
     let text = title_rules(&mut p, m.get("text"));
@@ -763,7 +763,7 @@ fn cited_text(p: &mut Parser, base: &str, v: Option<&Value>) -> (Value, Value) {
 type Slot = Value;
 
 /// `write_engagement`'s three arguments.
-pub fn parse_engagement(
+fn parse_engagement(
     overall: Option<&Value>,
     observations: Option<&Value>,
     limits: Option<&Value>,
@@ -810,7 +810,7 @@ pub fn parse_engagement(
 }
 
 /// `write_team_learning`'s three arguments.
-pub fn parse_team_learning(
+fn parse_team_learning(
     takeaways: Option<&Value>,
     patterns: Option<&Value>,
     limits: Option<&Value>,

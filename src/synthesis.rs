@@ -341,7 +341,7 @@ pub fn rows(envelope: Option<&Map>) -> Vec<&Map> {
 }
 
 /// Every covered key of `rows` (non-string parts read as "").
-pub fn covered_keys(rows: &[&Map]) -> HashSet<TurnKey> {
+fn covered_keys(rows: &[&Map]) -> HashSet<TurnKey> {
     rows.iter()
         .flat_map(|row| as_list(row.get("covered_turns")))
         .map(|c| {
