@@ -11,7 +11,7 @@ use std::io;
 use std::path::Path;
 
 use crate::fsutil;
-use crate::store::{DocumentRecord, Store, StoreError, Writer};
+use crate::store::{DocumentRecord, Lookup, Store, StoreError, Writer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {

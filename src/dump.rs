@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::lines;
-use crate::store::{FileState, Reader, SessionRecord, StoreError};
+use crate::store::{FileState, Lookup, Reader, SessionRecord, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {

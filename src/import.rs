@@ -9,7 +9,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::lines;
 use crate::store::{
-    DocumentRecord, FileRecord, FileState, ProjectRecord, SessionRecord, Store, StoreError,
+    DocumentRecord, FileRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
     WorkspaceRecord, Writer,
 };
 use crate::workspace::WorkspaceRoot;

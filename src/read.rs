@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::compact::{self, CompactRecord};
 use crate::lines::{self, LineEntry};
 use crate::pyjson::py_repr;
-use crate::store::{FileState, Store, StoreError};
+use crate::store::{FileState, Lookup, Store, StoreError};
 use crate::workspace::Unknown;
 
 /// Most lines one compact read may return.

@@ -11,7 +11,7 @@ use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
-use crate::store::Writer;
+use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
 use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::workspace::Unknown;

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use redb::{
     ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata, WriteTransaction,
+    ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -187,36 +187,73 @@ fn decoded<'k, K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
     Ok(value.map(|v| codec::decode(what, v.value())).transpose()?)
 }
 
+/// The lookups a snapshot and a write transaction both answer (a write transaction sees
+/// its own uncommitted changes).
+pub trait Lookup {
+    /// Opens a table for reading.
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<impl ReadableTable<K, V>, StoreError>;
+
+    fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
+        decoded(&self.table(WORKSPACE)?, WORKSPACE_KEY, "workspace")
+    }
+
+    fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
+        decoded(&self.table(PROJECTS)?, key, "project")
+    }
+
+    fn session(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        decoded(
+            &self.table(SESSIONS)?,
+            (project_key, session_ref),
+            "session",
+        )
+    }
+
+    fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
+        decoded(&self.table(DOCUMENTS)?, rel_path, "document")
+    }
+
+    /// Relative paths of every stored document, sorted.
+    fn document_paths(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.table(DOCUMENTS)?.iter().store()? {
+            out.push(item.store()?.0.value().to_owned());
+        }
+        Ok(out)
+    }
+}
+
+impl Lookup for Reader {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<impl ReadableTable<K, V>, StoreError> {
+        self.txn.open_table(def).store()
+    }
+}
+
+impl Lookup for Writer {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<impl ReadableTable<K, V>, StoreError> {
+        self.txn.open_table(def).store()
+    }
+}
+
 /// Read access to one snapshot.
 pub struct Reader {
     txn: ReadTransaction,
 }
 
 impl Reader {
-    pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(WORKSPACE).store()?,
-            WORKSPACE_KEY,
-            "workspace",
-        )
-    }
-
-    pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        decoded(&self.txn.open_table(PROJECTS).store()?, key, "project")
-    }
-
-    pub fn session(
-        &self,
-        project_key: &str,
-        session_ref: &str,
-    ) -> Result<Option<SessionRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(SESSIONS).store()?,
-            (project_key, session_ref),
-            "session",
-        )
-    }
-
     /// Every session of a project, in index order.
     pub fn sessions(&self, project: &ProjectRecord) -> Result<Vec<SessionRecord>, StoreError> {
         let mut out = Vec::with_capacity(project.session_refs.len());
@@ -251,24 +288,6 @@ impl Reader {
                     out.push(entry);
                 }
             }
-        }
-        Ok(out)
-    }
-
-    pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(DOCUMENTS).store()?,
-            rel_path,
-            "document",
-        )
-    }
-
-    /// Relative paths of every stored document, sorted.
-    pub fn document_paths(&self) -> Result<Vec<String>, StoreError> {
-        let table = self.txn.open_table(DOCUMENTS).store()?;
-        let mut out = Vec::new();
-        for item in table.iter().store()? {
-            out.push(item.store()?.0.value().to_owned());
         }
         Ok(out)
     }
@@ -312,14 +331,6 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(WORKSPACE).store()?,
-            WORKSPACE_KEY,
-            "workspace",
-        )
-    }
-
     pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
         let mut table = self.txn.open_table(WORKSPACE).store()?;
         table
@@ -353,22 +364,6 @@ impl Writer {
             .insert(key, codec::encode(record).as_slice())
             .store()?;
         Ok(())
-    }
-
-    pub fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        decoded(&self.txn.open_table(PROJECTS).store()?, key, "project")
-    }
-
-    pub fn session(
-        &self,
-        project_key: &str,
-        session_ref: &str,
-    ) -> Result<Option<SessionRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(SESSIONS).store()?,
-            (project_key, session_ref),
-            "session",
-        )
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
@@ -430,14 +425,6 @@ impl Writer {
         Ok(())
     }
 
-    pub fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
-        decoded(
-            &self.txn.open_table(DOCUMENTS).store()?,
-            rel_path,
-            "document",
-        )
-    }
-
     pub fn put_document(
         &mut self,
         rel_path: &str,
@@ -454,15 +441,6 @@ impl Writer {
         let mut table = self.txn.open_table(DOCUMENTS).store()?;
         table.remove(rel_path).store()?;
         Ok(())
-    }
-
-    pub fn document_paths(&self) -> Result<Vec<String>, StoreError> {
-        let table = self.txn.open_table(DOCUMENTS).store()?;
-        let mut out = Vec::new();
-        for item in table.iter().store()? {
-            out.push(item.store()?.0.value().to_owned());
-        }
-        Ok(out)
     }
 
     /// Makes everything written visible, durably, as one step.
