@@ -4,12 +4,15 @@
 //! prompt-diary's derivation (spec reading-and-evidence.md §3) with one deliberate
 //! difference from the reference (spec README, decision 1): a plain-string message
 //! `content` is user text and is shown, never dropped.
+//!
+//! Lines are parsed into a borrowed tree ([`pyjson::parse_borrowed`]): a tool result of
+//! megabytes is measured and its two ends decoded, never copied whole.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::pyjson::{self, Map, Value};
+use crate::pyjson::{self, Node, Str};
 
 /// Tool result payloads above this many bytes are trimmed.
 const RESULT_LIMIT: usize = 1024;
@@ -52,30 +55,6 @@ pub struct ToolResult {
     pub truncated: bool,
 }
 
-/// The longest prefix of `s` whose UTF-8 length is at most `max` bytes.
-pub fn head(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-/// The longest suffix of `s` whose UTF-8 length is at most `max` bytes.
-pub fn tail(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
-}
-
 /// Derives the compact record of one line. `raw_bytes` and `raw_sha256` describe the
 /// decoded line and are passed through.
 pub fn compact_line(
@@ -98,8 +77,9 @@ pub fn compact_line(
         raw_sha256,
         truncated: false,
     };
-    let Ok(Value::Object(rec)) = pyjson::parse(text) else {
-        return record;
+    let rec = match pyjson::parse_borrowed(text) {
+        Ok(rec) if rec.is_object() => rec,
+        _ => return record,
     };
     match source {
         "claude-code" => claude_code(&rec, &mut record),
@@ -109,22 +89,34 @@ pub fn compact_line(
     record
 }
 
-/// NB: the value of `key` if it is a string with a non-whitespace character.
-fn nb<'a>(obj: &'a Map, key: &str) -> Option<&'a str> {
+/// A string field that is present and not blank (Python's `isinstance(v, str) and
+/// v.strip()`), not yet decoded.
+fn nb_str<'n, 'a>(obj: &'n Node<'a>, key: &str) -> Option<&'n Str<'a>> {
     obj.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !pyjson::is_blank(s))
+        .and_then(Node::as_str)
+        .filter(|s| !s.is_blank())
 }
 
-fn obj<'a>(parent: &'a Map, key: &str) -> Option<&'a Map> {
-    parent.get(key).and_then(Value::as_object)
+/// The decoded value of a non-blank string field.
+fn nb<'a>(obj: &Node<'a>, key: &str) -> Option<Cow<'a, str>> {
+    nb_str(obj, key).map(Str::decode)
+}
+
+fn owned(obj: &Node<'_>, key: &str) -> Option<String> {
+    nb(obj, key).map(Cow::into_owned)
+}
+
+/// The member `key` if it is an object.
+fn obj<'n, 'a>(parent: &'n Node<'a>, key: &str) -> Option<&'n Node<'a>> {
+    parent.get(key).filter(|n| n.is_object())
 }
 
 /// Non-blank `text` of each object element, in order.
-fn texts(items: &[Value]) -> Vec<&str> {
+fn texts<'a>(items: &[Node<'a>]) -> Vec<Cow<'a, str>> {
     items
         .iter()
-        .filter_map(|item| nb(item.as_object()?, "text"))
+        .filter(|item| item.is_object())
+        .filter_map(|item| nb(item, "text"))
         .collect()
 }
 
@@ -135,26 +127,63 @@ fn add_kind(record: &mut CompactRecord, kind: &'static str) {
 }
 
 /// The generic rule, also the fallback of the source-specific ones.
-fn generic(rec: &Map, record: &mut CompactRecord) {
-    record.role = nb(rec, "role").map(str::to_owned);
+fn generic(rec: &Node<'_>, record: &mut CompactRecord) {
+    record.role = owned(rec, "role");
     record.record_type = record
         .role
         .clone()
-        .or_else(|| nb(rec, "type").map(str::to_owned))
+        .or_else(|| owned(rec, "type"))
         .unwrap_or_else(|| "unknown".into());
     record.summary = format!("{} record.", record.record_type);
 }
 
-fn tool_result(payload: &str, kind: &'static str, meta: &ResultMeta) -> ToolResult {
-    let truncated = payload.len() > RESULT_LIMIT;
+/// A tool payload: one JSON string, read in place, or text assembled from parts.
+enum Payload<'a> {
+    Str(Str<'a>),
+    Text(Cow<'a, str>),
+}
+
+impl Payload<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Payload::Str(s) => s.len(),
+            Payload::Text(t) => t.len(),
+        }
+    }
+
+    fn head(&self, max: usize) -> Cow<'_, str> {
+        match self {
+            Payload::Str(s) => s.head(max),
+            Payload::Text(t) => Cow::Borrowed(pyjson::floor_prefix(t, max)),
+        }
+    }
+
+    fn tail(&self, max: usize) -> Cow<'_, str> {
+        match self {
+            Payload::Str(s) => s.tail(max),
+            Payload::Text(t) => Cow::Borrowed(pyjson::ceil_suffix(t, max)),
+        }
+    }
+
+    fn whole(&self) -> String {
+        match self {
+            Payload::Str(s) => s.decode().into_owned(),
+            Payload::Text(t) => t.clone().into_owned(),
+        }
+    }
+}
+
+fn tool_result(payload: &Payload<'_>, kind: &'static str, meta: &ResultMeta) -> ToolResult {
+    let len = payload.len();
+    let truncated = len > RESULT_LIMIT;
     let preview = if truncated {
         format!(
             "{}{ELISION}{}",
-            head(payload, RESULT_HEAD),
-            tail(payload, RESULT_TAIL)
+            payload.head(RESULT_HEAD),
+            payload.tail(RESULT_TAIL)
         )
     } else {
-        payload.to_owned()
+        payload.whole()
     };
     ToolResult {
         kind,
@@ -162,17 +191,17 @@ fn tool_result(payload: &str, kind: &'static str, meta: &ResultMeta) -> ToolResu
         file_path: meta.file_path.clone(),
         command: meta.command.clone(),
         preview,
-        raw_bytes: payload.len() as u64,
+        raw_bytes: len as u64,
         truncated,
     }
 }
 
-fn tool_use(name: &str, input: &str) -> ToolUse {
+fn tool_use(name: &str, input: &Payload<'_>) -> ToolUse {
     let truncated = input.len() > INPUT_LIMIT;
     let input_summary = if truncated {
-        format!("{}{ELISION}", head(input, INPUT_LIMIT))
+        format!("{}{ELISION}", input.head(INPUT_LIMIT))
     } else {
-        input.to_owned()
+        input.whole()
     };
     ToolUse {
         name: name.to_owned(),
@@ -190,7 +219,7 @@ struct ResultMeta {
 }
 
 /// Claude Code's record-level `toolUseResult`, shared by every tool result of the record.
-fn claude_result_meta(rec: &Map) -> ResultMeta {
+fn claude_result_meta(rec: &Node<'_>) -> ResultMeta {
     let Some(tur) = obj(rec, "toolUseResult") else {
         return ResultMeta {
             kind: "tool_result",
@@ -198,8 +227,8 @@ fn claude_result_meta(rec: &Map) -> ResultMeta {
         };
     };
     let file_path =
-        nb(tur, "filePath").or_else(|| obj(tur, "file").and_then(|f| nb(f, "filePath")));
-    let command = nb(tur, "command");
+        owned(tur, "filePath").or_else(|| obj(tur, "file").and_then(|f| owned(f, "filePath")));
+    let command = owned(tur, "command");
     let kind = if file_path.is_some() {
         "file"
     } else if command.is_some() {
@@ -209,17 +238,17 @@ fn claude_result_meta(rec: &Map) -> ResultMeta {
     };
     ResultMeta {
         kind,
-        status: nb(tur, "status").map(str::to_owned),
-        file_path: file_path.map(str::to_owned),
-        command: command.map(str::to_owned),
+        status: owned(tur, "status"),
+        file_path,
+        command,
     }
 }
 
-fn claude_code(rec: &Map, record: &mut CompactRecord) {
+fn claude_code(rec: &Node<'_>, record: &mut CompactRecord) {
     let Some(t) = nb(rec, "type") else {
         return generic(rec, record);
     };
-    match t {
+    match &*t {
         "system" => {
             record.record_type = match nb(rec, "subtype") {
                 Some(st) => format!("system:{st}"),
@@ -227,21 +256,21 @@ fn claude_code(rec: &Map, record: &mut CompactRecord) {
             };
             record.summary = format!("{} record.", record.record_type);
         }
-        "user" | "assistant" => claude_message(rec, t, record),
+        "user" | "assistant" => claude_message(rec, &t, record),
         _ => generic(rec, record),
     }
 }
 
-fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
+fn claude_message(rec: &Node<'_>, t: &str, record: &mut CompactRecord) {
     record.record_type = t.to_owned();
     let message = obj(rec, "message");
-    record.role = message.and_then(|m| nb(m, "role")).map(str::to_owned);
+    record.role = message.and_then(|m| owned(m, "role"));
     let meta = claude_result_meta(rec);
-    let mut preview: Vec<&str> = Vec::new();
+    let mut preview: Vec<Cow<'_, str>> = Vec::new();
     match message.and_then(|m| m.get("content")) {
-        Some(Value::Array(items)) => {
-            for item in items.iter().filter_map(Value::as_object) {
-                match nb(item, "type") {
+        Some(Node::Array(items)) => {
+            for item in items.iter().filter(|item| item.is_object()) {
+                match nb(item, "type").as_deref() {
                     Some("text") => {
                         if let Some(text) = nb(item, "text") {
                             add_kind(record, "text");
@@ -250,22 +279,26 @@ fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
                     }
                     Some("tool_use") => {
                         add_kind(record, "tool_use");
-                        let name = nb(item, "name").unwrap_or("unknown");
+                        let name = nb(item, "name");
                         let input = match item.get("input") {
-                            None | Some(Value::Null) => Cow::Borrowed(""),
-                            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
-                            Some(other) => Cow::Owned(pyjson::to_sorted_compact(other)),
+                            None | Some(Node::Null) => Payload::Text(Cow::Borrowed("")),
+                            Some(Node::String(s)) => Payload::Str(*s),
+                            Some(other) => Payload::Text(Cow::Owned(pyjson::to_sorted_compact(
+                                &other.to_value(),
+                            ))),
                         };
-                        let used = tool_use(name, &input);
+                        let used = tool_use(name.as_deref().unwrap_or("unknown"), &input);
                         record.truncated |= used.truncated;
                         record.tool_uses.push(used);
                     }
                     Some("tool_result") => {
                         add_kind(record, "tool_result");
                         let payload = match item.get("content") {
-                            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
-                            Some(Value::Array(parts)) => Cow::Owned(texts(parts).join("\n")),
-                            _ => Cow::Borrowed(""),
+                            Some(Node::String(s)) => Payload::Str(*s),
+                            Some(Node::Array(parts)) => {
+                                Payload::Text(Cow::Owned(texts(parts).join("\n")))
+                            }
+                            _ => Payload::Text(Cow::Borrowed("")),
                         };
                         let result = tool_result(&payload, meta.kind, &meta);
                         record.truncated |= result.truncated;
@@ -280,9 +313,9 @@ fn claude_message(rec: &Map, t: &str, record: &mut CompactRecord) {
             }
         }
         // Decision 1: a typed prompt stored as a plain string is one text item.
-        Some(Value::String(text)) if !pyjson::is_blank(text) => {
+        Some(Node::String(text)) if !text.is_blank() => {
             add_kind(record, "text");
-            preview.push(text);
+            preview.push(text.decode());
         }
         _ => {}
     }
@@ -306,16 +339,16 @@ fn role_summary(role: Option<&str>) -> &'static str {
     }
 }
 
-fn codex(rec: &Map, record: &mut CompactRecord) {
+fn codex(rec: &Node<'_>, record: &mut CompactRecord) {
     let t = nb(rec, "type");
     let payload = obj(rec, "payload");
-    match (t, payload) {
+    match (t.as_deref(), payload) {
         (Some("event_msg"), Some(payload)) => {
-            let pt = nb(payload, "type").unwrap_or("event");
-            record.record_type = format!("event_msg:{pt}");
-            let (role, summary) = match pt {
-                "user_message" => ("user", "User message."),
-                "agent_message" => ("assistant", "Agent message."),
+            let pt = nb(payload, "type");
+            record.record_type = format!("event_msg:{}", pt.as_deref().unwrap_or("event"));
+            let (role, summary) = match pt.as_deref() {
+                Some("user_message") => ("user", "User message."),
+                Some("agent_message") => ("assistant", "Agent message."),
                 _ => {
                     record.summary = format!("{} record.", record.record_type);
                     return;
@@ -323,7 +356,7 @@ fn codex(rec: &Map, record: &mut CompactRecord) {
             };
             record.role = Some(role.into());
             record.summary = summary.into();
-            record.text_preview = nb(payload, "message").map(str::to_owned);
+            record.text_preview = owned(payload, "message");
             if record.text_preview.is_some() {
                 add_kind(record, "text");
             }
@@ -333,18 +366,17 @@ fn codex(rec: &Map, record: &mut CompactRecord) {
     }
 }
 
-fn codex_response_item(payload: &Map, record: &mut CompactRecord) {
-    let pt = nb(payload, "type").unwrap_or("item");
+fn codex_response_item(payload: &Node<'_>, record: &mut CompactRecord) {
+    let pt = nb(payload, "type");
+    let pt = pt.as_deref().unwrap_or("item");
     record.record_type = format!("response_item:{pt}");
     match pt {
         "message" => {
-            record.role = nb(payload, "role").map(str::to_owned);
+            record.role = owned(payload, "role");
             let text = match payload.get("content") {
-                Some(Value::Array(items)) => {
-                    Some(texts(items).join("\n")).filter(|t| !t.is_empty())
-                }
+                Some(Node::Array(items)) => Some(texts(items).join("\n")).filter(|t| !t.is_empty()),
                 // Decision 1, as for Claude Code: string content is the message text.
-                Some(Value::String(s)) if !pyjson::is_blank(s) => Some(s.clone()),
+                Some(Node::String(s)) if !s.is_blank() => Some(s.decode().into_owned()),
                 _ => None,
             };
             if text.is_some() {
@@ -354,20 +386,27 @@ fn codex_response_item(payload: &Map, record: &mut CompactRecord) {
             record.summary = role_summary(record.role.as_deref()).into();
         }
         "function_call" => {
-            let name = nb(payload, "name").unwrap_or("unknown");
-            let arguments = nb(payload, "arguments").unwrap_or("");
+            let name = nb(payload, "name");
+            let name = name.as_deref().unwrap_or("unknown");
+            let arguments = match nb_str(payload, "arguments") {
+                Some(s) => Payload::Str(*s),
+                None => Payload::Text(Cow::Borrowed("")),
+            };
             add_kind(record, "tool_use");
             record.summary = format!("Tool call: {name}.");
-            let used = tool_use(name, arguments);
+            let used = tool_use(name, &arguments);
             record.truncated = used.truncated;
             record.tool_uses.push(used);
         }
         "function_call_output" => {
-            let output = payload.get("output").and_then(Value::as_str).unwrap_or("");
+            let output = match payload.get("output").and_then(Node::as_str) {
+                Some(s) => Payload::Str(*s),
+                None => Payload::Text(Cow::Borrowed("")),
+            };
             add_kind(record, "tool_result");
             record.summary = "Tool result.".into();
             let meta = ResultMeta::default();
-            let result = tool_result(output, "output", &meta);
+            let result = tool_result(&output, "output", &meta);
             record.truncated = result.truncated;
             record.tool_results.push(result);
         }
@@ -407,6 +446,45 @@ mod tests {
         assert_eq!(compact(source, line), expect, "{source}: {line}");
     }
 
+    /// `text` as a JSON string token in which every character is a `\u` escape.
+    fn fully_escaped(text: &str) -> String {
+        let mut out = String::from("\"");
+        for unit in text.encode_utf16() {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+        out.push('"');
+        out
+    }
+
+    /// Trims `text` as assembled text, as a plain JSON string and as an escaped one; all
+    /// three must agree (the string forms are measured without being decoded whole).
+    fn trimmed(text: &str) -> ToolResult {
+        let meta = ResultMeta::default();
+        let expect = tool_result(&Payload::Text(Cow::Borrowed(text)), "output", &meta);
+        for token in [serde_json::to_string(text).unwrap(), fully_escaped(text)] {
+            let Ok(Node::String(s)) = pyjson::parse_borrowed(&token) else {
+                panic!("not a string: {token}");
+            };
+            assert_eq!(
+                tool_result(&Payload::Str(s), "output", &meta),
+                expect,
+                "{token}"
+            );
+        }
+        expect
+    }
+
+    fn summarised(input: &str) -> ToolUse {
+        let expect = tool_use("Bash", &Payload::Text(Cow::Borrowed(input)));
+        for token in [serde_json::to_string(input).unwrap(), fully_escaped(input)] {
+            let Ok(Node::String(s)) = pyjson::parse_borrowed(&token) else {
+                panic!("not a string: {token}");
+            };
+            assert_eq!(tool_use("Bash", &Payload::Str(s)), expect, "{token}");
+        }
+        expect
+    }
+
     #[test]
     fn trimming_is_byte_based_and_char_safe() {
         let payload = format!(
@@ -415,7 +493,7 @@ mod tests {
             "b".repeat(700),
             "z".repeat(158)
         );
-        let r = tool_result(&payload, "output", &ResultMeta::default());
+        let r = trimmed(&payload);
         assert_eq!(
             r.preview,
             format!("{}{ELISION}{}", "a".repeat(319), "z".repeat(158))
@@ -427,7 +505,7 @@ mod tests {
             "é".repeat(200),
             "Z".repeat(500)
         );
-        let r = tool_result(&payload, "output", &ResultMeta::default());
+        let r = trimmed(&payload);
         assert_eq!(
             r.preview,
             format!(
@@ -437,20 +515,38 @@ mod tests {
                 "Z".repeat(150)
             )
         );
-        let r = tool_result(&"€".repeat(400), "output", &ResultMeta::default());
+        let r = trimmed(&"€".repeat(400));
         assert_eq!(
             r.preview,
             format!("{}{ELISION}{}", "€".repeat(106), "€".repeat(53))
         );
+        // Astral characters (a surrogate pair when escaped) at both cut points.
+        let r = trimmed(&format!("{}{}", "😀".repeat(300), "\"q\"\n".repeat(100)));
+        assert_eq!(
+            r.preview,
+            format!("{}{ELISION}{}", "😀".repeat(80), "\"q\"\n".repeat(40))
+        );
+        let r = trimmed(&"😀".repeat(300));
+        assert_eq!(
+            r.preview,
+            format!("{}{ELISION}{}", "😀".repeat(80), "😀".repeat(40))
+        );
         let exact = "x".repeat(1024);
-        assert!(!tool_result(&exact, "output", &ResultMeta::default()).truncated);
+        assert!(!trimmed(&exact).truncated);
+        assert_eq!(trimmed("").preview, "");
+        assert_eq!(trimmed("a\\b\"c\u{1}").preview, "a\\b\"c\u{1}");
         let input = format!("{{\"command\": \"echo {}\"}}", "x".repeat(400));
-        let used = tool_use("Bash", &input);
+        let used = summarised(&input);
         assert_eq!(
             used.input_summary,
             format!("{{\"command\": \"echo {}{ELISION}", "x".repeat(302))
         );
         assert!(used.truncated);
+        assert!(!summarised(&"é".repeat(160)).truncated);
+        assert_eq!(
+            summarised(&"é".repeat(161)).input_summary,
+            format!("{}{ELISION}", "é".repeat(160))
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! serde_json does not follow: `NaN`/`Infinity` literals, integers of any size, duplicate
 //! keys (last value at the first key's position), Python's error messages, `repr(float)`.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// An object: insertion-ordered, as Python's `dict`.
@@ -108,6 +109,14 @@ const MAX_DEPTH: usize = 1000;
 
 /// Parses `text` as Python's `json.loads` does (lone surrogate escapes become U+FFFD).
 pub fn parse(text: &str) -> Result<Value, ParseError> {
+    parse_borrowed(text).map(|node| node.to_value())
+}
+
+/// Parses `text` with [`parse`]'s rules into a tree that borrows from it: strings stay
+/// undecoded slices until asked for, objects keep their members in order of appearance.
+/// Reading a line needs a few fields and the size and ends of the large ones; this
+/// avoids copying everything else.
+pub fn parse_borrowed(text: &str) -> Result<Node<'_>, ParseError> {
     if text.starts_with('\u{FEFF}') {
         return Err(ParseError {
             kind: ErrorKind::Bom,
@@ -128,13 +137,297 @@ pub fn parse(text: &str) -> Result<Value, ParseError> {
     Ok(value)
 }
 
+/// A parsed value borrowing from its text; see [`parse_borrowed`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node<'a> {
+    Null,
+    Bool(bool),
+    /// An integer token as written.
+    Int(&'a str),
+    Float(f64),
+    String(Str<'a>),
+    Array(Vec<Node<'a>>),
+    /// Members in order of appearance, repeated keys included; [`Node::get`] finds the
+    /// last, as a Python `dict` keeps the last value.
+    Object(Vec<(Str<'a>, Node<'a>)>),
+}
+
+impl<'a> Node<'a> {
+    /// The value of the last member named `key`, if this is an object.
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+        match self {
+            Node::Object(members) => members.iter().rev().find(|(k, _)| k.is(key)).map(|m| &m.1),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&Str<'a>> {
+        match self {
+            Node::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Node<'a>]> {
+        match self {
+            Node::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Node::Object(_))
+    }
+
+    /// The owned value: strings decoded, integers canonical (`-0` is `0`), and a repeated
+    /// key kept at its first position with its last value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(token) => {
+                let digits = token.trim_start_matches('-');
+                Value::Int(if token.starts_with('-') && digits != "0" {
+                    (*token).to_owned()
+                } else {
+                    digits.to_owned()
+                })
+            }
+            Node::Float(f) => Value::Float(*f),
+            Node::String(s) => Value::String(s.decode().into_owned()),
+            Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
+            Node::Object(members) => {
+                let mut map = Map::with_capacity(members.len());
+                for (key, value) in members {
+                    map.insert(key.decode().into_owned(), value.to_value());
+                }
+                Value::Object(map)
+            }
+        }
+    }
+}
+
+/// A JSON string as written between its quotes, already checked to be valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Str<'a> {
+    raw: &'a str,
+    /// The decoded string's length in UTF-8 bytes.
+    len: usize,
+    escaped: bool,
+}
+
+impl<'a> Str<'a> {
+    /// The decoded length in UTF-8 bytes (what Python's `len(s.encode())` gives, with a
+    /// lone surrogate counted as U+FFFD).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The decoded string; borrowed when it holds no escape.
+    pub fn decode(&self) -> Cow<'a, str> {
+        if !self.escaped {
+            return Cow::Borrowed(self.raw);
+        }
+        let mut out = String::with_capacity(self.len);
+        for unit in units(self.raw) {
+            unit.push_to(&mut out);
+        }
+        Cow::Owned(out)
+    }
+
+    /// Empty or only Python whitespace; decodes only up to the first other character.
+    pub fn is_blank(&self) -> bool {
+        units(self.raw).all(|unit| match unit {
+            Unit::Run(run) => is_blank(run),
+            Unit::Escape(c) => is_py_whitespace(c),
+        })
+    }
+
+    /// Whether the decoded string equals `s`.
+    pub fn is(&self, s: &str) -> bool {
+        if self.escaped {
+            self.len == s.len() && self.decode() == s
+        } else {
+            self.raw == s
+        }
+    }
+
+    /// The longest prefix of the decoded string of at most `max` bytes ending on a
+    /// character boundary, decoding no more than that.
+    pub fn head(&self, max: usize) -> Cow<'a, str> {
+        if !self.escaped {
+            return Cow::Borrowed(floor_prefix(self.raw, max));
+        }
+        let mut out = String::with_capacity(max.min(self.len) + 4);
+        for unit in units(self.raw) {
+            if out.len() > max {
+                break;
+            }
+            unit.push_to(&mut out);
+        }
+        let end = floor_prefix(&out, max).len();
+        out.truncate(end);
+        Cow::Owned(out)
+    }
+
+    /// The longest suffix of the decoded string of at most `max` bytes starting on a
+    /// character boundary, decoding no more than the units it spans.
+    pub fn tail(&self, max: usize) -> Cow<'a, str> {
+        if !self.escaped {
+            return Cow::Borrowed(ceil_suffix(self.raw, max));
+        }
+        let from = self.len.saturating_sub(max);
+        let mut out = String::with_capacity(max.min(self.len) + 4);
+        let mut at = 0; // decoded offset of the current unit
+        for unit in units(self.raw) {
+            let len = unit.len();
+            if at + len > from {
+                match unit {
+                    // Only the part of a raw run past `from` (rounded down to a char).
+                    Unit::Run(run) if at < from => {
+                        let mut start = from - at;
+                        while !run.is_char_boundary(start) {
+                            start -= 1;
+                        }
+                        out.push_str(&run[start..]);
+                    }
+                    unit => unit.push_to(&mut out),
+                }
+            }
+            at += len;
+        }
+        let start = out.len() - ceil_suffix(&out, max).len();
+        out.drain(..start);
+        Cow::Owned(out)
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub fn floor_prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The longest suffix of `s` of at most `max` bytes that starts on a character boundary.
+pub fn ceil_suffix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// A piece of a string's raw text: a run without escapes, or one escape sequence.
+#[derive(Clone, Copy)]
+enum Unit<'a> {
+    Run(&'a str),
+    Escape(char),
+}
+
+impl Unit<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Unit::Run(run) => run.len(),
+            Unit::Escape(c) => c.len_utf8(),
+        }
+    }
+
+    fn push_to(self, out: &mut String) {
+        match self {
+            Unit::Run(run) => out.push_str(run),
+            Unit::Escape(c) => out.push(c),
+        }
+    }
+}
+
+/// The units of a validated raw string, in order.
+fn units(raw: &str) -> impl Iterator<Item = Unit<'_>> {
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= bytes.len() {
+            return None;
+        }
+        if bytes[i] == b'\\' {
+            // Validated when parsed; a failure here cannot happen, and ends the string.
+            let (c, next) = unescape(bytes, i).ok()?;
+            i = next;
+            return Some(Unit::Escape(c));
+        }
+        let end = memchr::memchr(b'\\', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+        let run = &raw[i..end];
+        i = end;
+        Some(Unit::Run(run))
+    })
+}
+
+/// Decodes the escape sequence whose backslash is at `at`: the character (a lone
+/// surrogate becomes U+FFFD, as Python keeps it and cannot encode it) and the index just
+/// past the sequence. A high surrogate followed by an escaped low one is one character.
+fn unescape(s: &[u8], at: usize) -> Result<(char, usize), ParseError> {
+    let error = |kind, offset| ParseError { kind, offset };
+    let c = match s.get(at + 1) {
+        None => return Err(error(ErrorKind::UnterminatedString, at)),
+        Some(b'"') => '"',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => {
+            let hi = hex4(s, at)?;
+            let after = at + 6;
+            if (0xD800..0xDC00).contains(&hi) && s[after..].starts_with(b"\\u") {
+                let lo = hex4(s, after)?;
+                if (0xDC00..0xE000).contains(&lo) {
+                    let c = char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
+                    return Ok((c.unwrap_or(char::REPLACEMENT_CHARACTER), after + 6));
+                }
+            }
+            let c = char::from_u32(hi).unwrap_or(char::REPLACEMENT_CHARACTER);
+            return Ok((c, after));
+        }
+        Some(_) => return Err(error(ErrorKind::InvalidEscape, at)),
+    };
+    Ok((c, at + 2))
+}
+
+/// The four hex digits of the `\u` escape whose backslash is at `at`.
+fn hex4(s: &[u8], at: usize) -> Result<u32, ParseError> {
+    let digits = s
+        .get(at + 2..at + 6)
+        .filter(|d| d.iter().all(u8::is_ascii_hexdigit))
+        .ok_or(ParseError {
+            kind: ErrorKind::InvalidUnicodeEscape,
+            offset: at,
+        })?;
+    Ok(digits.iter().fold(0, |acc, d| {
+        acc * 16 + char::from(*d).to_digit(16).unwrap_or(0)
+    }))
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     text: &'a str,
     i: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, kind: ErrorKind) -> ParseError {
         ParseError {
             kind,
@@ -157,22 +450,22 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn value(&mut self, depth: usize) -> Result<Node<'a>, ParseError> {
         if depth > MAX_DEPTH {
             return Err(self.error(ErrorKind::TooDeep));
         }
         match self.s.get(self.i) {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
-            Some(b'"') => self.string().map(Value::String),
-            Some(b'n') if self.eat("null") => Ok(Value::Null),
-            Some(b't') if self.eat("true") => Ok(Value::Bool(true)),
-            Some(b'f') if self.eat("false") => Ok(Value::Bool(false)),
-            Some(b'N') if self.eat("NaN") => Ok(Value::Float(f64::NAN)),
-            Some(b'I') if self.eat("Infinity") => Ok(Value::Float(f64::INFINITY)),
+            Some(b'"') => self.string().map(Node::String),
+            Some(b'n') if self.eat("null") => Ok(Node::Null),
+            Some(b't') if self.eat("true") => Ok(Node::Bool(true)),
+            Some(b'f') if self.eat("false") => Ok(Node::Bool(false)),
+            Some(b'N') if self.eat("NaN") => Ok(Node::Float(f64::NAN)),
+            Some(b'I') if self.eat("Infinity") => Ok(Node::Float(f64::INFINITY)),
             Some(b'-') if self.s[self.i..].starts_with(b"-Infinity") => {
                 self.i += "-Infinity".len();
-                Ok(Value::Float(f64::NEG_INFINITY))
+                Ok(Node::Float(f64::NEG_INFINITY))
             }
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => Err(self.error(ErrorKind::ExpectingValue)),
@@ -189,10 +482,9 @@ impl Parser<'_> {
 
     /// `-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?`: an optional part that does not complete is
     /// not consumed (so `1.` parses `1` and then fails with "Extra data", as in Python).
-    fn number(&mut self) -> Result<Value, ParseError> {
+    fn number(&mut self) -> Result<Node<'a>, ParseError> {
         let start = self.i;
-        let negative = self.s[self.i] == b'-';
-        if negative {
+        if self.s[self.i] == b'-' {
             self.i += 1;
         }
         match self.s.get(self.i) {
@@ -228,22 +520,21 @@ impl Parser<'_> {
             }
         }
         let token = &self.text[start..self.i];
-        if float {
+        Ok(if float {
             // Rust's parser is correctly rounded like Python's; overflow gives infinity.
-            return Ok(Value::Float(token.parse().unwrap_or(f64::NAN)));
-        }
-        let digits = token.trim_start_matches('-');
-        Ok(Value::Int(if negative && digits != "0" {
-            token.to_owned()
+            Node::Float(token.parse().unwrap_or(f64::NAN))
         } else {
-            digits.to_owned()
-        }))
+            Node::Int(token)
+        })
     }
 
-    fn string(&mut self) -> Result<String, ParseError> {
+    /// A string token: checked (control characters, escapes) and measured, not copied.
+    fn string(&mut self) -> Result<Str<'a>, ParseError> {
         let open = self.i;
         self.i += 1;
-        let mut out = String::with_capacity(self.raw_string_len());
+        let content = self.i;
+        let mut len = 0;
+        let mut escaped = false;
         loop {
             let run_start = self.i;
             // Jump to the next quote or backslash; a raw control character before it is
@@ -254,7 +545,7 @@ impl Parser<'_> {
                 Some(n) => run_start + n,
                 None => stop,
             };
-            out.push_str(&self.text[run_start..self.i]);
+            len += self.i - run_start;
             match self.s.get(self.i) {
                 None => {
                     return Err(ParseError {
@@ -263,108 +554,28 @@ impl Parser<'_> {
                     });
                 }
                 Some(b'"') => {
+                    let raw = &self.text[content..self.i];
                     self.i += 1;
-                    return Ok(out);
+                    return Ok(Str { raw, len, escaped });
                 }
-                Some(b'\\') => self.escape(&mut out)?,
+                Some(b'\\') => {
+                    let (c, next) = unescape(self.s, self.i)?;
+                    len += c.len_utf8();
+                    escaped = true;
+                    self.i = next;
+                }
                 Some(_) => return Err(self.error(ErrorKind::InvalidControl)),
             }
         }
     }
 
-    /// The raw length of the string starting at `self.i` (just past its opening quote), up
-    /// to its closing quote or the end of the text: the decoded string is never longer,
-    /// so one allocation of this size holds it.
-    fn raw_string_len(&self) -> usize {
-        let rest = &self.s[self.i..];
-        let mut at = 0;
-        while let Some(n) = memchr::memchr2(b'"', b'\\', &rest[at..]) {
-            at += n;
-            if rest[at] == b'"' {
-                return at;
-            }
-            at += 2; // a backslash and the character it escapes
-            if at >= rest.len() {
-                break;
-            }
-        }
-        rest.len()
-    }
-
-    fn escape(&mut self, out: &mut String) -> Result<(), ParseError> {
-        let at = self.i;
-        self.i += 1;
-        let c = match self.s.get(self.i) {
-            None => {
-                return Err(ParseError {
-                    kind: ErrorKind::UnterminatedString,
-                    offset: at,
-                });
-            }
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                self.i += 1;
-                let hi = self.hex4()?;
-                let c = if (0xD800..0xDC00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
-                    let save = self.i;
-                    self.i += 2;
-                    let lo = self.hex4()?;
-                    if (0xDC00..0xE000).contains(&lo) {
-                        char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
-                    } else {
-                        self.i = save;
-                        None
-                    }
-                } else {
-                    char::from_u32(hi)
-                };
-                // Python keeps a lone surrogate in the string and fails later when it
-                // encodes it; a Rust string cannot hold one, so it becomes U+FFFD. The line
-                // still parses, so it is classified as the reference classifies it.
-                out.push(c.unwrap_or(char::REPLACEMENT_CHARACTER));
-                return Ok(());
-            }
-            Some(_) => {
-                return Err(ParseError {
-                    kind: ErrorKind::InvalidEscape,
-                    offset: at,
-                });
-            }
-        };
-        out.push(c);
-        self.i += 1;
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> Result<u32, ParseError> {
-        let digits = self
-            .s
-            .get(self.i..self.i + 4)
-            .filter(|d| d.iter().all(u8::is_ascii_hexdigit));
-        let digits = digits.ok_or(ParseError {
-            kind: ErrorKind::InvalidUnicodeEscape,
-            offset: self.i - 2,
-        })?;
-        self.i += 4;
-        Ok(digits.iter().fold(0, |acc, d| {
-            acc * 16 + char::from(*d).to_digit(16).unwrap_or(0)
-        }))
-    }
-
-    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn array(&mut self, depth: usize) -> Result<Node<'a>, ParseError> {
         self.i += 1;
         let mut items = Vec::new();
         self.skip_ws();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::Array(items));
+            return Ok(Node::Array(items));
         }
         loop {
             self.skip_ws();
@@ -374,20 +585,20 @@ impl Parser<'_> {
                 Some(b',') => self.i += 1,
                 Some(b']') => {
                     self.i += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(Node::Array(items));
                 }
                 _ => return Err(self.error(ErrorKind::ExpectingComma)),
             }
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn object(&mut self, depth: usize) -> Result<Node<'a>, ParseError> {
         self.i += 1;
-        let mut map = Map::new();
+        let mut members = Vec::new();
         self.skip_ws();
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
-            return Ok(Value::Object(map));
+            return Ok(Node::Object(members));
         }
         loop {
             self.skip_ws();
@@ -401,15 +612,13 @@ impl Parser<'_> {
             }
             self.i += 1;
             self.skip_ws();
-            let value = self.value(depth + 1)?;
-            // Python's dict: a repeated key keeps its first position and takes the last value.
-            map.insert(key, value);
+            members.push((key, self.value(depth + 1)?));
             self.skip_ws();
             match self.s.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(Node::Object(members));
                 }
                 _ => return Err(self.error(ErrorKind::ExpectingComma)),
             }
@@ -512,31 +721,51 @@ fn write_scalar(out: &mut String, v: &Value) {
 }
 
 /// A JSON string with Python's escapes; non-ASCII stays raw (`ensure_ascii=False`).
-fn write_string(out: &mut String, s: &str) {
+/// serde_json escapes the same way, so its output and this one are byte-identical.
+pub fn write_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
+    let bytes = s.as_bytes();
     let mut run = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0C => "\\f",
-            0..=0x1F => "",
-            _ => continue,
-        };
-        out.push_str(&s[run..i]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(escape);
+    while let Some(n) = first_special(&bytes[run..]) {
+        let at = run + n;
+        out.push_str(&s[run..at]);
+        let b = bytes[at];
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0C => out.push_str("\\f"),
+            _ => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
         }
-        run = i + 1;
+        run = at + 1;
     }
     out.push_str(&s[run..]);
     out.push('"');
+}
+
+/// The position of the first byte a JSON string must escape: a quote, a backslash or a
+/// control character; 32 bytes at a time, like [`first_control`].
+fn first_special(bytes: &[u8]) -> Option<usize> {
+    let special = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    let mut chunks = bytes.chunks_exact(32);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |any, &b| any | special(b)) {
+            return chunk.iter().position(|&b| special(b)).map(|n| base + n);
+        }
+        base += 32;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| special(b))
+        .map(|n| base + n)
 }
 
 /// Python's `repr(float)` as `json.dumps` prints it.
@@ -860,5 +1089,41 @@ mod tests {
         }
         assert!(!is_py_whitespace('\u{200b}'));
         assert!(is_blank("") && is_blank("\u{3000}\u{a0}\t") && !is_blank("\u{200b}"));
+    }
+
+    /// The borrowed tree reads like the owned value: lookups decode keys, the last of
+    /// repeated keys wins, lengths count decoded UTF-8 bytes, nothing is decoded twice.
+    #[test]
+    fn borrowed_strings_read_like_decoded_ones() {
+        let text = r#"{"t\u0079pe": "a", "k": 1, "k": "\ud83d\ude00\n\ud800x", "w": " \u3000\t", "v": "\u200b"}"#;
+        let node = parse_borrowed(text).unwrap();
+        let s = |key: &str| *node.get(key).and_then(Node::as_str).unwrap();
+        assert_eq!(s("type").decode(), "a");
+        assert!(matches!(s("type").decode(), Cow::Borrowed(_)));
+        let k = s("k");
+        assert_eq!(k.decode(), "😀\n\u{FFFD}x");
+        assert_eq!(k.len(), k.decode().len());
+        assert!(k.is("😀\n\u{FFFD}x") && !k.is("😀"));
+        assert_eq!(
+            (k.head(4), k.head(3), k.tail(5), k.tail(1)),
+            ("😀".into(), "".into(), "\n\u{FFFD}x".into(), "x".into())
+        );
+        assert!(s("w").is_blank() && !s("v").is_blank() && !k.is_blank());
+        let value = node.to_value();
+        assert_eq!(
+            value.get("k").and_then(Value::as_str),
+            k.decode().as_ref().into()
+        );
+        assert_eq!(
+            to_sorted_compact(&value),
+            "{\"k\": \"😀\\n\u{FFFD}x\", \"type\": \"a\", \"v\": \"\u{200b}\", \"w\": \" \u{3000}\\t\"}"
+        );
+        // Integers keep their text; `-0` is canonical only in the owned value.
+        let node = parse_borrowed("[-0, 12345678901234567890]").unwrap();
+        assert_eq!(node.as_array().map(<[Node]>::len), Some(2));
+        assert_eq!(
+            to_sorted_compact(&node.to_value()),
+            "[0, 12345678901234567890]"
+        );
     }
 }
