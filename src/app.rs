@@ -128,7 +128,7 @@ fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        mcp::serve(rmcp::transport::stdio(), shutdown, move || {
+        mcp::serve(mcp::stdio(), shutdown, move || {
             Service::start(workspace, &store)
         })
         .await

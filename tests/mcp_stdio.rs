@@ -277,3 +277,46 @@ async fn an_invalid_workspace_still_serves_and_says_why() {
     );
     client.cancel().await.expect("clean shutdown");
 }
+
+/// A read large enough to be compacted, printed and escaped on two threads answers
+/// exactly what the same lines read one at a time (the single-thread path) answer.
+#[tokio::test]
+async fn a_large_read_equals_its_lines_read_one_by_one() {
+    let ws = Workspace::example();
+    let awkward = "quote \\\" backslash \\\\ newline \\n é 😀 \\u2028 \\ud83d\\ude00 \\ud800";
+    let session: String = (0..2000)
+        .map(|i| match i % 4 {
+            0 => format!(
+                "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"content\":\"{}\"}}]}}}}\n",
+                format!("{awkward} {i} ").repeat(40)
+            ),
+            1 => format!(
+                "{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{awkward} {i}\"}},{{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{{\"command\":\"{}\"}}}}]}}}}\n",
+                "x".repeat(i % 700)
+            ),
+            2 => format!("{{\"type\":\"system\",\"subtype\":\"s{i}\"}} trailing\n"),
+            _ => format!("{{\"type\":\"user\",\"message\":\"{awkward} {i}\"}}\n"),
+        })
+        .collect();
+    ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/large.jsonl"),
+        session,
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).unwrap();
+    rows.push_str("{\"session_ref\": \"S0009\", \"source\": \"claude-code\", \"source_session_id\": \"large\", \"session_path\": \"sessions/claude-code/large.jsonl\", \"target_start_line\": 1, \"target_end_line\": 1, \"turns\": []}\n");
+    ws.write(&index, rows);
+    let client = connect(&ws).await;
+
+    let whole = call(&client, "read_session_lines", read_args("S0009", 1, 2000)).await;
+    assert!(text(&whole).len() > 1 << 20, "large enough for the parallel paths");
+    let whole = ok_json(&whole);
+    let records = whole["records"].as_array().expect("records");
+    assert_eq!(records.len(), 2000);
+    for (i, record) in records.iter().enumerate() {
+        let line = i as i64 + 1;
+        let one = ok_json(&call(&client, "read_session_lines", read_args("S0009", line, line)).await);
+        assert_eq!(&one["records"][0], record, "line {line}");
+    }
+    client.cancel().await.expect("clean shutdown");
+}

@@ -5,6 +5,7 @@
 //! server sends them; argument problems are `isError` results naming the argument.
 
 pub mod args;
+mod stdio;
 
 use std::sync::{Arc, Mutex};
 
@@ -412,10 +413,11 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        let result = self
-            .call(move |service| service.read_session_lines(&request))
+        // Printed on the blocking pool too: a 2000-line answer is over a megabyte.
+        let text = self
+            .call(move |service| service.read_session_lines(&request).to_pretty_json())
             .await?;
-        text_result(&result)
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
 
@@ -457,6 +459,13 @@ impl ServerHandler for Server {
         let context = ToolCallContext::new(self, request, context);
         self.tool_router.call(context).await
     }
+}
+
+/// This process's stdin and stdout as an MCP transport (see [`stdio`]); call it inside
+/// the runtime that serves.
+pub fn stdio() -> impl rmcp::transport::Transport<RoleServer, Error = std::io::Error> + 'static {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    stdio::Stdio::new(read, write)
 }
 
 /// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.
