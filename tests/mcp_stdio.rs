@@ -309,13 +309,23 @@ async fn a_large_read_equals_its_lines_read_one_by_one() {
     let client = connect(&ws).await;
 
     let whole = call(&client, "read_session_lines", read_args("S0009", 1, 2000)).await;
-    assert!(text(&whole).len() > 1 << 20, "large enough for the parallel paths");
+    assert!(
+        text(&whole).len() > 1 << 20,
+        "large enough for the parallel paths"
+    );
     let whole = ok_json(&whole);
     let records = whole["records"].as_array().expect("records");
     assert_eq!(records.len(), 2000);
     for (i, record) in records.iter().enumerate() {
         let line = i as i64 + 1;
-        let one = ok_json(&call(&client, "read_session_lines", read_args("S0009", line, line)).await);
+        let one = ok_json(
+            &call(
+                &client,
+                "read_session_lines",
+                read_args("S0009", line, line),
+            )
+            .await,
+        );
         assert_eq!(&one["records"][0], record, "line {line}");
     }
     client.cancel().await.expect("clean shutdown");
