@@ -1,12 +1,14 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server runs it (positioned read, check, compact on two threads), printing its
-//! result, and escaping that text into a JSON-RPC envelope as rmcp does.
+//! the server answers it (`read_session_text`: chunks read, checked, compacted and
+//! printed with their JSON string form on two threads) and, for comparison, the records
+//! path printed afterwards.
 //!
 //! Uses the workspace `tools/bench.py read` generates (200 MB session):
 //!   tools/.venv/bin/python tools/bench.py read && cargo bench --bench read_path
 //! or `cargo bench --bench read_path -- <workspace>`. `GAP_MS=5` sleeps between reads,
-//! as a server idles between calls (on this VM that costs 1-2 ms of wake-up).
+//! as a server idles between calls (on this VM the second thread then starts 1-2 ms
+//! late). `PROFILE=1` only repeats the server's path, for `perf record`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -72,25 +74,27 @@ fn main() {
         .ok()
         .and_then(|g| g.parse().ok())
         .map_or(Duration::ZERO, Duration::from_millis);
-    let (mut read, mut print, mut envelope) = (Vec::new(), Vec::new(), Vec::new());
+    if std::env::var_os("PROFILE").is_some() {
+        // For `perf record`: the server's path and nothing else.
+        for _ in 0..300 {
+            std::thread::sleep(gap);
+            std::hint::black_box(service.read_session_text(&request));
+        }
+        return;
+    }
+    let (mut text, mut records) = (Vec::new(), Vec::new());
     for _ in 0..60 {
         std::thread::sleep(gap);
         let t = Instant::now();
-        let result = service.read_session_lines(&request);
-        read.push(t.elapsed());
+        std::hint::black_box(service.read_session_text(&request));
+        text.push(t.elapsed());
+        std::thread::sleep(gap);
         let t = Instant::now();
-        let text = result.to_pretty_json();
-        print.push(t.elapsed());
-        let t = Instant::now();
-        let content = serde_json::json!([{"type": "text", "text": text}]);
-        let mut out = Vec::new();
-        let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": content, "isError": false}});
-        serde_json::to_writer(&mut out, &message).expect("encodable");
-        envelope.push(t.elapsed());
+        std::hint::black_box(service.read_session_lines(&request).to_pretty_json());
+        records.push(t.elapsed());
     }
-    print_stats("read (2 threads)", &mut read);
-    print_stats("print result", &mut print);
-    print_stats("JSON-RPC envelope", &mut envelope);
+    print_stats("text (server path)", &mut text);
+    print_stats("records, then printed", &mut records);
 }
 
 fn report(name: &str, runs: usize, f: impl Fn()) {

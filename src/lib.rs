@@ -14,6 +14,7 @@ pub mod fsutil;
 pub mod import;
 pub mod lines;
 pub mod mcp;
+pub mod parallel;
 pub mod progress;
 pub mod pyjson;
 pub mod read;

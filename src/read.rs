@@ -4,18 +4,20 @@
 //! exactly those bytes, and every line is checked against its stored SHA-256. The cost
 //! depends on the lines asked for, not on the session's size.
 
-use std::borrow::Cow;
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::compact::{self, CompactRecord};
 use crate::lines::{self, LineEntry};
+use crate::parallel;
 use crate::pyjson::py_repr;
 use crate::store::{FileState, Lookup, Store, StoreError};
 use crate::workspace::Unknown;
+use pretty::Sink as _;
 
 /// Most lines one compact read may return.
 pub const COMPACT_CAP: i64 = 2000;
@@ -132,56 +134,184 @@ const REIMPORT_HINT: &str =
 
 /// Answers one read from `store`; session files are found under `root`.
 pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> ReadResult {
-    match try_read(store, root, req) {
-        Ok(result) => result,
-        Err(e) => ReadResult::invalid(
-            "session_ref",
-            format!("the evidence store could not be read: {e}"),
-            "run `evidence-store import` again; if it persists, remove the store and import",
-        ),
+    let plan = match plan(store, root, req) {
+        Planned::Read(plan) => plan,
+        Planned::Answer(answer) => return answer,
+    };
+    let records = match req.mode {
+        Mode::Compact => plan
+            .map_lines(|line, entry, text| plan.compact(line, entry, text))
+            .map(Records::Compact),
+        Mode::Full => plan.map_lines(full_record).map(Records::Full),
+    };
+    match records {
+        Ok(records) => ReadResult::Ok(plan.ok(req, records)),
+        Err(failure) => plan.failed(req, failure),
     }
 }
 
-fn try_read(store: &Store, root: &Path, req: &ReadRequest) -> Result<ReadResult, StoreError> {
+/// A read's answer as tool-result text: [`ReadResult::to_pretty_json`] of
+/// [`read_session_lines`]'s result, and that text as a JSON string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadText {
+    /// The result printed as prompt-diary prints it.
+    pub text: String,
+    /// `text` encoded as a JSON string, quotes included: what a JSON writer embeds (an
+    /// MCP transport, say). Made here because it costs little alongside the printing,
+    /// which runs on two threads, and a megabyte of it costs about a millisecond alone.
+    pub json_string: String,
+}
+
+impl From<&ReadResult> for ReadText {
+    fn from(result: &ReadResult) -> Self {
+        let (mut text, mut json_string) = (String::new(), String::from('"'));
+        let mut out = pretty::Both {
+            text: &mut text,
+            json: &mut json_string,
+        };
+        match result {
+            ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
+            ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
+        }
+        json_string.push('"');
+        ReadText { text, json_string }
+    }
+}
+
+/// [`read_session_lines`], printed. A large read is printed as it is read: each chunk of
+/// lines is checked, compacted, printed and escaped by whichever thread claims it, and
+/// no record outlives its chunk.
+pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> ReadText {
+    let plan = match plan(store, root, req) {
+        Planned::Read(plan) => plan,
+        Planned::Answer(answer) => return ReadText::from(&answer),
+    };
+    let printed = match req.mode {
+        Mode::Compact => plan.print_lines(|out, line, entry, text| {
+            pretty::compact(out, &plan.compact(line, entry, text), 4);
+        }),
+        Mode::Full => plan.print_lines(|out, line, entry, text| {
+            pretty::full(out, &full_record(line, entry, text), 4);
+        }),
+    };
+    match printed {
+        Ok(pieces) => {
+            let head = plan.ok(req, Records::Full(Vec::new()));
+            assemble(&head, &pieces)
+        }
+        Err(failure) => ReadText::from(&plan.failed(req, failure)),
+    }
+}
+
+/// The answer's text from the printed records: the result's members, then the records
+/// array made of `pieces` (items each preceded by a separator), then the end of the
+/// object; the same for the JSON string form.
+fn assemble(head: &ReadOk, pieces: &[Printed]) -> ReadText {
+    let (text_len, json_len) = pieces
+        .iter()
+        .fold((0, 0), |(t, j), p| (t + p.text.len(), j + p.json.len()));
+    let mut text = String::with_capacity(text_len + 1024);
+    let mut json_string = String::with_capacity(json_len + 1024);
+    json_string.push('"');
+    let mut out = pretty::Both {
+        text: &mut text,
+        json: &mut json_string,
+    };
+    pretty::ok_members(&mut out, head);
+    let mut items = pieces.iter().filter(|p| !p.text.is_empty()).peekable();
+    if items.peek().is_none() {
+        out.plain("[]");
+    } else {
+        for (i, piece) in items.enumerate() {
+            // The first item's separator, a comma, becomes the array's opening.
+            let skip = usize::from(i == 0);
+            if i == 0 {
+                out.plain("[");
+            }
+            out.text.push_str(&piece.text[skip..]);
+            out.json.push_str(&piece.json[skip..]);
+        }
+        out.newline(2);
+        out.plain("]");
+    }
+    pretty::close_ok(&mut out);
+    json_string.push('"');
+    ReadText { text, json_string }
+}
+
+/// Records printed from one chunk of lines, as text and as JSON string content.
+#[derive(Default)]
+struct Printed {
+    text: String,
+    json: String,
+}
+
+/// Either the lines to read or the answer without reading them.
+enum Planned {
+    Read(Plan),
+    Answer(ReadResult),
+}
+
+/// A validated read: the session file and the stored entries of the requested lines.
+struct Plan {
+    path: PathBuf,
+    source: String,
+    first_line: u64,
+    entries: Vec<LineEntry>,
+}
+
+fn plan(store: &Store, root: &Path, req: &ReadRequest) -> Planned {
+    match try_plan(store, root, req) {
+        Ok(planned) => planned,
+        Err(e) => Planned::Answer(ReadResult::invalid(
+            "session_ref",
+            format!("the evidence store could not be read: {e}"),
+            "run `evidence-store import` again; if it persists, remove the store and import",
+        )),
+    }
+}
+
+fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, StoreError> {
     let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
+    let answer = |result: ReadResult| Ok(Planned::Answer(result));
     let reader = store.reader()?;
     if reader.workspace()?.is_none() {
         return Err(StoreError::NotImported);
     }
     if reader.project(project_key)?.is_none() {
-        return Ok(Unknown::project(project_key).into());
+        return answer(Unknown::project(project_key).into());
     }
     let Some(record) = reader.session(project_key, session_ref)? else {
-        return Ok(Unknown::session(project_key, session_ref).into());
+        return answer(Unknown::session(project_key, session_ref).into());
     };
     let missing = || {
-        ReadResult::invalid(
+        Ok(Planned::Answer(ReadResult::invalid(
             "session_ref",
             format!(
                 "session file for session_ref {} is missing from the prepared workspace",
                 py_repr(session_ref)
             ),
             "ensure the prepared workspace still contains the copied session file",
-        )
+        )))
     };
     let path = root
         .join("projects")
         .join(project_key)
         .join(&record.session.session_path);
     let FileState::Indexed(file) = &record.file else {
-        return Ok(missing());
+        return missing();
     };
     let Ok(meta) = std::fs::metadata(&path) else {
-        return Ok(missing());
+        return missing();
     };
     if !meta.is_file() {
-        return Ok(missing());
+        return missing();
     }
     if meta.len() != file.size {
-        return Ok(changed(session_ref, "its size changed"));
+        return answer(changed(session_ref, "its size changed"));
     }
     if let Some(problem) = check_range(req, file.lines) {
-        return Ok(problem);
+        return answer(problem);
     }
     // Validated: 1 <= start <= end <= lines.
     let (first, last) = (req.start_line as u64, req.end_line as u64);
@@ -193,33 +323,12 @@ fn try_read(store: &Store, root: &Path, req: &ReadRequest) -> Result<ReadResult,
             path.display()
         )));
     }
-    Ok(
-        match read_records(&path, req, &record.session.source, first, &entries) {
-            Ok(records) => ReadResult::Ok(ReadOk {
-                status: "ok",
-                project_key: req.project_key.clone(),
-                session_ref: req.session_ref.clone(),
-                line_range: LineRange {
-                    start: req.start_line,
-                    end: req.end_line,
-                },
-                mode: req.mode.name(),
-                records,
-            }),
-            Err(ReadFailure::Io(e)) => ReadResult::invalid(
-                "session_ref",
-                format!(
-                    "session file for session_ref {} could not be read: {e}",
-                    py_repr(session_ref)
-                ),
-                "ensure the prepared workspace still contains the copied session file",
-            ),
-            Err(ReadFailure::Changed(line)) => changed(
-                session_ref,
-                &format!("line {line} no longer matches its recorded SHA-256"),
-            ),
-        },
-    )
+    Ok(Planned::Read(Plan {
+        path,
+        source: record.session.source,
+        first_line: first,
+        entries,
+    }))
 }
 
 fn changed(session_ref: &str, what: &str) -> ReadResult {
@@ -285,105 +394,199 @@ enum ReadFailure {
     Changed(u64),
 }
 
-/// Below this many bytes a read is processed on one thread.
+/// Lines are read and processed in chunks of about this many bytes (a longer line is a
+/// chunk of its own): small enough that two threads share a read evenly and that memory
+/// stays bounded by the longest line, not by the range.
+const CHUNK_BYTES: u64 = 64 << 10;
+/// Below this many bytes a read is one chunk, processed on the calling thread.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
 
-/// One positioned read of the bytes spanning `entries`; then every line is checked
-/// against its digest and turned into a record, on two threads for large reads.
-fn read_records(
-    path: &Path,
-    req: &ReadRequest,
-    source: &str,
-    first_line: u64,
-    entries: &[LineEntry],
-) -> Result<Records, ReadFailure> {
-    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(Records::Full(Vec::new()));
-    };
-    let base = first.offset;
-    let span = usize::try_from(last.offset + last.len - base)
-        .map_err(|_| ReadFailure::Changed(first_line))?;
-    let mut buf = vec![0u8; span];
-    File::open(path)
-        .and_then(|f| f.read_exact_at(&mut buf, base))
-        .map_err(ReadFailure::Io)?;
+impl Plan {
+    fn compact(&self, line: u64, entry: &LineEntry, text: &str) -> CompactRecord {
+        compact::compact_line(
+            text,
+            line,
+            &self.source,
+            entry.decoded_len,
+            lines::hex(&entry.sha256),
+        )
+    }
 
-    // The line's text, decoded once and checked against the stored digest and length.
-    let checked = |line: u64, entry: &LineEntry| -> Result<Cow<'_, str>, ReadFailure> {
-        let at = (entry.offset - base) as usize;
-        let bytes = buf
-            .get(at..at + entry.len as usize)
-            .ok_or(ReadFailure::Changed(line))?;
-        let (text, sha, decoded_len) = lines::decode_and_hash(bytes);
-        if sha != entry.sha256 || decoded_len != entry.decoded_len {
-            return Err(ReadFailure::Changed(line));
+    fn ok(&self, req: &ReadRequest, records: Records) -> ReadOk {
+        ReadOk {
+            status: "ok",
+            project_key: req.project_key.clone(),
+            session_ref: req.session_ref.clone(),
+            line_range: LineRange {
+                start: req.start_line,
+                end: req.end_line,
+            },
+            mode: req.mode.name(),
+            records,
         }
-        Ok(text)
-    };
-    let numbered: Vec<(u64, &LineEntry)> = (first_line..).zip(entries).collect();
-    Ok(match req.mode {
-        Mode::Compact => Records::Compact(par_map(&numbered, span as u64, |line, entry| {
-            let text = checked(line, entry)?;
-            Ok(compact::compact_line(
-                &text,
-                line,
-                source,
-                entry.decoded_len,
-                lines::hex(&entry.sha256),
-            ))
-        })?),
-        Mode::Full => Records::Full(par_map(&numbered, span as u64, |line, entry| {
-            Ok(FullRecord {
-                line,
-                raw_line: checked(line, entry)?.into_owned(),
-                raw_bytes: entry.decoded_len,
-                raw_sha256: lines::hex(&entry.sha256),
+    }
+
+    fn failed(&self, req: &ReadRequest, failure: ReadFailure) -> ReadResult {
+        match failure {
+            ReadFailure::Io(e) => ReadResult::invalid(
+                "session_ref",
+                format!(
+                    "session file for session_ref {} could not be read: {e}",
+                    py_repr(&req.session_ref)
+                ),
+                "ensure the prepared workspace still contains the copied session file",
+            ),
+            ReadFailure::Changed(line) => changed(
+                &req.session_ref,
+                &format!("line {line} no longer matches its recorded SHA-256"),
+            ),
+        }
+    }
+
+    /// The entries split into runs of adjacent lines of about [`CHUNK_BYTES`] each; one
+    /// run when the read is small.
+    fn chunks(&self) -> Vec<Range<usize>> {
+        let entries = &self.entries;
+        let total = match (entries.first(), entries.last()) {
+            (Some(first), Some(last)) => last.offset + last.len - first.offset,
+            _ => return Vec::new(),
+        };
+        if total < PARALLEL_MIN_BYTES {
+            let whole = 0..entries.len();
+            return vec![whole];
+        }
+        let mut chunks = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (i, entry) in entries.iter().enumerate() {
+            bytes += entry.len;
+            if bytes >= CHUNK_BYTES {
+                chunks.push(start..i + 1);
+                (start, bytes) = (i + 1, 0);
+            }
+        }
+        if start < entries.len() {
+            chunks.push(start..entries.len());
+        }
+        chunks
+    }
+
+    /// What `per_chunk` makes of each chunk's lines, in chunk order. Chunks are claimed
+    /// by the calling thread and a helper ([`parallel::map_claimed`]); each is one
+    /// positioned read of exactly its lines' bytes. Of several failures, the first
+    /// line's is reported.
+    fn map_chunks<T: Send>(
+        &self,
+        per_chunk: impl Fn(&ChunkLines<'_>) -> Result<T, ReadFailure> + Sync,
+    ) -> Result<Vec<T>, ReadFailure> {
+        let file = File::open(&self.path).map_err(ReadFailure::Io)?;
+        let chunks = self.chunks();
+        let results = parallel::map_claimed(chunks.len(), Vec::new, |buf: &mut Vec<u8>, i| {
+            let range = chunks[i].clone();
+            let lines = ChunkLines {
+                first_line: self.first_line + range.start as u64,
+                entries: &self.entries[range],
+                bytes: &[],
+            };
+            lines.read(&file, buf)?;
+            per_chunk(&ChunkLines {
+                bytes: buf,
+                ..lines
             })
-        })?),
-    })
+        });
+        results.into_iter().collect()
+    }
+
+    /// `make` applied to every requested line, in order.
+    fn map_lines<T: Send>(
+        &self,
+        make: impl Fn(u64, &LineEntry, &str) -> T + Sync,
+    ) -> Result<Vec<T>, ReadFailure> {
+        let chunks = self.map_chunks(|lines| {
+            let mut out = Vec::new();
+            lines.for_each(|line, entry, text| out.push(make(line, entry, text)))?;
+            Ok(out)
+        })?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
+    /// Every requested line printed by `print` as an item of the records array, chunk by
+    /// chunk, each item preceded by its separator (`,`, a line break and 4 spaces).
+    fn print_lines(
+        &self,
+        print: impl Fn(&mut pretty::Both<'_>, u64, &LineEntry, &str) + Sync,
+    ) -> Result<Vec<Printed>, ReadFailure> {
+        self.map_chunks(|lines| {
+            let mut printed = Printed::default();
+            let mut out = pretty::Both {
+                text: &mut printed.text,
+                json: &mut printed.json,
+            };
+            lines.for_each(|line, entry, line_text| {
+                out.plain(",");
+                out.newline(4);
+                print(&mut out, line, entry, line_text);
+            })?;
+            Ok(printed)
+        })
+    }
 }
 
-/// Maps `f` over `items` in order, splitting the work in two when there is enough of it.
-fn par_map<T: Send>(
-    items: &[(u64, &LineEntry)],
-    total_bytes: u64,
-    f: impl Fn(u64, &LineEntry) -> Result<T, ReadFailure> + Sync,
-) -> Result<Vec<T>, ReadFailure> {
-    let run = |part: &[(u64, &LineEntry)]| {
-        part.iter()
-            .map(|(line, entry)| f(*line, entry))
-            .collect::<Result<Vec<T>, _>>()
-    };
-    if total_bytes < PARALLEL_MIN_BYTES || items.len() < 2 {
-        return run(items);
+/// A run of adjacent requested lines and, once read, their bytes.
+struct ChunkLines<'a> {
+    first_line: u64,
+    entries: &'a [LineEntry],
+    /// The file's bytes from the first entry's offset to the last entry's end.
+    bytes: &'a [u8],
+}
+
+impl ChunkLines<'_> {
+    /// Reads the bytes spanning the entries into `buf`, reusing its allocation.
+    fn read(&self, file: &File, buf: &mut Vec<u8>) -> Result<(), ReadFailure> {
+        buf.clear();
+        let (Some(first), Some(last)) = (self.entries.first(), self.entries.last()) else {
+            return Ok(());
+        };
+        let span = usize::try_from(last.offset + last.len - first.offset)
+            .map_err(|_| ReadFailure::Changed(self.first_line))?;
+        buf.resize(span, 0);
+        file.read_exact_at(buf, first.offset)
+            .map_err(ReadFailure::Io)
     }
-    // Split where half the bytes are, so both threads get equal work.
-    let mut acc = 0;
-    let split = items
-        .iter()
-        .position(|(_, e)| {
-            acc += e.len;
-            acc * 2 >= total_bytes
-        })
-        .map_or(items.len() / 2, |i| (i + 1).clamp(1, items.len() - 1));
-    let (left, right) = items.split_at(split);
-    std::thread::scope(|scope| {
-        let other = scope.spawn(|| run(right));
-        let mut out = run(left)?;
-        match other.join() {
-            Ok(rest) => out.extend(rest?),
-            // Record building does not panic; if it ever did, redo the work here.
-            Err(_) => out.extend(run(right)?),
+
+    /// Calls `f` with each line's number, entry and text, in order, after checking the
+    /// text against the entry's stored digest and decoded length.
+    fn for_each(&self, mut f: impl FnMut(u64, &LineEntry, &str)) -> Result<(), ReadFailure> {
+        let base = self.entries.first().map_or(0, |e| e.offset);
+        for (line, entry) in (self.first_line..).zip(self.entries) {
+            let at = (entry.offset - base) as usize;
+            let bytes = self
+                .bytes
+                .get(at..at + entry.len as usize)
+                .ok_or(ReadFailure::Changed(line))?;
+            let (text, sha, decoded_len) = lines::decode_and_hash(bytes);
+            if sha != entry.sha256 || decoded_len != entry.decoded_len {
+                return Err(ReadFailure::Changed(line));
+            }
+            f(line, entry, &text);
         }
-        Ok(out)
-    })
+        Ok(())
+    }
+}
+
+fn full_record(line: u64, entry: &LineEntry, text: &str) -> FullRecord {
+    FullRecord {
+        line,
+        raw_line: text.to_owned(),
+        raw_bytes: entry.decoded_len,
+        raw_sha256: lines::hex(&entry.sha256),
+    }
 }
 
 impl ReadResult {
     /// The result as prompt-diary prints a tool result: JSON indented by two spaces,
     /// byte-identical to `serde_json::to_string_pretty` of this value. Written directly
-    /// rather than through serde (a 2000-line read prints over a megabyte), and on two
-    /// threads when there are many records.
+    /// rather than through serde; the server prints large reads chunk by chunk instead
+    /// ([`read_session_text`]).
     pub fn to_pretty_json(&self) -> String {
         let mut out = String::new();
         match self {
@@ -397,80 +600,27 @@ impl ReadResult {
 /// Pretty JSON writers for the read result's shapes. Each writes a value whose first line
 /// continues the current one and whose inner lines are indented from `indent`.
 mod pretty {
-    use std::fmt::Write as _;
-
     use super::{CompactRecord, FullRecord, Invalid, ReadOk, Records};
     use crate::compact::{ToolResult, ToolUse};
-    use crate::pyjson::write_string;
+    use crate::pyjson::{write_string, write_string_content_twice};
 
-    /// Below this many bytes of text the records are printed on one thread.
-    const PARALLEL_MIN_BYTES: usize = 256 << 10;
+    /// Where printed JSON goes: a text, or a text and its JSON string form at once.
+    pub(super) trait Sink {
+        /// ASCII no JSON string escapes: punctuation, numbers, literals.
+        fn plain(&mut self, s: &str);
+        /// A line break, then `indent` spaces.
+        fn newline(&mut self, indent: usize);
+        /// `s` as a JSON string.
+        fn string(&mut self, s: &str);
 
-    /// An object being written: `{`, members, then `}` on its own line.
-    struct Object<'o> {
-        out: &'o mut String,
-        indent: usize,
-        empty: bool,
-    }
-
-    impl<'o> Object<'o> {
-        fn open(out: &'o mut String, indent: usize) -> Self {
-            out.push('{');
-            Object {
-                out,
-                indent,
-                empty: true,
-            }
-        }
-
-        /// Starts the member `key` and returns the output for its value.
-        fn key(&mut self, key: &str) -> &mut String {
-            self.out.push_str(if self.empty { "\n" } else { ",\n" });
-            self.empty = false;
-            spaces(self.out, self.indent + 2);
-            write_string(self.out, key);
-            self.out.push_str(": ");
-            self.out
-        }
-
-        fn str(&mut self, key: &str, value: &str) {
-            write_string(self.key(key), value);
-        }
-
-        fn opt_str(&mut self, key: &str, value: Option<&str>) {
-            match value {
-                Some(v) => self.str(key, v),
-                None => self.key(key).push_str("null"),
-            }
-        }
-
-        fn num(&mut self, key: &str, value: impl std::fmt::Display) {
-            let out = self.key(key);
-            let _ = write!(out, "{value}");
-        }
-
-        fn bool(&mut self, key: &str, value: bool) {
-            self.key(key).push_str(if value { "true" } else { "false" });
-        }
-
-        /// An array member whose items `item` writes at the given indent.
-        fn array<T>(&mut self, key: &str, items: &[T], item: impl Fn(&mut String, &T, usize)) {
-            let indent = self.indent + 2;
-            let out = self.key(key);
-            array(out, indent, items, item);
-        }
-
-        fn close(self) {
-            if !self.empty {
-                self.out.push('\n');
-                spaces(self.out, self.indent);
-            }
-            self.out.push('}');
+        fn integer(&mut self, n: impl itoa::Integer) {
+            self.plain(itoa::Buffer::new().format(n));
         }
     }
+
+    const SPACES: &str = "                                ";
 
     fn spaces(out: &mut String, n: usize) {
-        const SPACES: &str = "                                ";
         let mut n = n;
         while n > 0 {
             let k = n.min(SPACES.len());
@@ -479,28 +629,135 @@ mod pretty {
         }
     }
 
-    fn array<T>(
-        out: &mut String,
-        indent: usize,
-        items: &[T],
-        item: impl Fn(&mut String, &T, usize),
-    ) {
-        if items.is_empty() {
-            out.push_str("[]");
-            return;
+    impl Sink for String {
+        fn plain(&mut self, s: &str) {
+            self.push_str(s);
         }
-        out.push('[');
-        for (i, value) in items.iter().enumerate() {
-            out.push_str(if i == 0 { "\n" } else { ",\n" });
-            spaces(out, indent + 2);
-            item(out, value, indent + 2);
+
+        fn newline(&mut self, indent: usize) {
+            self.push('\n');
+            spaces(self, indent);
         }
-        out.push('\n');
-        spaces(out, indent);
-        out.push(']');
+
+        fn string(&mut self, s: &str) {
+            write_string(self, s);
+        }
     }
 
-    pub(super) fn invalid(out: &mut String, invalid: &Invalid) {
+    /// The text, and the content of the JSON string holding it, written side by side:
+    /// structure in both spellings, each value escaped once for the text and twice for
+    /// the string, so the text is never scanned a second time.
+    pub(super) struct Both<'t> {
+        pub text: &'t mut String,
+        pub json: &'t mut String,
+    }
+
+    impl Sink for Both<'_> {
+        fn plain(&mut self, s: &str) {
+            self.text.push_str(s);
+            self.json.push_str(s);
+        }
+
+        fn newline(&mut self, indent: usize) {
+            self.text.newline(indent);
+            self.json.push_str("\\n");
+            spaces(self.json, indent);
+        }
+
+        fn string(&mut self, s: &str) {
+            write_string(self.text, s);
+            self.json.push_str("\\\"");
+            write_string_content_twice(self.json, s);
+            self.json.push_str("\\\"");
+        }
+    }
+
+    /// An object being written: `{`, members, then `}` on its own line.
+    struct Object<'o, S: Sink> {
+        out: &'o mut S,
+        indent: usize,
+        empty: bool,
+    }
+
+    impl<'o, S: Sink> Object<'o, S> {
+        fn open(out: &'o mut S, indent: usize) -> Self {
+            out.plain("{");
+            Object {
+                out,
+                indent,
+                empty: true,
+            }
+        }
+
+        /// Starts the member `key` and returns the output for its value.
+        fn key(&mut self, key: &str) -> &mut S {
+            if !self.empty {
+                self.out.plain(",");
+            }
+            self.empty = false;
+            self.out.newline(self.indent + 2);
+            self.out.string(key);
+            self.out.plain(": ");
+            self.out
+        }
+
+        fn str(&mut self, key: &str, value: &str) {
+            self.key(key).string(value);
+        }
+
+        fn opt_str(&mut self, key: &str, value: Option<&str>) {
+            match value {
+                Some(v) => self.str(key, v),
+                None => self.key(key).plain("null"),
+            }
+        }
+
+        fn num(&mut self, key: &str, value: impl itoa::Integer) {
+            self.key(key).integer(value);
+        }
+
+        fn bool(&mut self, key: &str, value: bool) {
+            self.key(key).plain(if value { "true" } else { "false" });
+        }
+
+        /// An array member whose items `item` writes at the given indent.
+        fn array<T>(&mut self, key: &str, items: &[T], item: impl Fn(&mut S, &T, usize)) {
+            let indent = self.indent + 2;
+            let out = self.key(key);
+            array(out, indent, items, item);
+        }
+
+        fn close(self) {
+            if !self.empty {
+                self.out.newline(self.indent);
+            }
+            self.out.plain("}");
+        }
+    }
+
+    pub(super) fn array<S: Sink, T>(
+        out: &mut S,
+        indent: usize,
+        items: &[T],
+        item: impl Fn(&mut S, &T, usize),
+    ) {
+        if items.is_empty() {
+            out.plain("[]");
+            return;
+        }
+        out.plain("[");
+        for (i, value) in items.iter().enumerate() {
+            if i > 0 {
+                out.plain(",");
+            }
+            out.newline(indent + 2);
+            item(out, value, indent + 2);
+        }
+        out.newline(indent);
+        out.plain("]");
+    }
+
+    pub(super) fn invalid(out: &mut impl Sink, invalid: &Invalid) {
         let mut o = Object::open(out, 0);
         o.str("status", invalid.status);
         o.array("errors", &invalid.errors, |out, e, indent| {
@@ -513,7 +770,18 @@ mod pretty {
         o.close();
     }
 
-    pub(super) fn ok(out: &mut String, ok: &ReadOk) {
+    pub(super) fn ok<S: Sink>(out: &mut S, ok: &ReadOk) {
+        ok_members(out, ok);
+        match &ok.records {
+            Records::Compact(records) => array(out, 2, records, compact),
+            Records::Full(records) => array(out, 2, records, full),
+        }
+        close_ok(out);
+    }
+
+    /// The result object up to its `records` value: `{`, the other members, and
+    /// `"records": `. The array and [`close_ok`] follow.
+    pub(super) fn ok_members<S: Sink>(out: &mut S, ok: &ReadOk) {
         let mut o = Object::open(out, 0);
         o.str("status", ok.status);
         o.str("project_key", &ok.project_key);
@@ -526,89 +794,21 @@ mod pretty {
             range.close();
         }
         o.str("mode", ok.mode);
-        let out = o.key("records");
-        match &ok.records {
-            Records::Compact(records) => records_in_parallel(out, records, compact_size, compact),
-            Records::Full(records) => records_in_parallel(out, records, full_size, full),
-        }
-        o.close();
+        o.key("records");
     }
 
-    /// The `records` array at indent 2: its items printed in two halves of about equal
-    /// size when there is enough to print, joined in order.
-    fn records_in_parallel<T: Sync>(
-        out: &mut String,
-        records: &[T],
-        size: fn(&T) -> usize,
-        item: fn(&mut String, &T, usize),
-    ) {
-        let total: usize = records.iter().map(size).sum();
-        out.reserve(total + total / 2);
-        if total < PARALLEL_MIN_BYTES || records.len() < 2 {
-            array(out, 2, records, item);
-            return;
-        }
-        let mut acc = 0;
-        let split = records
-            .iter()
-            .position(|r| {
-                acc += size(r);
-                acc * 2 >= total
-            })
-            .map_or(records.len() / 2, |i| (i + 1).clamp(1, records.len() - 1));
-        let (left, right) = records.split_at(split);
-        let print = |part: &[T], out: &mut String| {
-            for value in part {
-                out.push_str(",\n    ");
-                item(out, value, 4);
-            }
-        };
-        // Items after the first are each preceded by ",\n" and the indent; the first
-        // item's comma is replaced by the array's opening.
-        let second = std::thread::scope(|scope| {
-            let other = scope.spawn(|| {
-                let mut text = String::with_capacity(total);
-                print(right, &mut text);
-                text
-            });
-            let start = out.len();
-            print(left, out);
-            out.replace_range(start..start + 1, "[");
-            other.join().ok()
-        });
-        match second {
-            Some(text) => out.push_str(&text),
-            // Printing does not panic; if it ever did, print the half here.
-            None => print(right, out),
-        }
-        out.push_str("\n  ]");
+    pub(super) fn close_ok(out: &mut impl Sink) {
+        out.newline(0);
+        out.plain("}");
     }
 
-    /// About the number of bytes a record's strings take.
-    fn compact_size(r: &CompactRecord) -> usize {
-        r.text_preview.as_ref().map_or(0, String::len)
-            + r.tool_uses
-                .iter()
-                .map(|u| u.input_summary.len())
-                .sum::<usize>()
-            + r.tool_results
-                .iter()
-                .map(|t| t.preview.len())
-                .sum::<usize>()
-            + 300
-    }
-
-    fn full_size(r: &FullRecord) -> usize {
-        r.raw_line.len() + 150
-    }
-
-    fn compact(out: &mut String, r: &CompactRecord, indent: usize) {
+    pub(super) fn compact<S: Sink>(out: &mut S, r: &CompactRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("record_type", &r.record_type);
         o.opt_str("role", r.role.as_deref());
         o.array("content_kinds", &r.content_kinds, |out, kind, _| {
-            write_string(out, kind)
+            out.string(kind)
         });
         o.str("summary", &r.summary);
         o.opt_str("text_preview", r.text_preview.as_deref());
@@ -620,7 +820,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_use(out: &mut String, u: &ToolUse, indent: usize) {
+    fn tool_use<S: Sink>(out: &mut S, u: &ToolUse, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("name", &u.name);
         o.str("input_summary", &u.input_summary);
@@ -628,7 +828,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_result(out: &mut String, t: &ToolResult, indent: usize) {
+    fn tool_result<S: Sink>(out: &mut S, t: &ToolResult, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("kind", t.kind);
         o.opt_str("status", t.status.as_deref());
@@ -640,7 +840,7 @@ mod pretty {
         o.close();
     }
 
-    fn full(out: &mut String, r: &FullRecord, indent: usize) {
+    pub(super) fn full<S: Sink>(out: &mut S, r: &FullRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("raw_line", &r.raw_line);
@@ -737,6 +937,13 @@ mod tests {
         ];
         for case in &cases {
             let expect = serde_json::to_string_pretty(case).unwrap();
+            // Printed with its JSON string form, side by side.
+            let both = ReadText::from(case);
+            assert!(
+                both.text == expect,
+                "text printed with its JSON string form"
+            );
+            assert!(both.json_string == serde_json::to_string(&expect).unwrap());
             let got = case.to_pretty_json();
             let at = got
                 .bytes()

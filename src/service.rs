@@ -9,7 +9,7 @@ use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
-use crate::read::{self, ReadRequest, ReadResult};
+use crate::read::{self, ReadRequest, ReadResult, ReadText};
 use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
@@ -66,6 +66,18 @@ impl Service {
         match &self.state {
             Ok(store) => read::read_session_lines(store, &self.root.path, request),
             Err(problem) => ReadResult::invalid("workspace", problem.clone(), WORKSPACE_HINT),
+        }
+    }
+
+    /// [`Service::read_session_lines`] as tool-result text (see [`read::ReadText`]).
+    pub fn read_session_text(&self, request: &ReadRequest) -> ReadText {
+        match &self.state {
+            Ok(store) => read::read_session_text(store, &self.root.path, request),
+            Err(problem) => ReadText::from(&ReadResult::invalid(
+                "workspace",
+                problem.clone(),
+                WORKSPACE_HINT,
+            )),
         }
     }
 

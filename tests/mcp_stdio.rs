@@ -283,29 +283,7 @@ async fn an_invalid_workspace_still_serves_and_says_why() {
 #[tokio::test]
 async fn a_large_read_equals_its_lines_read_one_by_one() {
     let ws = Workspace::example();
-    let awkward = "quote \\\" backslash \\\\ newline \\n é 😀 \\u2028 \\ud83d\\ude00 \\ud800";
-    let session: String = (0..2000)
-        .map(|i| match i % 4 {
-            0 => format!(
-                "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"content\":\"{}\"}}]}}}}\n",
-                format!("{awkward} {i} ").repeat(40)
-            ),
-            1 => format!(
-                "{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{awkward} {i}\"}},{{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{{\"command\":\"{}\"}}}}]}}}}\n",
-                "x".repeat(i % 700)
-            ),
-            2 => format!("{{\"type\":\"system\",\"subtype\":\"s{i}\"}} trailing\n"),
-            _ => format!("{{\"type\":\"user\",\"message\":\"{awkward} {i}\"}}\n"),
-        })
-        .collect();
-    ws.write(
-        &format!("projects/{PROJECT}/sessions/claude-code/large.jsonl"),
-        session,
-    );
-    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
-    let mut rows = String::from_utf8(ws.read(&index)).unwrap();
-    rows.push_str("{\"session_ref\": \"S0009\", \"source\": \"claude-code\", \"source_session_id\": \"large\", \"session_path\": \"sessions/claude-code/large.jsonl\", \"target_start_line\": 1, \"target_end_line\": 1, \"turns\": []}\n");
-    ws.write(&index, rows);
+    ws.add_large_session();
     let client = connect(&ws).await;
 
     let whole = call(&client, "read_session_lines", read_args("S0009", 1, 2000)).await;

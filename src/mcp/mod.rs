@@ -22,7 +22,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::read::{Mode, ReadRequest};
+use crate::read::{Mode, ReadRequest, ReadText};
 use crate::service::Service;
 use args::{Arg, ArgErrors};
 
@@ -413,9 +413,14 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        // Printed on the blocking pool too: a 2000-line answer is over a megabyte.
+        // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Its JSON
+        // string form, made alongside, goes to the transport to be spliced in.
         let text = self
-            .call(move |service| service.read_session_lines(&request).to_pretty_json())
+            .call(move |service| {
+                let ReadText { text, json_string } = service.read_session_text(&request);
+                stdio::prepare(&text, json_string);
+                text
+            })
             .await?;
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }

@@ -1,15 +1,16 @@
 //! MCP over this process's stdin and stdout.
 //!
 //! Reading is rmcp's own (its line reader, message parsing and "Invalid request" replies).
-//! Writing differs in one respect: a message is encoded where rmcp hands it over, and the
-//! text of a large tool result (a 2000-line read prints over a megabyte) is escaped on
-//! two threads and spliced into the envelope serde_json writes for the rest. The bytes
-//! are what rmcp's encoder writes (tests compare them); one task writes every message
-//! whole, in the order rmcp sends them.
+//! Writing differs in one respect: a large tool-result text (a 2000-line read prints over
+//! a megabyte) whose JSON string form the tool already made, on two threads while it
+//! printed the text ([`prepare`]), is spliced into the envelope serde_json writes for the
+//! rest instead of being escaped again. The bytes are what rmcp's encoder writes (tests
+//! compare them); one task writes every message whole, in the order rmcp sends them.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use rmcp::RoleServer;
@@ -20,10 +21,44 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::pyjson::write_string;
+/// Texts at least this long are worth splicing; shorter ones serde_json escapes at once.
+const SPLICE_MIN_BYTES: usize = 64 << 10;
+/// At most this many prepared texts wait for their message (one per tool call in flight).
+const PREPARED_MAX: usize = 4;
 
-/// Texts at least this long are escaped on two threads.
-const PARALLEL_TEXT_BYTES: usize = 256 << 10;
+/// JSON string forms of large tool-result texts, waiting for [`encode`]. An entry is used
+/// only for a text equal to its own, byte for byte, so an entry that is stale or meant
+/// for another server in this process can only be missed, never change what is sent.
+static PREPARED: Mutex<Vec<Prepared>> = Mutex::new(Vec::new());
+
+struct Prepared {
+    text: String,
+    json_string: String,
+}
+
+/// Offers `json_string`, which must be `text` encoded as a JSON string (quotes included),
+/// to the encoder of the message that will carry `text`. Keeps a copy of `text` to match
+/// it by; small texts are not kept.
+pub fn prepare(text: &str, json_string: String) {
+    if text.len() < SPLICE_MIN_BYTES {
+        return;
+    }
+    let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if prepared.len() >= PREPARED_MAX {
+        prepared.remove(0);
+    }
+    prepared.push(Prepared {
+        text: text.to_owned(),
+        json_string,
+    });
+}
+
+/// The prepared JSON string form of `text`, if there is one; taken.
+fn take_prepared(text: &str) -> Option<String> {
+    let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = prepared.iter().position(|p| p.text == text)?;
+    Some(prepared.remove(at).json_string)
+}
 
 /// Stands in for a large text while the rest of the message is serialized. serde_json
 /// writes the member as `"text":"\u0000evidence-store:text\u0000"`; the unescaped quotes
@@ -142,16 +177,19 @@ where
 
 /// One line of JSON-RPC: what serde_json writes for `item`, and a newline.
 pub fn encode(mut item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
-    let text = large_text(&mut item).map(|text| std::mem::replace(text, MARKER.to_owned()));
+    let json_string = large_text(&mut item).and_then(|text| {
+        let json_string = take_prepared(text)?;
+        *text = MARKER.to_owned();
+        Some(json_string)
+    });
     let mut out = serde_json::to_vec(&item)?;
-    if let Some(text) = text {
+    if let Some(json_string) = json_string {
         let at = memchr::memmem::find(&out, ESCAPED_MEMBER)
             .ok_or_else(|| io::Error::other("the encoded tool result lost its text"))?;
         let tail = out.split_off(at + ESCAPED_MEMBER.len());
-        let escaped = escape_in_parallel(&text);
         out.truncate(at + KEY.len());
-        out.reserve(escaped.len() + tail.len() + 1);
-        out.extend_from_slice(escaped.as_bytes());
+        out.reserve(json_string.len() + tail.len() + 1);
+        out.extend_from_slice(json_string.as_bytes());
         out.extend_from_slice(&tail);
     }
     out.push(b'\n');
@@ -167,36 +205,11 @@ fn large_text(item: &mut TxJsonRpcMessage<RoleServer>) -> Option<&mut String> {
         return None;
     };
     match result.content.as_mut_slice() {
-        [ContentBlock::Text(content)] if content.text.len() >= PARALLEL_TEXT_BYTES => {
+        [ContentBlock::Text(content)] if content.text.len() >= SPLICE_MIN_BYTES => {
             Some(&mut content.text)
         }
         _ => None,
     }
-}
-
-/// `text` as a JSON string, its two halves escaped on two threads.
-fn escape_in_parallel(text: &str) -> String {
-    let mut middle = text.len() / 2;
-    while !text.is_char_boundary(middle) {
-        middle += 1;
-    }
-    let (left, right) = text.split_at(middle);
-    let escape = |part: &str| {
-        let mut out = String::with_capacity(part.len() + part.len() / 8 + 2);
-        write_string(&mut out, part);
-        out
-    };
-    let (left, right) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| escape(right));
-        let left = escape(left);
-        // Escaping does not panic; if it ever did, escape the half here.
-        (left, other.join().unwrap_or_else(|_| escape(right)))
-    });
-    // Both halves are quoted strings: drop the closing and the opening quote between them.
-    let mut out = String::with_capacity(left.len() + right.len());
-    out.push_str(&left[..left.len() - 1]);
-    out.push_str(&right[1..]);
-    out
 }
 
 #[cfg(test)]
@@ -215,30 +228,78 @@ mod tests {
         )
     }
 
-    #[test]
-    fn encoding_is_serde_jsons() {
+    fn serde_line(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    fn prepared_for(text: &str) -> bool {
+        let prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
+        prepared.iter().any(|p| p.text == text)
+    }
+
+    /// Tests share the process-wide table; each uses texts of its own.
+    fn awkward_text(tag: &str) -> String {
         let awkward = "quote \" backslash \\ newline \n nul \0 us \u{1f} é 😀 \u{2028} ";
-        let big = awkward.repeat(PARALLEL_TEXT_BYTES / awkward.len() + 3);
-        let messages = [
-            response(big.clone()),
-            // The marker's own text in a large result is escaped like any other.
-            response(format!("{MARKER}{big}{MARKER}")),
+        format!(
+            "{tag}{}",
+            awkward.repeat(SPLICE_MIN_BYTES / awkward.len() + 3)
+        )
+    }
+
+    #[test]
+    fn prepared_texts_are_spliced_as_serde_json_writes_them() {
+        let big = awkward_text("spliced");
+        let texts_and_ids = [
+            (big.clone(), NumberOrString::Number(7)),
+            // The marker's own text in a large result is carried like any other.
+            (format!("{MARKER}{big}{MARKER}"), NumberOrString::Number(8)),
             // A request id holding the marker does not move the splice.
-            response_to(big.clone(), NumberOrString::String(MARKER.into())),
+            (format!("{big}!"), NumberOrString::String(MARKER.into())),
+        ];
+        for (text, id) in texts_and_ids {
+            let expect = serde_line(&response_to(text.clone(), id.clone()));
+            prepare(&text, serde_json::to_string(&text).unwrap());
+            assert!(prepared_for(&text));
+            assert!(encode(response_to(text.clone(), id)).unwrap() == expect);
+            assert!(!prepared_for(&text), "a prepared text is used once");
+        }
+    }
+
+    #[test]
+    fn other_texts_never_use_a_prepared_form() {
+        let big = awkward_text("foreign");
+        // Same length, one byte different: the entry must not be used.
+        let mut other = big.clone().into_bytes();
+        other[0] = b'F';
+        let other = String::from_utf8(other).unwrap();
+        prepare(&other, "\"not the encoding of big\"".into());
+        let message = response(big.clone());
+        assert!(encode(response(big)).unwrap() == serde_line(&message));
+        // Unprepared large texts, small texts and errors are encoded by serde_json.
+        let messages = [
+            response(awkward_text("unprepared")),
             response("small".into()),
             JsonRpcMessage::error(ErrorData::invalid_request("Invalid request", None), None),
         ];
         for message in messages {
-            let mut expect = serde_json::to_vec(&message).unwrap();
-            expect.push(b'\n');
+            let expect = serde_line(&message);
             assert!(encode(message).unwrap() == expect);
         }
-        // Every split point lands on a character boundary.
-        for n in 0..8 {
-            let text = format!("{}{}", "a".repeat(n), "😀".repeat(PARALLEL_TEXT_BYTES / 4));
-            let mut expect = serde_json::to_vec(&response(text.clone())).unwrap();
-            expect.push(b'\n');
-            assert!(encode(response(text)).unwrap() == expect, "offset {n}");
+        // Small texts are not kept, and the table stays bounded.
+        prepare("small", "\"small\"".into());
+        assert!(!prepared_for("small"));
+        for n in 0..2 * PREPARED_MAX {
+            let text = awkward_text(&format!("bounded {n}"));
+            prepare(&text, serde_json::to_string(&text).unwrap());
         }
+        assert!(
+            PREPARED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len()
+                <= PREPARED_MAX
+        );
     }
 }

@@ -12,6 +12,9 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_evidence-store");
 pub const PROJECT: &str = "Demo-0123456789ab";
+/// Lines of the session [`Workspace::add_large_session`] adds, and where it is.
+pub const LARGE_SESSION_LINES: usize = 2000;
+pub const LARGE_SESSION_PATH: &str = "projects/Demo-0123456789ab/sessions/claude-code/large.jsonl";
 
 /// A prepared workspace in a temp dir, starting as a copy of `examples/workspace`.
 pub struct Workspace {
@@ -85,6 +88,34 @@ impl Workspace {
         let out = self.run(args);
         assert!(!out.status.success(), "{args:?} should fail");
         String::from_utf8(out.stderr).expect("utf-8 stderr")
+    }
+
+    /// Adds session `S0009` (`sessions/claude-code/large.jsonl`, 2000 lines, about
+    /// 1.5 MB): tool results long enough to be trimmed, texts, tool uses, non-JSON lines
+    /// and plain-string messages, all full of characters JSON must escape, surrogate
+    /// pairs and a lone surrogate. Large enough that reads of it run in chunks on two
+    /// threads.
+    pub fn add_large_session(&self) {
+        let awkward = "quote \\\" backslash \\\\ newline \\n é 😀 \\u2028 \\ud83d\\ude00 \\ud800";
+        let session: String = (0..LARGE_SESSION_LINES)
+            .map(|i| match i % 4 {
+                0 => format!(
+                    "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"content\":\"{}\"}}]}}}}\n",
+                    format!("{awkward} {i} ").repeat(40)
+                ),
+                1 => format!(
+                    "{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{awkward} {i}\"}},{{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{{\"command\":\"{}\"}}}}]}}}}\n",
+                    "x".repeat(i % 700)
+                ),
+                2 => format!("{{\"type\":\"system\",\"subtype\":\"s{i}\"}} trailing\n"),
+                _ => format!("{{\"type\":\"user\",\"message\":\"{awkward} {i}\"}}\n"),
+            })
+            .collect();
+        self.write(LARGE_SESSION_PATH, session);
+        let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+        let mut rows = String::from_utf8(self.read(&index)).expect("utf-8 index");
+        rows.push_str("{\"session_ref\": \"S0009\", \"source\": \"claude-code\", \"source_session_id\": \"large\", \"session_path\": \"sessions/claude-code/large.jsonl\", \"target_start_line\": 1, \"target_end_line\": 1, \"turns\": []}\n");
+        self.write(&index, rows);
     }
 
     /// Replaces `root` in text with `<W>`, so snapshots do not depend on the temp dir.
