@@ -1,8 +1,8 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server answers it (`read_session_text`: chunks read, checked, compacted and
-//! printed with their JSON string form on two threads) and, for comparison, the records
-//! path printed afterwards.
+//! the server answers it (`read_session_json_string`: chunks read, checked, compacted
+//! and printed as the JSON string the MCP message carries, on two threads), the same as
+//! plain text, the records path printed afterwards, and printing alone.
 //!
 //! Uses the workspace `tools/bench.py read` generates (200 MB session):
 //!   tools/.venv/bin/python tools/bench.py read && cargo bench --bench read_path
@@ -78,12 +78,16 @@ fn main() {
         // For `perf record`: the server's path and nothing else.
         for _ in 0..300 {
             std::thread::sleep(gap);
-            std::hint::black_box(service.read_session_text(&request));
+            std::hint::black_box(service.read_session_json_string(&request));
         }
         return;
     }
-    let (mut text, mut records) = (Vec::new(), Vec::new());
+    let (mut json, mut text, mut records) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..60 {
+        std::thread::sleep(gap);
+        let t = Instant::now();
+        std::hint::black_box(service.read_session_json_string(&request));
+        json.push(t.elapsed());
         std::thread::sleep(gap);
         let t = Instant::now();
         std::hint::black_box(service.read_session_text(&request));
@@ -93,8 +97,21 @@ fn main() {
         std::hint::black_box(service.read_session_lines(&request).to_pretty_json());
         records.push(t.elapsed());
     }
-    print_stats("text (server path)", &mut text);
+    print_stats("JSON string (server path)", &mut json);
+    print_stats("text", &mut text);
     print_stats("records, then printed", &mut records);
+    let result = service.read_session_lines(&request);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..40 {
+        let t = Instant::now();
+        std::hint::black_box(result.to_pretty_json());
+        a.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(result.to_json_string());
+        b.push(t.elapsed());
+    }
+    print_stats("print records as text", &mut a);
+    print_stats("print as JSON string", &mut b);
 }
 
 fn report(name: &str, runs: usize, f: impl Fn()) {

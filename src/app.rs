@@ -128,10 +128,7 @@ fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        mcp::serve(mcp::stdio(), shutdown, move || {
-            Service::start(workspace, &store)
-        })
-        .await
+        mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
     })?;
     Ok(ExitCode::SUCCESS)
 }

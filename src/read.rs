@@ -17,7 +17,6 @@ use crate::parallel;
 use crate::pyjson::py_repr;
 use crate::store::{FileState, Lookup, Store, StoreError};
 use crate::workspace::Unknown;
-use pretty::Sink as _;
 
 /// Most lines one compact read may return.
 pub const COMPACT_CAP: i64 = 2000;
@@ -150,100 +149,62 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
     }
 }
 
-/// A read's answer as tool-result text: [`ReadResult::to_pretty_json`] of
-/// [`read_session_lines`]'s result, and that text as a JSON string.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadText {
-    /// The result printed as prompt-diary prints it.
-    pub text: String,
-    /// `text` encoded as a JSON string, quotes included: what a JSON writer embeds (an
-    /// MCP transport, say). Made here because it costs little alongside the printing,
-    /// which runs on two threads, and a megabyte of it costs about a millisecond alone.
-    pub json_string: String,
+/// [`read_session_lines`]'s result as prompt-diary prints it ([`ReadResult::to_pretty_json`]).
+/// A large read is printed as it is read: each chunk of lines is checked, compacted and
+/// printed by whichever thread claims it, and no record outlives its chunk.
+pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
+    render::<String>(store, root, req)
 }
 
-impl From<&ReadResult> for ReadText {
-    fn from(result: &ReadResult) -> Self {
-        let (mut text, mut json_string) = (String::new(), String::from('"'));
-        let mut out = pretty::Both {
-            text: &mut text,
-            json: &mut json_string,
-        };
-        match result {
-            ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
-            ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
-        }
-        json_string.push('"');
-        ReadText { text, json_string }
-    }
+/// [`read_session_text`] encoded as a JSON string, quotes included: what a JSON writer
+/// embeds where the text goes (an MCP transport, say). Printed in that form directly,
+/// each value escaped twice, so the text is neither built nor scanned again.
+pub fn read_session_json_string(store: &Store, root: &Path, req: &ReadRequest) -> String {
+    render::<pretty::JsonString>(store, root, req)
 }
 
-/// [`read_session_lines`], printed. A large read is printed as it is read: each chunk of
-/// lines is checked, compacted, printed and escaped by whichever thread claims it, and
-/// no record outlives its chunk.
-pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> ReadText {
+fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest) -> String {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
-        Planned::Answer(answer) => return ReadText::from(&answer),
+        Planned::Answer(answer) => return answer.render::<S>(),
     };
     let printed = match req.mode {
-        Mode::Compact => plan.print_lines(|out, line, entry, text| {
+        Mode::Compact => plan.print_lines(|out: &mut S, line, entry, text| {
             pretty::compact(out, &plan.compact(line, entry, text), 4);
         }),
-        Mode::Full => plan.print_lines(|out, line, entry, text| {
+        Mode::Full => plan.print_lines(|out: &mut S, line, entry, text| {
             pretty::full(out, &full_record(line, entry, text), 4);
         }),
     };
     match printed {
-        Ok(pieces) => {
-            let head = plan.ok(req, Records::Full(Vec::new()));
-            assemble(&head, &pieces)
-        }
-        Err(failure) => ReadText::from(&plan.failed(req, failure)),
+        Ok(pieces) => assemble(&plan.ok(req, Records::Full(Vec::new())), pieces),
+        Err(failure) => plan.failed(req, failure).render::<S>(),
     }
 }
 
-/// The answer's text from the printed records: the result's members, then the records
+/// The whole answer from the printed records: the result's members, then the records
 /// array made of `pieces` (items each preceded by a separator), then the end of the
-/// object; the same for the JSON string form.
-fn assemble(head: &ReadOk, pieces: &[Printed]) -> ReadText {
-    let (text_len, json_len) = pieces
-        .iter()
-        .fold((0, 0), |(t, j), p| (t + p.text.len(), j + p.json.len()));
-    let mut text = String::with_capacity(text_len + 1024);
-    let mut json_string = String::with_capacity(json_len + 1024);
-    json_string.push('"');
-    let mut out = pretty::Both {
-        text: &mut text,
-        json: &mut json_string,
-    };
+/// object.
+fn assemble<S: pretty::Sink>(head: &ReadOk, pieces: Vec<S>) -> String {
+    let len: usize = pieces.iter().map(S::len).sum();
+    let mut out = S::document(len + 1024);
     pretty::ok_members(&mut out, head);
-    let mut items = pieces.iter().filter(|p| !p.text.is_empty()).peekable();
+    let mut items = pieces.into_iter().filter(|p| p.len() > 0).peekable();
     if items.peek().is_none() {
         out.plain("[]");
     } else {
         for (i, piece) in items.enumerate() {
             // The first item's separator, a comma, becomes the array's opening.
-            let skip = usize::from(i == 0);
             if i == 0 {
                 out.plain("[");
             }
-            out.text.push_str(&piece.text[skip..]);
-            out.json.push_str(&piece.json[skip..]);
+            out.append(piece, usize::from(i == 0));
         }
         out.newline(2);
         out.plain("]");
     }
     pretty::close_ok(&mut out);
-    json_string.push('"');
-    ReadText { text, json_string }
-}
-
-/// Records printed from one chunk of lines, as text and as JSON string content.
-#[derive(Default)]
-struct Printed {
-    text: String,
-    json: String,
+    out.finish()
 }
 
 /// Either the lines to read or the answer without reading them.
@@ -511,22 +472,18 @@ impl Plan {
 
     /// Every requested line printed by `print` as an item of the records array, chunk by
     /// chunk, each item preceded by its separator (`,`, a line break and 4 spaces).
-    fn print_lines(
+    fn print_lines<S: pretty::Sink>(
         &self,
-        print: impl Fn(&mut pretty::Both<'_>, u64, &LineEntry, &str) + Sync,
-    ) -> Result<Vec<Printed>, ReadFailure> {
+        print: impl Fn(&mut S, u64, &LineEntry, &str) + Sync,
+    ) -> Result<Vec<S>, ReadFailure> {
         self.map_chunks(|lines| {
-            let mut printed = Printed::default();
-            let mut out = pretty::Both {
-                text: &mut printed.text,
-                json: &mut printed.json,
-            };
+            let mut out = S::default();
             lines.for_each(|line, entry, line_text| {
                 out.plain(",");
                 out.newline(4);
                 print(&mut out, line, entry, line_text);
             })?;
-            Ok(printed)
+            Ok(out)
         })
     }
 }
@@ -588,12 +545,21 @@ impl ReadResult {
     /// rather than through serde; the server prints large reads chunk by chunk instead
     /// ([`read_session_text`]).
     pub fn to_pretty_json(&self) -> String {
-        let mut out = String::new();
+        self.render::<String>()
+    }
+
+    /// [`ReadResult::to_pretty_json`] as a JSON string, quotes included.
+    pub fn to_json_string(&self) -> String {
+        self.render::<pretty::JsonString>()
+    }
+
+    fn render<S: pretty::Sink>(&self) -> String {
+        let mut out = S::document(0);
         match self {
             ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
             ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
         }
-        out
+        out.finish()
     }
 }
 
@@ -604,14 +570,24 @@ mod pretty {
     use crate::compact::{ToolResult, ToolUse};
     use crate::pyjson::{write_string, write_string_content_twice};
 
-    /// Where printed JSON goes: a text, or a text and its JSON string form at once.
-    pub(super) trait Sink {
+    /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
+    /// holds the text ([`JsonString`]). A piece of output is a `Default` sink; a whole
+    /// answer starts with [`Sink::document`] and ends with [`Sink::finish`].
+    pub(super) trait Sink: Default + Send {
+        fn document(capacity: usize) -> Self;
+        fn finish(self) -> String;
+        fn len(&self) -> usize;
+        /// Appends `piece`, without its first `skip` bytes of plain text.
+        fn append(&mut self, piece: Self, skip: usize);
         /// ASCII no JSON string escapes: punctuation, numbers, literals.
         fn plain(&mut self, s: &str);
         /// A line break, then `indent` spaces.
         fn newline(&mut self, indent: usize);
         /// `s` as a JSON string.
         fn string(&mut self, s: &str);
+        /// A member name and its colon: `"key": `. Names are identifiers of ASCII
+        /// letters and underscores, which JSON strings never escape.
+        fn key(&mut self, key: &'static str);
 
         fn integer(&mut self, n: impl itoa::Integer) {
             self.plain(itoa::Buffer::new().format(n));
@@ -630,6 +606,22 @@ mod pretty {
     }
 
     impl Sink for String {
+        fn document(capacity: usize) -> Self {
+            String::with_capacity(capacity)
+        }
+
+        fn finish(self) -> String {
+            self
+        }
+
+        fn len(&self) -> usize {
+            self.len()
+        }
+
+        fn append(&mut self, piece: Self, skip: usize) {
+            self.push_str(&piece[skip..]);
+        }
+
         fn plain(&mut self, s: &str) {
             self.push_str(s);
         }
@@ -642,33 +634,59 @@ mod pretty {
         fn string(&mut self, s: &str) {
             write_string(self, s);
         }
+
+        fn key(&mut self, key: &'static str) {
+            debug_assert!(key.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_'));
+            self.push('"');
+            self.push_str(key);
+            self.push_str("\": ");
+        }
     }
 
-    /// The text, and the content of the JSON string holding it, written side by side:
-    /// structure in both spellings, each value escaped once for the text and twice for
-    /// the string, so the text is never scanned a second time.
-    pub(super) struct Both<'t> {
-        pub text: &'t mut String,
-        pub json: &'t mut String,
-    }
+    /// The text written as the JSON string that holds it: structure in its escaped
+    /// spelling, each value escaped twice. A document carries its quotes.
+    #[derive(Default)]
+    pub(super) struct JsonString(String);
 
-    impl Sink for Both<'_> {
+    impl Sink for JsonString {
+        fn document(capacity: usize) -> Self {
+            let mut out = String::with_capacity(capacity + 2);
+            out.push('"');
+            JsonString(out)
+        }
+
+        fn finish(mut self) -> String {
+            self.0.push('"');
+            self.0
+        }
+
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        fn append(&mut self, piece: Self, skip: usize) {
+            self.0.push_str(&piece.0[skip..]);
+        }
+
         fn plain(&mut self, s: &str) {
-            self.text.push_str(s);
-            self.json.push_str(s);
+            self.0.push_str(s);
         }
 
         fn newline(&mut self, indent: usize) {
-            self.text.newline(indent);
-            self.json.push_str("\\n");
-            spaces(self.json, indent);
+            self.0.push_str("\\n");
+            spaces(&mut self.0, indent);
         }
 
         fn string(&mut self, s: &str) {
-            write_string(self.text, s);
-            self.json.push_str("\\\"");
-            write_string_content_twice(self.json, s);
-            self.json.push_str("\\\"");
+            self.0.push_str("\\\"");
+            write_string_content_twice(&mut self.0, s);
+            self.0.push_str("\\\"");
+        }
+
+        fn key(&mut self, key: &'static str) {
+            self.0.push_str("\\\"");
+            self.0.push_str(key);
+            self.0.push_str("\\\": ");
         }
     }
 
@@ -690,38 +708,37 @@ mod pretty {
         }
 
         /// Starts the member `key` and returns the output for its value.
-        fn key(&mut self, key: &str) -> &mut S {
+        fn key(&mut self, key: &'static str) -> &mut S {
             if !self.empty {
                 self.out.plain(",");
             }
             self.empty = false;
             self.out.newline(self.indent + 2);
-            self.out.string(key);
-            self.out.plain(": ");
+            self.out.key(key);
             self.out
         }
 
-        fn str(&mut self, key: &str, value: &str) {
+        fn str(&mut self, key: &'static str, value: &str) {
             self.key(key).string(value);
         }
 
-        fn opt_str(&mut self, key: &str, value: Option<&str>) {
+        fn opt_str(&mut self, key: &'static str, value: Option<&str>) {
             match value {
                 Some(v) => self.str(key, v),
                 None => self.key(key).plain("null"),
             }
         }
 
-        fn num(&mut self, key: &str, value: impl itoa::Integer) {
+        fn num(&mut self, key: &'static str, value: impl itoa::Integer) {
             self.key(key).integer(value);
         }
 
-        fn bool(&mut self, key: &str, value: bool) {
+        fn bool(&mut self, key: &'static str, value: bool) {
             self.key(key).plain(if value { "true" } else { "false" });
         }
 
         /// An array member whose items `item` writes at the given indent.
-        fn array<T>(&mut self, key: &str, items: &[T], item: impl Fn(&mut S, &T, usize)) {
+        fn array<T>(&mut self, key: &'static str, items: &[T], item: impl Fn(&mut S, &T, usize)) {
             let indent = self.indent + 2;
             let out = self.key(key);
             array(out, indent, items, item);
@@ -937,13 +954,8 @@ mod tests {
         ];
         for case in &cases {
             let expect = serde_json::to_string_pretty(case).unwrap();
-            // Printed with its JSON string form, side by side.
-            let both = ReadText::from(case);
-            assert!(
-                both.text == expect,
-                "text printed with its JSON string form"
-            );
-            assert!(both.json_string == serde_json::to_string(&expect).unwrap());
+            // Printed directly as the JSON string that holds the text.
+            assert!(case.to_json_string() == serde_json::to_string(&expect).unwrap());
             let got = case.to_pretty_json();
             let at = got
                 .bytes()

@@ -9,7 +9,7 @@ use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
 use crate::pyjson::{Value, py_repr};
-use crate::read::{self, ReadRequest, ReadResult, ReadText};
+use crate::read::{self, ReadRequest, ReadResult};
 use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
@@ -65,19 +65,23 @@ impl Service {
     pub fn read_session_lines(&self, request: &ReadRequest) -> ReadResult {
         match &self.state {
             Ok(store) => read::read_session_lines(store, &self.root.path, request),
-            Err(problem) => ReadResult::invalid("workspace", problem.clone(), WORKSPACE_HINT),
+            Err(problem) => unavailable(problem),
         }
     }
 
-    /// [`Service::read_session_lines`] as tool-result text (see [`read::ReadText`]).
-    pub fn read_session_text(&self, request: &ReadRequest) -> ReadText {
+    /// [`Service::read_session_lines`] as tool-result text ([`read::read_session_text`]).
+    pub fn read_session_text(&self, request: &ReadRequest) -> String {
         match &self.state {
             Ok(store) => read::read_session_text(store, &self.root.path, request),
-            Err(problem) => ReadText::from(&ReadResult::invalid(
-                "workspace",
-                problem.clone(),
-                WORKSPACE_HINT,
-            )),
+            Err(problem) => unavailable(problem).to_pretty_json(),
+        }
+    }
+
+    /// The same text as a JSON string ([`read::read_session_json_string`]).
+    pub fn read_session_json_string(&self, request: &ReadRequest) -> String {
+        match &self.state {
+            Ok(store) => read::read_session_json_string(store, &self.root.path, request),
+            Err(problem) => unavailable(problem).to_json_string(),
         }
     }
 
@@ -520,4 +524,9 @@ fn document_problem(e: DocumentError) -> Problem {
             "fix the file's permissions or remove it, then write again; nothing was changed",
         ),
     }
+}
+
+/// Every read's answer while the workspace cannot be served.
+fn unavailable(problem: &str) -> ReadResult {
+    ReadResult::invalid("workspace", problem.to_owned(), WORKSPACE_HINT)
 }

@@ -22,7 +22,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::read::{Mode, ReadRequest, ReadText};
+use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
 use args::{Arg, ArgErrors};
 
@@ -159,6 +159,8 @@ impl Lazy {
 pub struct Server {
     service: Arc<Lazy>,
     tool_router: ToolRouter<Server>,
+    /// The transport's table of prepared results, when it has one ([`stdio::Stdio`]).
+    prepared: Option<Arc<stdio::Prepared>>,
 }
 
 impl Server {
@@ -171,6 +173,7 @@ impl Server {
                 start: Mutex::new(Some(Box::new(start))),
             }),
             tool_router: Self::tool_router(),
+            prepared: None,
         }
     }
 
@@ -413,13 +416,14 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Its JSON
-        // string form, made alongside, goes to the transport to be spliced in.
+        // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Over
+        // this server's own stdio it is printed directly as the JSON string the message
+        // carries, and handed to the transport.
+        let prepared = self.prepared.clone();
         let text = self
-            .call(move |service| {
-                let ReadText { text, json_string } = service.read_session_text(&request);
-                stdio::prepare(&text, json_string);
-                text
+            .call(move |service| match prepared {
+                Some(prepared) => prepared.insert(service.read_session_json_string(&request)),
+                None => service.read_session_text(&request),
             })
             .await?;
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
@@ -466,11 +470,17 @@ impl ServerHandler for Server {
     }
 }
 
-/// This process's stdin and stdout as an MCP transport (see [`stdio`]); call it inside
-/// the runtime that serves.
-pub fn stdio() -> impl rmcp::transport::Transport<RoleServer, Error = std::io::Error> + 'static {
+/// Serves MCP over this process's stdin and stdout (see [`stdio`]) until the client
+/// disconnects or `shutdown` resolves; call it inside the runtime that serves.
+pub async fn serve_stdio(
+    shutdown: impl std::future::Future<Output = ()>,
+    start: impl FnOnce() -> Service + Send + 'static,
+) -> anyhow::Result<()> {
     let (read, write) = rmcp::transport::stdio_pipes();
-    stdio::Stdio::new(read, write)
+    let transport = stdio::Stdio::new(read, write);
+    let mut server = Server::new(start);
+    server.prepared = Some(transport.prepared());
+    run(server, transport, shutdown).await
 }
 
 /// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.
@@ -483,7 +493,18 @@ where
     T: rmcp::transport::IntoTransport<RoleServer, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let server = Server::new(start);
+    run(Server::new(start), transport, shutdown).await
+}
+
+async fn run<T, E, A>(
+    server: Server,
+    transport: T,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()>
+where
+    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     server.warm_up();
     let running = server.serve(transport).await?;
     tokio::select! {

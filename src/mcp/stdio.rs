@@ -1,16 +1,19 @@
 //! MCP over this process's stdin and stdout.
 //!
 //! Reading is rmcp's own (its line reader, message parsing and "Invalid request" replies).
-//! Writing differs in one respect: a large tool-result text (a 2000-line read prints over
-//! a megabyte) whose JSON string form the tool already made, on two threads while it
-//! printed the text ([`prepare`]), is spliced into the envelope serde_json writes for the
-//! rest instead of being escaped again. The bytes are what rmcp's encoder writes (tests
-//! compare them); one task writes every message whole, in the order rmcp sends them.
+//! Writing differs in one respect: a tool may hand its result text over already encoded
+//! as a JSON string ([`Prepared::insert`]; a 2000-line read prints over a megabyte, on
+//! two threads, directly in that form) and put a placeholder in the result; the
+//! placeholder's member is replaced by that string in the envelope serde_json writes for
+//! the rest. The bytes are what rmcp's encoder writes for the text itself (tests compare
+//! them); one task writes every message whole, in the order rmcp sends them.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use rmcp::RoleServer;
@@ -21,52 +24,41 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-/// Texts at least this long are worth splicing; shorter ones serde_json escapes at once.
-const SPLICE_MIN_BYTES: usize = 64 << 10;
-/// At most this many prepared texts wait for their message (one per tool call in flight).
-const PREPARED_MAX: usize = 4;
+/// A placeholder text: this prefix, a number, and a NUL. serde_json writes it as
+/// `"\u0000evidence-store:prepared:<n>\u0000"`; with the unescaped `"text":` before it,
+/// the member can only be the placeholder's own, not part of another string (an `id`,
+/// say) that happens to hold the same characters.
+const PLACEHOLDER: &str = "\0evidence-store:prepared:";
+/// Prepared strings kept at most, the oldest dropped first: only a tool call whose result
+/// is never sent (a cancelled one) leaves one behind.
+const PREPARED_MAX: usize = 64;
 
-/// JSON string forms of large tool-result texts, waiting for [`encode`]. An entry is used
-/// only for a text equal to its own, byte for byte, so an entry that is stale or meant
-/// for another server in this process can only be missed, never change what is sent.
-static PREPARED: Mutex<Vec<Prepared>> = Mutex::new(Vec::new());
-
-struct Prepared {
-    text: String,
-    json_string: String,
+/// JSON strings of tool-result texts that tools prepared for this transport, by number.
+#[derive(Default)]
+pub struct Prepared {
+    next: AtomicU64,
+    strings: Mutex<BTreeMap<u64, String>>,
 }
 
-/// Offers `json_string`, which must be `text` encoded as a JSON string (quotes included),
-/// to the encoder of the message that will carry `text`. Keeps a copy of `text` to match
-/// it by; small texts are not kept.
-pub fn prepare(text: &str, json_string: String) {
-    if text.len() < SPLICE_MIN_BYTES {
-        return;
+impl Prepared {
+    /// Keeps `json_string`, which must be a text encoded as a JSON string (quotes
+    /// included), and returns the placeholder text to put in the tool result instead.
+    /// Only the transport that owns this table can send that result.
+    pub fn insert(&self, json_string: String) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut strings = self.strings.lock().unwrap_or_else(PoisonError::into_inner);
+        if strings.len() >= PREPARED_MAX {
+            strings.pop_first();
+        }
+        strings.insert(n, json_string);
+        format!("{PLACEHOLDER}{n}\0")
     }
-    let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if prepared.len() >= PREPARED_MAX {
-        prepared.remove(0);
+
+    fn take(&self, n: u64) -> Option<String> {
+        let mut strings = self.strings.lock().unwrap_or_else(PoisonError::into_inner);
+        strings.remove(&n)
     }
-    prepared.push(Prepared {
-        text: text.to_owned(),
-        json_string,
-    });
 }
-
-/// The prepared JSON string form of `text`, if there is one; taken.
-fn take_prepared(text: &str) -> Option<String> {
-    let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
-    let at = prepared.iter().position(|p| p.text == text)?;
-    Some(prepared.remove(at).json_string)
-}
-
-/// Stands in for a large text while the rest of the message is serialized. serde_json
-/// writes the member as `"text":"\u0000evidence-store:text\u0000"`; the unescaped quotes
-/// around `text` can only be the member's own, not part of some other string (an `id`,
-/// say) that happens to hold the marker.
-const MARKER: &str = "\0evidence-store:text\0";
-const ESCAPED_MEMBER: &[u8] = b"\"text\":\"\\u0000evidence-store:text\\u0000\"";
-const KEY: &[u8] = b"\"text\":";
 
 type Chunk = (Vec<u8>, Option<oneshot::Sender<io::Result<()>>>);
 
@@ -74,6 +66,7 @@ type Chunk = (Vec<u8>, Option<oneshot::Sender<io::Result<()>>>);
 pub struct Stdio<R: AsyncRead> {
     inner: AsyncRwTransport<RoleServer, R, Queue>,
     queue: Queue,
+    prepared: Arc<Prepared>,
 }
 
 impl<R> Stdio<R>
@@ -91,7 +84,13 @@ where
         Stdio {
             inner: AsyncRwTransport::new_server(read, queue.clone()),
             queue,
+            prepared: Arc::default(),
         }
+    }
+
+    /// The table through which tools hand this transport their prepared results.
+    pub fn prepared(&self) -> Arc<Prepared> {
+        self.prepared.clone()
     }
 }
 
@@ -157,7 +156,10 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let (done, written) = oneshot::channel();
-        let queued = encode(item).and_then(|bytes| self.queue.push(bytes, Some(done)));
+        let queued = self
+            .prepared
+            .encode(item)
+            .and_then(|bytes| self.queue.push(bytes, Some(done)));
         async move {
             queued?;
             written
@@ -175,41 +177,49 @@ where
     }
 }
 
-/// One line of JSON-RPC: what serde_json writes for `item`, and a newline.
-pub fn encode(mut item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
-    let json_string = large_text(&mut item).and_then(|text| {
-        let json_string = take_prepared(text)?;
-        *text = MARKER.to_owned();
-        Some(json_string)
-    });
-    let mut out = serde_json::to_vec(&item)?;
-    if let Some(json_string) = json_string {
-        let at = memchr::memmem::find(&out, ESCAPED_MEMBER)
-            .ok_or_else(|| io::Error::other("the encoded tool result lost its text"))?;
-        let tail = out.split_off(at + ESCAPED_MEMBER.len());
-        out.truncate(at + KEY.len());
+impl Prepared {
+    /// One line of JSON-RPC: what serde_json writes for `item`, and a newline, with a
+    /// placeholder text's member written as `"text":` and its prepared string.
+    pub fn encode(&self, mut item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+        let Some(n) = placeholder(&mut item) else {
+            let mut out = serde_json::to_vec(&item)?;
+            out.push(b'\n');
+            return Ok(out);
+        };
+        let json_string = self.take(n).ok_or_else(|| {
+            io::Error::other(format!("prepared tool result {n} is missing (a bug)"))
+        })?;
+        let mut out = serde_json::to_vec(&item)?;
+        let member = format!("\"text\":\"\\u0000evidence-store:prepared:{n}\\u0000\"");
+        let at = memchr::memmem::find(&out, member.as_bytes())
+            .ok_or_else(|| io::Error::other("the encoded tool result lost its placeholder"))?;
+        let tail = out.split_off(at + member.len());
+        out.truncate(at + "\"text\":".len());
         out.reserve(json_string.len() + tail.len() + 1);
         out.extend_from_slice(json_string.as_bytes());
         out.extend_from_slice(&tail);
+        out.push(b'\n');
+        Ok(out)
     }
-    out.push(b'\n');
-    Ok(out)
 }
 
-/// The text of a tool result's only content block, if it is large.
-fn large_text(item: &mut TxJsonRpcMessage<RoleServer>) -> Option<&mut String> {
+/// The number of the placeholder that is a tool result's only text, if it is one.
+fn placeholder(item: &mut TxJsonRpcMessage<RoleServer>) -> Option<u64> {
     let JsonRpcMessage::Response(response) = item else {
         return None;
     };
     let ServerResult::CallToolResult(result) = &mut response.result else {
         return None;
     };
-    match result.content.as_mut_slice() {
-        [ContentBlock::Text(content)] if content.text.len() >= SPLICE_MIN_BYTES => {
-            Some(&mut content.text)
-        }
-        _ => None,
-    }
+    let [ContentBlock::Text(content)] = result.content.as_slice() else {
+        return None;
+    };
+    content
+        .text
+        .strip_prefix(PLACEHOLDER)?
+        .strip_suffix('\0')?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -234,72 +244,67 @@ mod tests {
         line
     }
 
-    fn prepared_for(text: &str) -> bool {
-        let prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
-        prepared.iter().any(|p| p.text == text)
-    }
-
-    /// Tests share the process-wide table; each uses texts of its own.
-    fn awkward_text(tag: &str) -> String {
+    fn awkward_text() -> String {
         let awkward = "quote \" backslash \\ newline \n nul \0 us \u{1f} é 😀 \u{2028} ";
-        format!(
-            "{tag}{}",
-            awkward.repeat(SPLICE_MIN_BYTES / awkward.len() + 3)
-        )
+        awkward.repeat(4000)
     }
 
     #[test]
-    fn prepared_texts_are_spliced_as_serde_json_writes_them() {
-        let big = awkward_text("spliced");
+    fn a_prepared_text_is_sent_as_serde_json_writes_the_text() {
+        let prepared = Prepared::default();
+        let big = awkward_text();
         let texts_and_ids = [
             (big.clone(), NumberOrString::Number(7)),
-            // The marker's own text in a large result is carried like any other.
-            (format!("{MARKER}{big}{MARKER}"), NumberOrString::Number(8)),
-            // A request id holding the marker does not move the splice.
-            (format!("{big}!"), NumberOrString::String(MARKER.into())),
+            (String::new(), NumberOrString::Number(8)),
+            // Placeholder-like text inside a prepared text is carried like any other.
+            (format!("{PLACEHOLDER}0\0{big}"), NumberOrString::Number(9)),
+            // A request id holding a placeholder's characters does not move the splice.
+            (
+                big.clone(),
+                NumberOrString::String(format!("{PLACEHOLDER}3\0").into()),
+            ),
         ];
         for (text, id) in texts_and_ids {
             let expect = serde_line(&response_to(text.clone(), id.clone()));
-            prepare(&text, serde_json::to_string(&text).unwrap());
-            assert!(prepared_for(&text));
-            assert!(encode(response_to(text.clone(), id)).unwrap() == expect);
-            assert!(!prepared_for(&text), "a prepared text is used once");
+            let placeholder = prepared.insert(serde_json::to_string(&text).unwrap());
+            let got = prepared
+                .encode(response_to(placeholder.clone(), id))
+                .unwrap();
+            assert!(got == expect, "{:?}", String::from_utf8_lossy(&got[..80]));
+            // Used once: the same placeholder again is an error, never a wrong text.
+            let again = prepared.encode(response(placeholder));
+            assert!(again.is_err());
         }
     }
 
     #[test]
-    fn other_texts_never_use_a_prepared_form() {
-        let big = awkward_text("foreign");
-        // Same length, one byte different: the entry must not be used.
-        let mut other = big.clone().into_bytes();
-        other[0] = b'F';
-        let other = String::from_utf8(other).unwrap();
-        prepare(&other, "\"not the encoding of big\"".into());
-        let message = response(big.clone());
-        assert!(encode(response(big)).unwrap() == serde_line(&message));
-        // Unprepared large texts, small texts and errors are encoded by serde_json.
+    fn other_messages_are_serde_jsons() {
+        let prepared = Prepared::default();
         let messages = [
-            response(awkward_text("unprepared")),
+            response(awkward_text()),
             response("small".into()),
+            // Not a placeholder: no number, or no closing NUL.
+            response(format!("{PLACEHOLDER}x\0")),
+            response(format!("{PLACEHOLDER}1")),
             JsonRpcMessage::error(ErrorData::invalid_request("Invalid request", None), None),
         ];
+        prepared.insert("\"unused\"".into());
         for message in messages {
             let expect = serde_line(&message);
-            assert!(encode(message).unwrap() == expect);
+            assert!(prepared.encode(message).unwrap() == expect);
         }
-        // Small texts are not kept, and the table stays bounded.
-        prepare("small", "\"small\"".into());
-        assert!(!prepared_for("small"));
-        for n in 0..2 * PREPARED_MAX {
-            let text = awkward_text(&format!("bounded {n}"));
-            prepare(&text, serde_json::to_string(&text).unwrap());
+    }
+
+    #[test]
+    fn the_table_is_bounded_oldest_first() {
+        let prepared = Prepared::default();
+        let first = prepared.insert("\"first\"".into());
+        for n in 1..=PREPARED_MAX {
+            prepared.insert(format!("\"{n}\""));
         }
-        assert!(
-            PREPARED
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len()
-                <= PREPARED_MAX
-        );
+        assert!(prepared.encode(response(first)).is_err());
+        let last = format!("{PLACEHOLDER}{PREPARED_MAX}\0");
+        let got = prepared.encode(response(last)).unwrap();
+        assert!(got == serde_line(&response(PREPARED_MAX.to_string())));
     }
 }
