@@ -275,35 +275,95 @@ impl<'a> Str<'a> {
     }
 
     /// The longest suffix of the decoded string of at most `max` bytes starting on a
-    /// character boundary, decoding no more than the units it spans.
+    /// character boundary, decoding from the end no more than the units it spans.
     pub fn tail(&self, max: usize) -> Cow<'a, str> {
         if !self.escaped {
             return Cow::Borrowed(ceil_suffix(self.raw, max));
         }
-        let from = self.len.saturating_sub(max);
-        let mut out = String::with_capacity(max.min(self.len) + 4);
-        let mut at = 0; // decoded offset of the current unit
-        for unit in units(self.raw) {
-            let len = unit.len();
-            if at + len > from {
-                match unit {
-                    // Only the part of a raw run past `from` (rounded down to a char).
-                    Unit::Run(run) if at < from => {
-                        let mut start = from - at;
-                        while !run.is_char_boundary(start) {
-                            start -= 1;
-                        }
-                        out.push_str(&run[start..]);
-                    }
-                    unit => unit.push_to(&mut out),
-                }
-            }
-            at += len;
+        // Units from the end, last first, until they hold `max` bytes.
+        let mut units = Vec::new();
+        let mut got = 0;
+        let mut end = self.raw.len();
+        while end > 0 && got < max {
+            let (unit, start) = last_unit(self.raw, end, max - got);
+            got += unit.len();
+            units.push(unit);
+            end = start;
+        }
+        let mut out = String::with_capacity(got);
+        for unit in units.into_iter().rev() {
+            unit.push_to(&mut out);
         }
         let start = out.len() - ceil_suffix(&out, max).len();
         out.drain(..start);
         Cow::Owned(out)
     }
+}
+
+/// The last unit of the validated raw string `raw[..end]` (which ends where a unit ends),
+/// and where it starts. A run is cut to its last `need` bytes or a little more (from a
+/// character boundary).
+///
+/// In valid string content a backslash starts an escape unless it is the second of a
+/// `\\` pair, and pairs form from the start of a run of backslashes: the parity of the
+/// run that ends at the last backslash tells which. A low-surrogate escape right after a
+/// high-surrogate one is one character with it, as forward decoding pairs them.
+fn last_unit(raw: &str, end: usize, need: usize) -> (Unit<'_>, usize) {
+    let bytes = raw.as_bytes();
+    let Some(q) = memchr::memrchr(b'\\', &bytes[..end]) else {
+        return run_tail(raw, 0, end, need);
+    };
+    // An even run ends with the second backslash of a `\\` pair.
+    let ends_pair = backslash_run(bytes, q).is_multiple_of(2);
+    let escape_end = if ends_pair {
+        q + 1
+    } else if bytes.get(q + 1) == Some(&b'u') {
+        q + 6
+    } else {
+        q + 2
+    };
+    if escape_end < end {
+        return run_tail(raw, escape_end, end, need);
+    }
+    if ends_pair {
+        return (Unit::Escape('\\'), q - 1);
+    }
+    // A low surrogate's partner, if the unit before it is a high-surrogate escape.
+    let is_low = |at: usize| hex4(bytes, at).is_ok_and(|u| (0xDC00..0xE000).contains(&u));
+    let is_high = |at: usize| hex4(bytes, at).is_ok_and(|u| (0xD800..0xDC00).contains(&u));
+    let start = if bytes[q + 1] == b'u'
+        && is_low(q)
+        && q >= 6
+        && bytes[q - 6] == b'\\'
+        && bytes[q - 5] == b'u'
+        && !backslash_run(bytes, q - 6).is_multiple_of(2)
+        && is_high(q - 6)
+    {
+        q - 6
+    } else {
+        q
+    };
+    // Validated when parsed: decoding cannot fail here.
+    let c = unescape(bytes, start).map_or(char::REPLACEMENT_CHARACTER, |(c, _)| c);
+    (Unit::Escape(c), start)
+}
+
+/// How many backslashes end at `at` (inclusive).
+fn backslash_run(bytes: &[u8], at: usize) -> usize {
+    bytes[..=at]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count()
+}
+
+/// The raw run `raw[start..end]`, cut to its last `need` bytes or a little more.
+fn run_tail(raw: &str, start: usize, end: usize, need: usize) -> (Unit<'_>, usize) {
+    let mut from = end.saturating_sub(need).max(start);
+    while !raw.is_char_boundary(from) {
+        from -= 1;
+    }
+    (Unit::Run(&raw[from..end]), from)
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
@@ -1088,6 +1148,52 @@ mod tests {
                 ("Invalid control character at", at + 1),
                 "{at}"
             );
+        }
+    }
+
+    #[test]
+    fn tails_read_from_the_end_equal_tails_of_the_decoded_string() {
+        // Raw string contents built from every kind of unit, in pseudo-random order.
+        const PARTS: [&str; 16] = [
+            "plain",
+            "é",
+            "😀",
+            "\\\\",
+            "\\\\\\\\",
+            "\\n",
+            "\\\"",
+            "\\/",
+            "\\u005c",
+            "\\u005C\\\\",
+            "\\ud83d\\ude00",
+            "\\ud83d",
+            "\\ude00",
+            "\\ud83d\\ud83d\\ude00",
+            "\\u00e9",
+            "\\t\\b\\f\\r",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for case in 0..3000 {
+            let len = 1 + next(60);
+            let raw: String = (0..len).map(|_| PARTS[next(PARTS.len())]).collect();
+            let token = format!("\"{raw}\"");
+            let Ok(Node::String(s)) = parse_borrowed(&token) else {
+                panic!("not a string: {token}");
+            };
+            let decoded = s.decode();
+            for max in [0, 1, 2, 3, 4, 5, 7, 16, 160, 161, 1000] {
+                assert_eq!(
+                    s.tail(max),
+                    ceil_suffix(&decoded, max),
+                    "case {case}, max {max}: {token}"
+                );
+            }
         }
     }
 
