@@ -242,7 +242,7 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     if reader.project(project_key)?.is_none() {
         return answer(Unknown::project(project_key).into());
     }
-    let Some(record) = reader.session(project_key, session_ref)? else {
+    let Some(record) = reader.session_file(project_key, session_ref)? else {
         return answer(Unknown::session(project_key, session_ref).into());
     };
     let missing = || {
@@ -258,7 +258,7 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     let path = root
         .join("projects")
         .join(project_key)
-        .join(&record.session.session_path);
+        .join(&record.session_path);
     let FileState::Indexed(file) = &record.file else {
         return missing();
     };
@@ -286,7 +286,7 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     }
     Ok(Planned::Read(Plan {
         path,
-        source: record.session.source,
+        source: record.source,
         first_line: first,
         entries,
     }))

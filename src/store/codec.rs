@@ -1,10 +1,14 @@
 //! How records become bytes. The only module that knows bincode, so it could be swapped
 //! (bincode is flagged unmaintained by RustSec) by changing this file and the schema version.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use std::marker::PhantomData;
 
+use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::FileState;
 use crate::lines::LineEntry;
+use crate::workspace::Span;
 
 /// Why stored bytes could not be decoded: the store is corrupt or from another build.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +88,83 @@ pub fn decode_lines(bytes: &[u8]) -> Result<Vec<LineEntry>, CodecError> {
         .collect())
 }
 
+/// What a read needs of a stored `SessionRecord`: how to read its file, and the file
+/// record. Decoded in place, stepping over the turns (a long session has thousands)
+/// without building them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFile {
+    pub source: String,
+    pub session_path: String,
+    pub file: FileState,
+}
+
+/// `SessionRecord`'s layout with borrowed strings and the turns skipped. It must follow
+/// `SessionRecord` and `Session` field for field (a test decodes both ways).
+#[derive(Deserialize)]
+struct SessionRecordView<'a> {
+    #[serde(borrow)]
+    session: SessionView<'a>,
+    file: FileState,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)] // Fields are read to step over them.
+struct SessionView<'a> {
+    session_ref: &'a str,
+    source: &'a str,
+    source_session_id: &'a str,
+    session_path: &'a str,
+    target: Span,
+    #[serde(borrow)]
+    turns: Skipped<TurnView<'a>>,
+    index_line: u64,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct TurnView<'a> {
+    turn_ref: &'a str,
+    span: Span,
+}
+
+/// A sequence read element by element and thrown away.
+struct Skipped<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Each<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Each<T> {
+            type Value = Skipped<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<T>()?.is_some() {}
+                Ok(Skipped(PhantomData))
+            }
+        }
+        deserializer.deserialize_seq(Each(PhantomData))
+    }
+}
+
+pub fn decode_session_file(bytes: &[u8]) -> Result<SessionFile, CodecError> {
+    let error = |detail: String| CodecError {
+        what: "session",
+        detail,
+    };
+    match bincode::serde::borrow_decode_from_slice::<SessionRecordView<'_>, _>(bytes, config()) {
+        Ok((view, used)) if used == bytes.len() => Ok(SessionFile {
+            source: view.session.source.to_owned(),
+            session_path: view.session.session_path.to_owned(),
+            file: view.file,
+        }),
+        Ok((_, used)) => Err(error(format!("{} trailing bytes", bytes.len() - used))),
+        Err(e) => Err(error(e.to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +181,57 @@ mod tests {
             .collect();
         assert_eq!(decode_lines(&encode_lines(&entries)).unwrap(), entries);
         assert!(decode_lines(&[0; 55]).is_err());
+    }
+
+    #[test]
+    fn a_session_file_is_read_from_a_whole_session_record() {
+        use super::super::{FileRecord, SessionRecord};
+        use crate::workspace::{Session, Turn};
+        let span = |start, end| Span { start, end };
+        let session = Session {
+            session_ref: "S0001".into(),
+            source: "claude-code".into(),
+            source_session_id: "x".into(),
+            session_path: "sessions/claude-code/é.jsonl".into(),
+            target: span(1, 9),
+            turns: (1..=300)
+                .map(|t| Turn {
+                    turn_ref: format!("T{t:04}"),
+                    span: span(t, t + 1),
+                })
+                .collect(),
+            index_line: 3,
+        };
+        let files = [
+            FileState::Missing,
+            FileState::Indexed(FileRecord {
+                file_id: 7,
+                size: 1 << 40,
+                mtime_ns: u64::MAX,
+                lines: 9,
+                digest: [5; 32],
+            }),
+        ];
+        for file in files {
+            let record = SessionRecord {
+                session: session.clone(),
+                file: file.clone(),
+            };
+            let bytes = encode(&record);
+            let whole: SessionRecord = decode("session", &bytes).unwrap();
+            assert_eq!(
+                decode_session_file(&bytes).unwrap(),
+                SessionFile {
+                    source: whole.session.source,
+                    session_path: whole.session.session_path,
+                    file: whole.file,
+                }
+            );
+            assert!(decode_session_file(&bytes[..bytes.len() - 1]).is_err());
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(decode_session_file(&longer).is_err());
+        }
     }
 
     #[test]

@@ -216,6 +216,19 @@ pub trait Lookup {
         )
     }
 
+    /// A session's file and how to read it ([`codec::SessionFile`]), without its turns.
+    fn session_file(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Option<codec::SessionFile>, StoreError> {
+        let table = self.table(SESSIONS)?;
+        let value = table.get((project_key, session_ref)).store()?;
+        Ok(value
+            .map(|v| codec::decode_session_file(v.value()))
+            .transpose()?)
+    }
+
     fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
         decoded(&self.table(DOCUMENTS)?, rel_path, "document")
     }
