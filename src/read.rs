@@ -477,7 +477,9 @@ impl Plan {
         print: impl Fn(&mut S, u64, &LineEntry, &str) + Sync,
     ) -> Result<Vec<S>, ReadFailure> {
         self.map_chunks(|lines| {
-            let mut out = S::default();
+            // Compact records print to about half their lines' size, full ones to a bit
+            // more than their size: room for that saves the copies of growing.
+            let mut out = S::piece(lines.bytes.len() / 2 + lines.bytes.len() / 8 + 256);
             lines.for_each(|line, entry, line_text| {
                 out.plain(",");
                 out.newline(4);
@@ -571,10 +573,12 @@ mod pretty {
     use crate::pyjson::{write_string, write_string_content_twice};
 
     /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
-    /// holds the text ([`JsonString`]). A piece of output is a `Default` sink; a whole
-    /// answer starts with [`Sink::document`] and ends with [`Sink::finish`].
-    pub(super) trait Sink: Default + Send {
+    /// holds the text ([`JsonString`]). A piece of output starts with [`Sink::piece`]; a
+    /// whole answer starts with [`Sink::document`] and ends with [`Sink::finish`].
+    pub(super) trait Sink: Send {
         fn document(capacity: usize) -> Self;
+        /// An empty piece with room for `capacity` bytes.
+        fn piece(capacity: usize) -> Self;
         fn finish(self) -> String;
         fn len(&self) -> usize;
         /// Appends `piece`, without its first `skip` bytes of plain text.
@@ -607,6 +611,10 @@ mod pretty {
 
     impl Sink for String {
         fn document(capacity: usize) -> Self {
+            String::with_capacity(capacity)
+        }
+
+        fn piece(capacity: usize) -> Self {
             String::with_capacity(capacity)
         }
 
@@ -645,7 +653,6 @@ mod pretty {
 
     /// The text written as the JSON string that holds it: structure in its escaped
     /// spelling, each value escaped twice. A document carries its quotes.
-    #[derive(Default)]
     pub(super) struct JsonString(String);
 
     impl Sink for JsonString {
@@ -653,6 +660,10 @@ mod pretty {
             let mut out = String::with_capacity(capacity + 2);
             out.push('"');
             JsonString(out)
+        }
+
+        fn piece(capacity: usize) -> Self {
+            JsonString(String::with_capacity(capacity))
         }
 
         fn finish(mut self) -> String {
