@@ -236,10 +236,10 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
     let answer = |result: ReadResult| Ok(Planned::Answer(result));
     let reader = store.reader()?;
-    if reader.workspace()?.is_none() {
+    if !reader.has_workspace()? {
         return Err(StoreError::NotImported);
     }
-    if reader.project(project_key)?.is_none() {
+    if !reader.has_project(project_key)? {
         return answer(Unknown::project(project_key).into());
     }
     let Some(record) = reader.session_file(project_key, session_ref)? else {

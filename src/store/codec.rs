@@ -61,7 +61,23 @@ pub fn encode_lines(entries: &[LineEntry]) -> Vec<u8> {
     out
 }
 
+/// The entries `skip..skip + take` of a block (fewer where the block ends first).
+pub fn decode_lines_range(
+    bytes: &[u8],
+    skip: u64,
+    take: u64,
+) -> Result<impl Iterator<Item = LineEntry> + '_, CodecError> {
+    let entries = decode_lines_iter(bytes)?;
+    let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+    let take = usize::try_from(take).unwrap_or(usize::MAX);
+    Ok(entries.skip(skip).take(take))
+}
+
 pub fn decode_lines(bytes: &[u8]) -> Result<Vec<LineEntry>, CodecError> {
+    Ok(decode_lines_iter(bytes)?.collect())
+}
+
+fn decode_lines_iter(bytes: &[u8]) -> Result<impl Iterator<Item = LineEntry> + '_, CodecError> {
     if !bytes.len().is_multiple_of(ENTRY_BYTES) {
         return Err(CodecError {
             what: "line block",
@@ -73,19 +89,16 @@ pub fn decode_lines(bytes: &[u8]) -> Result<Vec<LineEntry>, CodecError> {
         word.copy_from_slice(&chunk[at..at + 8]);
         u64::from_le_bytes(word)
     };
-    Ok(bytes
-        .chunks_exact(ENTRY_BYTES)
-        .map(|chunk| {
-            let mut sha256 = [0u8; 32];
-            sha256.copy_from_slice(&chunk[24..56]);
-            LineEntry {
-                offset: u64_at(chunk, 0),
-                len: u64_at(chunk, 8),
-                decoded_len: u64_at(chunk, 16),
-                sha256,
-            }
-        })
-        .collect())
+    Ok(bytes.chunks_exact(ENTRY_BYTES).map(move |chunk| {
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&chunk[24..56]);
+        LineEntry {
+            offset: u64_at(chunk, 0),
+            len: u64_at(chunk, 8),
+            decoded_len: u64_at(chunk, 16),
+            sha256,
+        }
+    }))
 }
 
 /// What a read needs of a stored `SessionRecord`: how to read its file, and the file
@@ -179,8 +192,19 @@ mod tests {
                 sha256: [i; 32],
             })
             .collect();
-        assert_eq!(decode_lines(&encode_lines(&entries)).unwrap(), entries);
+        let bytes = encode_lines(&entries);
+        assert_eq!(decode_lines(&bytes).unwrap(), entries);
         assert!(decode_lines(&[0; 55]).is_err());
+        for (skip, take) in [(0, 5), (1, 3), (4, 9), (5, 1), (0, 0), (2, u64::MAX)] {
+            let got: Vec<LineEntry> = decode_lines_range(&bytes, skip, take).unwrap().collect();
+            let want: Vec<LineEntry> = entries
+                .iter()
+                .skip(skip as usize)
+                .take(take.min(5) as usize)
+                .cloned()
+                .collect();
+            assert_eq!(got, want, "skip {skip} take {take}");
+        }
     }
 
     #[test]

@@ -204,6 +204,16 @@ pub trait Lookup {
         decoded(&self.table(PROJECTS)?, key, "project")
     }
 
+    /// Whether a workspace was imported, without decoding it.
+    fn has_workspace(&self) -> Result<bool, StoreError> {
+        Ok(self.table(WORKSPACE)?.get(WORKSPACE_KEY).store()?.is_some())
+    }
+
+    /// Whether the project exists, without decoding it.
+    fn has_project(&self, key: &str) -> Result<bool, StoreError> {
+        Ok(self.table(PROJECTS)?.get(key).store()?.is_some())
+    }
+
     fn session(
         &self,
         project_key: &str,
@@ -292,15 +302,11 @@ impl Reader {
             .store()?
         {
             let (key, value) = item.store()?;
-            let block = key.value().1;
-            let entries = codec::decode_lines(value.value())?;
-            let block_first = block * LINES_PER_BLOCK + 1;
-            for (i, entry) in entries.into_iter().enumerate() {
-                let n = block_first + i as u64;
-                if (first..=last).contains(&n) {
-                    out.push(entry);
-                }
-            }
+            let block_first = key.value().1 * LINES_PER_BLOCK + 1;
+            // The entries of lines first..=last that this block holds, decoded alone.
+            let skip = first.saturating_sub(block_first);
+            let take = (last + 1).saturating_sub(block_first.max(first));
+            out.extend(codec::decode_lines_range(value.value(), skip, take)?);
         }
         Ok(out)
     }
