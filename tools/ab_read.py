@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Paired read latency of several evidence-store binaries, for comparing changes.
+
+All servers stay alive on the same workspace and take turns in small batches (5 compact
+reads of 2000 lines, then 3 full reads of 100 lines, each), so drift of this shared
+machine affects them alike; each read is timed as bench.py times it, and the answer is
+parsed between reads as bench.py does (so the servers idle between calls as they would).
+Swap the order of the binaries and run again before believing a difference under ~1 ms.
+
+Usage: tools/.venv/bin/python tools/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
+       (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from bench import RawClient, middle_reads
+
+
+def timed_read(client: RawClient, args: dict) -> float:
+    start = time.perf_counter()
+    line = client.request_raw("tools/call", {"name": "read_session_lines", "arguments": args})
+    took = time.perf_counter() - start
+    text = json.loads(line)["result"]["content"][0]["text"]
+    assert json.loads(text)["status"] == "ok", text[:300]
+    return took * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bins", nargs="+")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
+    parser.add_argument("--batches", type=int, default=12)
+    args = parser.parse_args()
+    ws = args.work / "read-200M"
+    if not (ws / "summary.json").exists():
+        raise SystemExit(f"no workspace at {ws}: run tools/bench.py read first")
+    compact, full = middle_reads(ws)
+    clients = [RawClient([b, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)}) for b in args.bins]
+    for client in clients:
+        client.initialize()
+    times = {b: {"compact": [], "full": []} for b in args.bins}
+    for _ in range(args.batches):
+        for b, client in zip(args.bins, clients):
+            times[b]["compact"] += [timed_read(client, compact) for _ in range(5)]
+            times[b]["full"] += [timed_read(client, full) for _ in range(3)]
+    for client in clients:
+        client.close()
+    print("| binary | compact median | compact p10 | full median |")
+    print("|---|---|---|---|")
+    for b in args.bins:
+        c, f = sorted(times[b]["compact"]), times[b]["full"]
+        print(f"| {b} | {statistics.median(c):.2f} ms | {c[len(c) // 10]:.2f} ms | {statistics.median(f):.2f} ms |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
