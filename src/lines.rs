@@ -8,8 +8,8 @@
 //! Every boundary is a complete, valid UTF-8 character and lossy decoding never merges
 //! bytes across a valid character, so boundaries can be found in the raw bytes and each
 //! decoded line is the lossy decoding of one contiguous byte range of the file. That is
-//! what lets the store keep `(offset, len)` per line and answer a read with one
-//! positioned read.
+//! what lets the store keep `(offset, len)` per line and answer a read with positioned
+//! reads of exactly the requested bytes.
 
 use std::borrow::Cow;
 use std::io::{self, Read};

@@ -1,8 +1,9 @@
 //! `read_session_lines`: a line range of one indexed session, compact or full.
 //!
-//! The store says where the requested lines are; the session file is then read once, at
-//! exactly those bytes, and every line is checked against its stored SHA-256. The cost
-//! depends on the lines asked for, not on the session's size.
+//! The store says where the requested lines are; the session file is then read at exactly
+//! those bytes, in chunks of adjacent lines (one positioned read each, shared by two
+//! threads), and every line is checked against its stored SHA-256. The cost depends on
+//! the lines asked for, not on the session's size.
 
 use std::fs::File;
 use std::ops::Range;
