@@ -591,7 +591,7 @@ mod pretty {
         /// `s` as a JSON string.
         fn string(&mut self, s: &str);
         /// A member name and its colon: `"key": `. Names are identifiers of ASCII
-        /// letters and underscores, which JSON strings never escape.
+        /// letters, digits and underscores, which JSON strings never escape.
         fn key(&mut self, key: &'static str);
 
         fn integer(&mut self, n: impl itoa::Integer) {
@@ -645,7 +645,7 @@ mod pretty {
         }
 
         fn key(&mut self, key: &'static str) {
-            debug_assert!(key.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_'));
+            debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
             self.push('"');
             self.push_str(key);
             self.push_str("\": ");
