@@ -145,8 +145,8 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
         Mode::Full => plan.map_lines(full_record).map(Records::Full),
     };
     match records {
-        Ok(records) => ReadResult::Ok(plan.ok(req, records)),
-        Err(failure) => plan.failed(req, failure),
+        Ok(records) => ReadResult::Ok(ReadOk::new(req, records)),
+        Err(failure) => failure.answer(req),
     }
 }
 
@@ -178,32 +178,24 @@ fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest) -> Str
         }),
     };
     match printed {
-        Ok(pieces) => assemble(&plan.ok(req, Records::Full(Vec::new())), pieces),
-        Err(failure) => plan.failed(req, failure).render::<S>(),
+        Ok(pieces) => assemble(&ReadOk::new(req, Records::Full(Vec::new())), pieces),
+        Err(failure) => failure.answer(req).render::<S>(),
     }
 }
 
 /// The whole answer from the printed records: the result's members, then the records
-/// array made of `pieces` (items each preceded by a separator), then the end of the
+/// array made of `pieces` (a validated read has at least one line), then the end of the
 /// object.
 fn assemble<S: pretty::Sink>(head: &ReadOk, pieces: Vec<S>) -> String {
     let len: usize = pieces.iter().map(S::len).sum();
     let mut out = S::document(len + 1024);
     pretty::ok_members(&mut out, head);
-    let mut items = pieces.into_iter().filter(|p| p.len() > 0).peekable();
-    if items.peek().is_none() {
-        out.plain("[]");
-    } else {
-        for (i, piece) in items.enumerate() {
-            // The first item's separator, a comma, becomes the array's opening.
-            if i == 0 {
-                out.plain("[");
-            }
-            out.append(piece, usize::from(i == 0));
-        }
-        out.newline(2);
-        out.plain("]");
+    out.plain("[");
+    for piece in pieces {
+        out.append(piece);
     }
+    out.newline(2);
+    out.plain("]");
     pretty::close_ok(&mut out);
     out.finish()
 }
@@ -356,6 +348,41 @@ enum ReadFailure {
     Changed(u64),
 }
 
+impl ReadFailure {
+    fn answer(self, req: &ReadRequest) -> ReadResult {
+        match self {
+            ReadFailure::Io(e) => ReadResult::invalid(
+                "session_ref",
+                format!(
+                    "session file for session_ref {} could not be read: {e}",
+                    py_repr(&req.session_ref)
+                ),
+                "ensure the prepared workspace still contains the copied session file",
+            ),
+            ReadFailure::Changed(line) => changed(
+                &req.session_ref,
+                &format!("line {line} no longer matches its recorded SHA-256"),
+            ),
+        }
+    }
+}
+
+impl ReadOk {
+    fn new(req: &ReadRequest, records: Records) -> Self {
+        ReadOk {
+            status: "ok",
+            project_key: req.project_key.clone(),
+            session_ref: req.session_ref.clone(),
+            line_range: LineRange {
+                start: req.start_line,
+                end: req.end_line,
+            },
+            mode: req.mode.name(),
+            records,
+        }
+    }
+}
+
 /// Lines are read and processed in chunks of about this many bytes (a longer line is a
 /// chunk of its own): small enough that two threads share a read evenly and that memory
 /// stays bounded by the longest line, not by the range.
@@ -372,37 +399,6 @@ impl Plan {
             entry.decoded_len,
             lines::hex(&entry.sha256),
         )
-    }
-
-    fn ok(&self, req: &ReadRequest, records: Records) -> ReadOk {
-        ReadOk {
-            status: "ok",
-            project_key: req.project_key.clone(),
-            session_ref: req.session_ref.clone(),
-            line_range: LineRange {
-                start: req.start_line,
-                end: req.end_line,
-            },
-            mode: req.mode.name(),
-            records,
-        }
-    }
-
-    fn failed(&self, req: &ReadRequest, failure: ReadFailure) -> ReadResult {
-        match failure {
-            ReadFailure::Io(e) => ReadResult::invalid(
-                "session_ref",
-                format!(
-                    "session file for session_ref {} could not be read: {e}",
-                    py_repr(&req.session_ref)
-                ),
-                "ensure the prepared workspace still contains the copied session file",
-            ),
-            ReadFailure::Changed(line) => changed(
-                &req.session_ref,
-                &format!("line {line} no longer matches its recorded SHA-256"),
-            ),
-        }
     }
 
     /// The entries split into runs of adjacent lines of about [`CHUNK_BYTES`] each; one
@@ -444,15 +440,13 @@ impl Plan {
         let chunks = self.chunks();
         let results = parallel::map_claimed(chunks.len(), Vec::new, |buf: &mut Vec<u8>, i| {
             let range = chunks[i].clone();
-            let lines = ChunkLines {
-                first_line: self.first_line + range.start as u64,
-                entries: &self.entries[range],
-                bytes: &[],
-            };
-            lines.read(&file, buf)?;
+            let first_line = self.first_line + range.start as u64;
+            let entries = &self.entries[range];
+            read_span(&file, entries, first_line, buf)?;
             per_chunk(&ChunkLines {
+                first_line,
+                entries,
                 bytes: buf,
-                ..lines
             })
         });
         results.into_iter().collect()
@@ -472,17 +466,19 @@ impl Plan {
     }
 
     /// Every requested line printed by `print` as an item of the records array, chunk by
-    /// chunk, each item preceded by its separator (`,`, a line break and 4 spaces).
+    /// chunk, each item on its own line after its separator (none before the first).
     fn print_lines<S: pretty::Sink>(
         &self,
         print: impl Fn(&mut S, u64, &LineEntry, &str) + Sync,
     ) -> Result<Vec<S>, ReadFailure> {
         self.map_chunks(|lines| {
-            // Compact records print to about half their lines' size, full ones to a bit
-            // more than their size: room for that saves the copies of growing.
+            // Compact records print to about half their lines' size: starting with room
+            // for that saves most of the copies of growing (full records grow from it).
             let mut out = S::piece(lines.bytes.len() / 2 + lines.bytes.len() / 8 + 256);
             lines.for_each(|line, entry, line_text| {
-                out.plain(",");
+                if line != self.first_line {
+                    out.plain(",");
+                }
                 out.newline(4);
                 print(&mut out, line, entry, line_text);
             })?;
@@ -499,20 +495,26 @@ struct ChunkLines<'a> {
     bytes: &'a [u8],
 }
 
-impl ChunkLines<'_> {
-    /// Reads the bytes spanning the entries into `buf`, reusing its allocation.
-    fn read(&self, file: &File, buf: &mut Vec<u8>) -> Result<(), ReadFailure> {
-        buf.clear();
-        let (Some(first), Some(last)) = (self.entries.first(), self.entries.last()) else {
-            return Ok(());
-        };
-        let span = usize::try_from(last.offset + last.len - first.offset)
-            .map_err(|_| ReadFailure::Changed(self.first_line))?;
-        buf.resize(span, 0);
-        file.read_exact_at(buf, first.offset)
-            .map_err(ReadFailure::Io)
-    }
+/// Reads the bytes spanning `entries` (lines from `first_line` on) into `buf`, reusing
+/// its allocation: one positioned read.
+fn read_span(
+    file: &File,
+    entries: &[LineEntry],
+    first_line: u64,
+    buf: &mut Vec<u8>,
+) -> Result<(), ReadFailure> {
+    buf.clear();
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Ok(());
+    };
+    let span = usize::try_from(last.offset + last.len - first.offset)
+        .map_err(|_| ReadFailure::Changed(first_line))?;
+    buf.resize(span, 0);
+    file.read_exact_at(buf, first.offset)
+        .map_err(ReadFailure::Io)
+}
 
+impl ChunkLines<'_> {
     /// Calls `f` with each line's number, entry and text, in order, after checking the
     /// text against the entry's stored digest and decoded length.
     fn for_each(&self, mut f: impl FnMut(u64, &LineEntry, &str)) -> Result<(), ReadFailure> {
@@ -582,8 +584,7 @@ mod pretty {
         fn piece(capacity: usize) -> Self;
         fn finish(self) -> String;
         fn len(&self) -> usize;
-        /// Appends `piece`, without its first `skip` bytes of plain text.
-        fn append(&mut self, piece: Self, skip: usize);
+        fn append(&mut self, piece: Self);
         /// ASCII no JSON string escapes: punctuation, numbers, literals.
         fn plain(&mut self, s: &str);
         /// A line break, then `indent` spaces.
@@ -627,8 +628,8 @@ mod pretty {
             self.len()
         }
 
-        fn append(&mut self, piece: Self, skip: usize) {
-            self.push_str(&piece[skip..]);
+        fn append(&mut self, piece: Self) {
+            self.push_str(&piece);
         }
 
         fn plain(&mut self, s: &str) {
@@ -676,8 +677,8 @@ mod pretty {
             self.0.len()
         }
 
-        fn append(&mut self, piece: Self, skip: usize) {
-            self.0.push_str(&piece.0[skip..]);
+        fn append(&mut self, piece: Self) {
+            self.0.push_str(&piece.0);
         }
 
         fn plain(&mut self, s: &str) {
