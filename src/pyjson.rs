@@ -797,11 +797,11 @@ pub fn write_string_content_twice(out: &mut String, s: &str) {
 }
 
 /// `s` with every byte a JSON string escapes (quote, backslash, control character)
-/// replaced by `escape` of it. Those bytes are ASCII, so runs between them are whole
+/// replaced by what `escape` writes for it. Those bytes are ASCII, so runs between them are whole
 /// characters. Blocks of 32 bytes are first tested as a whole (the compiler vectorises
 /// the test); only a block that holds such a byte is mapped bit by bit, and all of its
 /// bytes are then handled from that one mask.
-fn write_escaped(out: &mut String, s: &str, escape: fn(u8) -> &'static str) {
+fn write_escaped(out: &mut String, s: &str, escape: fn(&mut String, u8)) {
     let bytes = s.as_bytes();
     out.reserve(s.len() + s.len() / 8);
     let mut run = 0;
@@ -815,7 +815,7 @@ fn write_escaped(out: &mut String, s: &str, escape: fn(u8) -> &'static str) {
             while mask != 0 {
                 let at = base + mask.trailing_zeros() as usize;
                 out.push_str(&s[run..at]);
-                out.push_str(escape(bytes[at]));
+                escape(out, bytes[at]);
                 run = at + 1;
                 mask &= mask - 1;
             }
@@ -825,71 +825,39 @@ fn write_escaped(out: &mut String, s: &str, escape: fn(u8) -> &'static str) {
     for (at, &b) in bytes.iter().enumerate().skip(base) {
         if is_special(b) {
             out.push_str(&s[run..at]);
-            out.push_str(escape(b));
+            escape(out, b);
             run = at + 1;
         }
     }
     out.push_str(&s[run..]);
 }
 
-/// Python's (and serde_json's) escape of a byte JSON strings escape.
-fn escape_once(b: u8) -> &'static str {
-    match b {
+/// Writes Python's (and serde_json's) escape of a byte JSON strings escape.
+fn escape_once(out: &mut String, b: u8) {
+    out.push_str(match b {
         b'"' => "\\\"",
         b'\\' => "\\\\",
-        _ => CONTROL_ONCE.get(usize::from(b)).copied().unwrap_or(""),
-    }
+        _ => CONTROL.get(usize::from(b)).copied().unwrap_or(""),
+    });
 }
 
-/// The escape of [`escape_once`]'s escape.
-fn escape_twice(b: u8) -> &'static str {
+/// Writes the escape of [`escape_once`]'s escape. Every escape starts with a backslash,
+/// which becomes two; a quote or backslash after it gains one more.
+fn escape_twice(out: &mut String, b: u8) {
+    out.push_str("\\\\");
     match b {
-        b'"' => "\\\\\\\"",
-        b'\\' => "\\\\\\\\",
-        _ => CONTROL_TWICE.get(usize::from(b)).copied().unwrap_or(""),
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        _ => out.push_str(CONTROL.get(usize::from(b)).map_or("", |e| &e[1..])),
     }
 }
 
-const CONTROL_ONCE: [&str; 32] = [
+/// The escapes of the control characters, by code.
+const CONTROL: [&str; 32] = [
     "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b",
     "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012",
     "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a",
     "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
-];
-
-const CONTROL_TWICE: [&str; 32] = [
-    "\\\\u0000",
-    "\\\\u0001",
-    "\\\\u0002",
-    "\\\\u0003",
-    "\\\\u0004",
-    "\\\\u0005",
-    "\\\\u0006",
-    "\\\\u0007",
-    "\\\\b",
-    "\\\\t",
-    "\\\\n",
-    "\\\\u000b",
-    "\\\\f",
-    "\\\\r",
-    "\\\\u000e",
-    "\\\\u000f",
-    "\\\\u0010",
-    "\\\\u0011",
-    "\\\\u0012",
-    "\\\\u0013",
-    "\\\\u0014",
-    "\\\\u0015",
-    "\\\\u0016",
-    "\\\\u0017",
-    "\\\\u0018",
-    "\\\\u0019",
-    "\\\\u001a",
-    "\\\\u001b",
-    "\\\\u001c",
-    "\\\\u001d",
-    "\\\\u001e",
-    "\\\\u001f",
 ];
 
 /// Whether a JSON string must escape `b` (and a parser must stop at it).
