@@ -58,6 +58,30 @@ impl Prepared {
         let mut strings = self.strings.lock().unwrap_or_else(PoisonError::into_inner);
         strings.remove(&n)
     }
+
+    /// One line of JSON-RPC: what serde_json writes for `item`, and a newline, with a
+    /// placeholder text's member written as `"text":` and its prepared string.
+    pub fn encode(&self, item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+        let Some(n) = placeholder(&item) else {
+            let mut out = serde_json::to_vec(&item)?;
+            out.push(b'\n');
+            return Ok(out);
+        };
+        let json_string = self.take(n).ok_or_else(|| {
+            io::Error::other(format!("prepared tool result {n} is missing (a bug)"))
+        })?;
+        let mut out = serde_json::to_vec(&item)?;
+        let member = format!("\"text\":\"\\u0000evidence-store:prepared:{n}\\u0000\"");
+        let at = memchr::memmem::find(&out, member.as_bytes())
+            .ok_or_else(|| io::Error::other("the encoded tool result lost its placeholder"))?;
+        let tail = out.split_off(at + member.len());
+        out.truncate(at + "\"text\":".len());
+        out.reserve(json_string.len() + tail.len() + 1);
+        out.extend_from_slice(json_string.as_bytes());
+        out.extend_from_slice(&tail);
+        out.push(b'\n');
+        Ok(out)
+    }
 }
 
 type Chunk = (Vec<u8>, Option<oneshot::Sender<io::Result<()>>>);
@@ -177,38 +201,12 @@ where
     }
 }
 
-impl Prepared {
-    /// One line of JSON-RPC: what serde_json writes for `item`, and a newline, with a
-    /// placeholder text's member written as `"text":` and its prepared string.
-    pub fn encode(&self, mut item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
-        let Some(n) = placeholder(&mut item) else {
-            let mut out = serde_json::to_vec(&item)?;
-            out.push(b'\n');
-            return Ok(out);
-        };
-        let json_string = self.take(n).ok_or_else(|| {
-            io::Error::other(format!("prepared tool result {n} is missing (a bug)"))
-        })?;
-        let mut out = serde_json::to_vec(&item)?;
-        let member = format!("\"text\":\"\\u0000evidence-store:prepared:{n}\\u0000\"");
-        let at = memchr::memmem::find(&out, member.as_bytes())
-            .ok_or_else(|| io::Error::other("the encoded tool result lost its placeholder"))?;
-        let tail = out.split_off(at + member.len());
-        out.truncate(at + "\"text\":".len());
-        out.reserve(json_string.len() + tail.len() + 1);
-        out.extend_from_slice(json_string.as_bytes());
-        out.extend_from_slice(&tail);
-        out.push(b'\n');
-        Ok(out)
-    }
-}
-
 /// The number of the placeholder that is a tool result's only text, if it is one.
-fn placeholder(item: &mut TxJsonRpcMessage<RoleServer>) -> Option<u64> {
+fn placeholder(item: &TxJsonRpcMessage<RoleServer>) -> Option<u64> {
     let JsonRpcMessage::Response(response) = item else {
         return None;
     };
-    let ServerResult::CallToolResult(result) = &mut response.result else {
+    let ServerResult::CallToolResult(result) = &response.result else {
         return None;
     };
     let [ContentBlock::Text(content)] = result.content.as_slice() else {
