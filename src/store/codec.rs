@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::FileState;
@@ -28,8 +28,12 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     bincode::serde::encode_to_vec(value, config()).unwrap_or_default()
 }
 
-pub fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
-    match bincode::serde::decode_from_slice(bytes, config()) {
+/// Decodes a whole value; its strings may borrow from `bytes`.
+pub fn decode<'b, T: Deserialize<'b>>(
+    what: &'static str,
+    bytes: &'b [u8],
+) -> Result<T, CodecError> {
+    match bincode::serde::borrow_decode_from_slice(bytes, config()) {
         Ok((value, used)) if used == bytes.len() => Ok(value),
         Ok((_, used)) => Err(CodecError {
             what,
@@ -163,19 +167,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
 }
 
 pub fn decode_session_file(bytes: &[u8]) -> Result<SessionFile, CodecError> {
-    let error = |detail: String| CodecError {
-        what: "session",
-        detail,
-    };
-    match bincode::serde::borrow_decode_from_slice::<SessionRecordView<'_>, _>(bytes, config()) {
-        Ok((view, used)) if used == bytes.len() => Ok(SessionFile {
-            source: view.session.source.to_owned(),
-            session_path: view.session.session_path.to_owned(),
-            file: view.file,
-        }),
-        Ok((_, used)) => Err(error(format!("{} trailing bytes", bytes.len() - used))),
-        Err(e) => Err(error(e.to_string())),
-    }
+    let view: SessionRecordView<'_> = decode("session", bytes)?;
+    Ok(SessionFile {
+        source: view.session.source.to_owned(),
+        session_path: view.session.session_path.to_owned(),
+        file: view.file,
+    })
 }
 
 #[cfg(test)]
