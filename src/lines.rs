@@ -129,6 +129,20 @@ pub fn decode_and_hash(bytes: &[u8]) -> (Cow<'_, str>, [u8; 32], u64) {
     (text, digest, len)
 }
 
+/// Whether a line's bytes decode to the text `entry` describes, as
+/// [`decode_and_hash`] would tell, but without checking UTF-8 first: the bytes are
+/// hashed as they are, and a match means they are that text (import stored the digest
+/// of the decoded text, and bytes equal to a text are its UTF-8). Only when that fails
+/// are they decoded and hashed again, which finds lines that held invalid UTF-8.
+pub fn matches(bytes: &[u8], entry: &LineEntry) -> bool {
+    let raw = bytes.len() as u64 == entry.decoded_len
+        && <[u8; 32]>::from(Sha256::digest(bytes)) == entry.sha256;
+    raw || {
+        let (_, digest, len) = decode_and_hash(bytes);
+        len == entry.decoded_len && digest == entry.sha256
+    }
+}
+
 /// Feeds the lossy decoding of `bytes` into `hasher`; returns the decoded length.
 fn hash_decoded(hasher: &mut Sha256, bytes: &[u8]) -> u64 {
     // The common case, valid UTF-8, checked at SIMD speed (std's check is the bottleneck
@@ -667,6 +681,31 @@ mod tests {
             let (text, digest, len) = decode_and_hash(bytes);
             assert_eq!((digest, len), hash_line(bytes), "{bytes:?}");
             assert_eq!(text, String::from_utf8_lossy(bytes));
+        }
+    }
+
+    #[test]
+    fn a_line_matches_the_entry_of_its_bytes_only() {
+        let lines: [&[u8]; 4] = [
+            b"{\"a\": 1}",
+            "caf\u{e9} \u{1f642}".as_bytes(),
+            b"bad \xff\xfe utf-8 \xe2\x82",
+            b"",
+        ];
+        for (i, bytes) in lines.iter().enumerate() {
+            let (sha256, decoded_len) = hash_line(bytes);
+            let entry = LineEntry {
+                offset: 0,
+                len: bytes.len() as u64,
+                decoded_len,
+                sha256,
+            };
+            for (j, other) in lines.iter().enumerate() {
+                assert_eq!(matches(other, &entry), i == j, "{bytes:?} vs {other:?}");
+            }
+            // Bytes that are the decoded text of invalid UTF-8 are that text.
+            let decoded = String::from_utf8_lossy(bytes);
+            assert!(matches(decoded.as_bytes(), &entry), "{bytes:?}");
         }
     }
 

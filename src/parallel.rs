@@ -8,7 +8,8 @@
 //! its lateness costs at most half of itself. (rayon's pool is no fit: a thread outside
 //! the pool that calls it waits for a pool thread instead of working.)
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Runs `work(state, i)` for every `i` in `0..n` and returns the results in order of `i`.
 /// Each thread makes its own `state` (a reusable buffer, say) once. With fewer than two
@@ -59,10 +60,93 @@ pub fn map_claimed<S, T: Send>(
         .collect()
 }
 
+/// Runs `work(state, i)` for every `i` in `0..n` as [`map_claimed`] does, and hands the
+/// results to `emit` on the calling thread in order of `i`, each as soon as it and every
+/// one before it are done, so that the caller can pass results on while the rest are
+/// made. When `emit` returns false nothing more is emitted or started, and this returns
+/// false.
+pub fn for_each_ordered<S, T: Send>(
+    n: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> T + Sync,
+    mut emit: impl FnMut(T) -> bool,
+) -> bool {
+    let next = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
+    let slots: Mutex<Vec<Option<T>>> =
+        Mutex::new(std::iter::repeat_with(|| None).take(n).collect());
+    let lock = || slots.lock().unwrap_or_else(PoisonError::into_inner);
+    let claim = || {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        (i < n && !stopped.load(Ordering::Relaxed)).then_some(i)
+    };
+    let helper_run = || {
+        let mut state = state();
+        while let Some(i) = claim() {
+            let value = work(&mut state, i);
+            lock()[i] = Some(value);
+        }
+    };
+    let mut emitted = 0;
+    // Emits the done results that come next; false once `emit` refused one.
+    let mut emit_ready = |emitted: &mut usize| {
+        while *emitted < n {
+            let Some(value) = lock()[*emitted].take() else {
+                return true;
+            };
+            *emitted += 1;
+            if !emit(value) {
+                stopped.store(true, Ordering::Relaxed);
+                return false;
+            }
+        }
+        true
+    };
+    let mut state_here = None;
+    let going = std::thread::scope(|scope| {
+        let helper = (n >= 2)
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("evidence-store-helper".into())
+                    .spawn_scoped(scope, helper_run)
+                    .ok()
+            })
+            .flatten();
+        let state = state_here.get_or_insert_with(&state);
+        let mut going = true;
+        while let Some(i) = claim() {
+            let value = work(state, i);
+            lock()[i] = Some(value);
+            going = emit_ready(&mut emitted);
+            if !going {
+                break;
+            }
+        }
+        // Joined here, so that its panic is not the scope's: a piece it left undone is
+        // redone below.
+        if let Some(helper) = helper {
+            let _ = helper.join();
+        }
+        going
+    });
+    if !going {
+        return false;
+    }
+    while emitted < n {
+        if lock()[emitted].is_none() {
+            let value = work(state_here.get_or_insert_with(&state), emitted);
+            lock()[emitted] = Some(value);
+        }
+        if !emit_ready(&mut emitted) {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn results_come_back_in_order() {
@@ -77,6 +161,55 @@ mod tests {
             );
             assert_eq!(got, (0..n).map(|i| i * i).collect::<Vec<_>>(), "n = {n}");
         }
+    }
+
+    /// `for_each_ordered` with slow pieces (so that both threads take some), emitting
+    /// into a list until `stop_after` results; returns what was emitted and its result.
+    fn ordered(n: usize, stop_after: usize, fail_on_helper: bool) -> (Vec<usize>, bool) {
+        let helper_failed = AtomicBool::new(!fail_on_helper);
+        let mut got = Vec::new();
+        let finished = for_each_ordered(
+            n,
+            || (),
+            |(), i| {
+                let on_helper = std::thread::current().name() == Some("evidence-store-helper");
+                if on_helper && !helper_failed.swap(true, Ordering::SeqCst) {
+                    panic!("helper fails on piece {i}");
+                }
+                std::thread::sleep(std::time::Duration::from_micros(500 + (i % 3) as u64 * 700));
+                i * 10
+            },
+            |value| {
+                got.push(value);
+                got.len() < stop_after
+            },
+        );
+        (got, finished)
+    }
+
+    #[test]
+    fn ordered_results_are_emitted_in_order_and_all() {
+        for n in [0, 1, 2, 3, 40] {
+            let (got, finished) = ordered(n, usize::MAX, false);
+            assert_eq!(got, (0..n).map(|i| i * 10).collect::<Vec<_>>(), "n = {n}");
+            assert!(finished);
+        }
+    }
+
+    #[test]
+    fn a_refused_result_stops_the_emitting() {
+        for stop_after in [1, 2, 17] {
+            let (got, finished) = ordered(40, stop_after, false);
+            assert_eq!(got, (0..stop_after).map(|i| i * 10).collect::<Vec<_>>());
+            assert!(!finished);
+        }
+    }
+
+    #[test]
+    fn ordered_pieces_of_a_panicking_helper_are_done_again() {
+        let (got, finished) = ordered(40, usize::MAX, true);
+        assert_eq!(got, (0..40).map(|i| i * 10).collect::<Vec<_>>());
+        assert!(finished);
     }
 
     #[test]
