@@ -5,10 +5,12 @@
 //! threads), and every line is checked against its stored SHA-256. The cost depends on
 //! the lines asked for, not on the session's size.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
@@ -151,36 +153,125 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
 }
 
 /// [`read_session_lines`]'s result as prompt-diary prints it ([`ReadResult::to_pretty_json`]).
-/// A large read is printed as it is read: each chunk of lines is checked, compacted and
-/// printed by whichever thread claims it, and no record outlives its chunk.
 pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
-    render::<String>(store, root, req)
+    render::<String>(store, root, req, HELD_MAX)
 }
 
 /// [`read_session_text`] encoded as a JSON string, quotes included: what a JSON writer
 /// embeds where the text goes (an MCP transport, say). Printed in that form directly,
 /// each value escaped twice, so the text is neither built nor scanned again.
 pub fn read_session_json_string(store: &Store, root: &Path, req: &ReadRequest) -> String {
-    render::<pretty::JsonString>(store, root, req)
+    quoted(render::<pretty::JsonString>(store, root, req, HELD_MAX))
 }
 
-fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest) -> String {
+/// [`read_session_json_string`] between its quotes, handed to `emit` in pieces, in order
+/// (their concatenation is that content), each as soon as it is printed, so that a
+/// transport can send the first while the rest are made. Every requested line is read
+/// and checked before the first piece: a rejected read is one whole answer, and no piece
+/// is ever taken back.
+/// `emit` returns false when the rest is not wanted (the client is gone).
+pub fn read_session_json_pieces(
+    store: &Store,
+    root: &Path,
+    req: &ReadRequest,
+    emit: impl FnMut(String) -> bool,
+) {
+    render_pieces::<pretty::JsonString>(store, root, req, HELD_MAX, emit);
+}
+
+/// [`read_session_text`] as it is made for a range of more than `held_max` bytes (each
+/// chunk read, checked and printed in one go, and the text handed over whole), for
+/// tests of that path.
+#[doc(hidden)]
+pub fn read_session_text_holding(
+    store: &Store,
+    root: &Path,
+    req: &ReadRequest,
+    held_max: u64,
+) -> String {
+    render::<String>(store, root, req, held_max)
+}
+
+fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest, held_max: u64) -> String {
+    let mut whole = String::new();
+    render_pieces::<S>(store, root, req, held_max, |piece| {
+        if whole.is_empty() {
+            whole = piece;
+        } else {
+            whole.push_str(&piece);
+        }
+        true
+    });
+    whole
+}
+
+fn quoted(content: String) -> String {
+    let mut out = String::with_capacity(content.len() + 2);
+    out.push('"');
+    out.push_str(&content);
+    out.push('"');
+    out
+}
+
+/// Most bytes of session lines a read holds in memory to check them all before printing
+/// any. A larger range (long lines) is checked and printed chunk by chunk instead, and
+/// handed over whole once its last line is checked: memory then stays bounded by the
+/// longest line, not by the range.
+const HELD_MAX: u64 = 32 << 20;
+
+/// The answer as pieces (see [`read_session_json_pieces`]): every line read and checked
+/// on two threads; then the result's members, then each chunk's records printed (on two
+/// threads, handed on in order), then the end of the object.
+fn render_pieces<S: pretty::Sink>(
+    store: &Store,
+    root: &Path,
+    req: &ReadRequest,
+    held_max: u64,
+    mut emit: impl FnMut(String) -> bool,
+) {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
-        Planned::Answer(answer) => return answer.render::<S>(),
+        Planned::Answer(answer) => {
+            emit(answer.render::<S>());
+            return;
+        }
     };
-    let printed = match req.mode {
-        Mode::Compact => plan.print_lines(|out: &mut S, line, entry, text| {
-            pretty::compact(out, &plan.compact(line, entry, text), 4);
-        }),
-        Mode::Full => plan.print_lines(|out: &mut S, line, entry, text| {
-            pretty::full(out, &full_record(line, entry, text), 4);
-        }),
-    };
-    match printed {
-        Ok(pieces) => assemble(&ReadOk::new(req, Records::Full(Vec::new())), pieces),
-        Err(failure) => failure.answer(req).render::<S>(),
+    if plan.span() > held_max {
+        emit(plan.render_whole::<S>(req));
+        return;
     }
+    let mut buf = Vec::new();
+    let chunks = match plan.check_all(&mut buf) {
+        Ok(chunks) => chunks,
+        Err(failure) => {
+            emit(failure.answer(req).render::<S>());
+            return;
+        }
+    };
+    let mut head = S::piece(1024);
+    pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
+    head.plain("[");
+    if !emit(head.finish()) {
+        return;
+    }
+    let printed = parallel::for_each_ordered(
+        chunks.len(),
+        || (),
+        |(), i| plan.print_checked::<S>(&chunks[i], req.mode).finish(),
+        &mut emit,
+    );
+    if printed {
+        let mut tail = S::piece(16);
+        close_records(&mut tail);
+        emit(tail.finish());
+    }
+}
+
+/// After the records array's items: its end and the end of the result.
+fn close_records<S: pretty::Sink>(out: &mut S) {
+    out.newline(2);
+    out.plain("]");
+    pretty::close_ok(out);
 }
 
 /// The whole answer from the printed records: the result's members, then the records
@@ -188,15 +279,13 @@ fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest) -> Str
 /// object.
 fn assemble<S: pretty::Sink>(head: &ReadOk, pieces: Vec<S>) -> String {
     let len: usize = pieces.iter().map(S::len).sum();
-    let mut out = S::document(len + 1024);
+    let mut out = S::piece(len + 1024);
     pretty::ok_members(&mut out, head);
     out.plain("[");
     for piece in pieces {
         out.append(piece);
     }
-    out.newline(2);
-    out.plain("]");
-    pretty::close_ok(&mut out);
+    close_records(&mut out);
     out.finish()
 }
 
@@ -391,6 +480,139 @@ const CHUNK_BYTES: u64 = 64 << 10;
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
 
 impl Plan {
+    /// The bytes from the first requested line's start to the last one's end.
+    fn span(&self) -> u64 {
+        match (self.entries.first(), self.entries.last()) {
+            (Some(first), Some(last)) => last.offset + last.len - first.offset,
+            _ => 0,
+        }
+    }
+
+    /// The whole answer, each chunk read, checked and printed in one go (by whichever of
+    /// two threads claims it), so that no chunk's bytes outlive its records.
+    fn render_whole<S: pretty::Sink>(&self, req: &ReadRequest) -> String {
+        match self.print_lines(|out: &mut S, line, entry, text| {
+            self.print_line(out, req.mode, line, entry, text);
+        }) {
+            Ok(pieces) => assemble(&ReadOk::new(req, Records::Full(Vec::new())), pieces),
+            Err(failure) => failure.answer(req).render::<S>(),
+        }
+    }
+
+    /// Reads every requested line into `buf` and checks each against its entry, on two
+    /// threads: chunk by chunk, each one positioned read of exactly its lines' bytes into
+    /// its own part of `buf`. Of several failures, the first line's is reported.
+    fn check_all<'b>(&self, buf: &'b mut Vec<u8>) -> Result<Vec<Checked<'b>>, ReadFailure> {
+        let file = File::open(&self.path).map_err(ReadFailure::Io)?;
+        let base = self.entries.first().map_or(0, |e| e.offset);
+        let chunks = self.chunks();
+        // Where each chunk's bytes go in `buf` (the separators between chunks stay unread).
+        let mut spans = Vec::with_capacity(chunks.len());
+        for range in &chunks {
+            let first_line = self.first_line + range.start as u64;
+            let entries = &self.entries[range.clone()];
+            let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+                return Err(ReadFailure::Changed(first_line));
+            };
+            let start = usize::try_from(first.offset - base);
+            let len = usize::try_from(last.offset + last.len - first.offset);
+            let (Ok(start), Ok(len)) = (start, len) else {
+                return Err(ReadFailure::Changed(first_line));
+            };
+            spans.push(start..start + len);
+        }
+        buf.clear();
+        buf.resize(spans.last().map_or(0, |s| s.end), 0);
+        let mut parts = Vec::with_capacity(chunks.len());
+        let mut rest = buf.as_mut_slice();
+        let mut at = 0;
+        for span in &spans {
+            let (_, tail) = std::mem::take(&mut rest)
+                .split_at_mut_checked(span.start - at)
+                .ok_or(ReadFailure::Changed(self.first_line))?;
+            let (part, tail) = tail
+                .split_at_mut_checked(span.len())
+                .ok_or(ReadFailure::Changed(self.first_line))?;
+            parts.push(Mutex::new(part));
+            (rest, at) = (tail, span.end);
+        }
+        let checked = parallel::map_claimed(
+            chunks.len(),
+            || (),
+            |(), i| {
+                let entries = &self.entries[chunks[i].clone()];
+                let first_line = self.first_line + chunks[i].start as u64;
+                let mut part = parts[i].lock().unwrap_or_else(PoisonError::into_inner);
+                let offset = entries.first().map_or(0, |e| e.offset);
+                file.read_exact_at(&mut part, offset)
+                    .map_err(ReadFailure::Io)?;
+                for_each_line(&part, entries, first_line, |line, entry, span| {
+                    if lines::matches(&part[span], entry) {
+                        Ok(())
+                    } else {
+                        Err(ReadFailure::Changed(line))
+                    }
+                })
+            },
+        );
+        checked.into_iter().collect::<Result<(), _>>()?;
+        drop(parts);
+        let buf: &'b [u8] = buf;
+        Ok(chunks
+            .into_iter()
+            .zip(spans)
+            .map(|(entries, span)| Checked {
+                first_line: self.first_line + entries.start as u64,
+                entries,
+                bytes: buf.get(span).unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// A checked chunk's lines printed as items of the records array (see
+    /// [`Plan::print_lines`]).
+    fn print_checked<S: pretty::Sink>(&self, chunk: &Checked, mode: Mode) -> S {
+        let bytes = chunk.bytes;
+        let mut out = S::piece(bytes.len() / 2 + bytes.len() / 8 + 256);
+        let entries = self.entries.get(chunk.entries.clone()).unwrap_or_default();
+        // Valid UTF-8 (the common case) is checked once for the chunk; otherwise each
+        // line is decoded as Python decodes invalid bytes.
+        let whole = simdutf8::basic::from_utf8(bytes).ok();
+        let _ = for_each_line(bytes, entries, chunk.first_line, |line, entry, span| {
+            let text = match whole {
+                Some(whole) => Cow::Borrowed(whole.get(span).unwrap_or_default()),
+                None => lines::decode(bytes.get(span).unwrap_or_default()),
+            };
+            self.item(&mut out, line);
+            self.print_line(&mut out, mode, line, entry, &text);
+            Ok(())
+        });
+        out
+    }
+
+    /// What comes before a line's record in the records array: a separator (none before
+    /// the first) and its own line.
+    fn item<S: pretty::Sink>(&self, out: &mut S, line: u64) {
+        if line != self.first_line {
+            out.plain(",");
+        }
+        out.newline(4);
+    }
+
+    fn print_line<S: pretty::Sink>(
+        &self,
+        out: &mut S,
+        mode: Mode,
+        line: u64,
+        entry: &LineEntry,
+        text: &str,
+    ) {
+        match mode {
+            Mode::Compact => pretty::compact(out, &self.compact(line, entry, text), 4),
+            Mode::Full => pretty::full(out, &full_record(line, entry, text), 4),
+        }
+    }
+
     fn compact(&self, line: u64, entry: &LineEntry, text: &str) -> CompactRecord {
         compact::compact_line(
             text,
@@ -476,10 +698,7 @@ impl Plan {
             // for that saves most of the copies of growing (full records grow from it).
             let mut out = S::piece(lines.bytes.len() / 2 + lines.bytes.len() / 8 + 256);
             lines.for_each(|line, entry, line_text| {
-                if line != self.first_line {
-                    out.plain(",");
-                }
-                out.newline(4);
+                self.item(&mut out, line);
                 print(&mut out, line, entry, line_text);
             })?;
             Ok(out)
@@ -518,21 +737,49 @@ impl ChunkLines<'_> {
     /// Calls `f` with each line's number, entry and text, in order, after checking the
     /// text against the entry's stored digest and decoded length.
     fn for_each(&self, mut f: impl FnMut(u64, &LineEntry, &str)) -> Result<(), ReadFailure> {
-        let base = self.entries.first().map_or(0, |e| e.offset);
-        for (line, entry) in (self.first_line..).zip(self.entries) {
-            let at = (entry.offset - base) as usize;
-            let bytes = self
-                .bytes
-                .get(at..at + entry.len as usize)
-                .ok_or(ReadFailure::Changed(line))?;
-            let (text, sha, decoded_len) = lines::decode_and_hash(bytes);
-            if sha != entry.sha256 || decoded_len != entry.decoded_len {
-                return Err(ReadFailure::Changed(line));
-            }
-            f(line, entry, &text);
-        }
-        Ok(())
+        for_each_line(
+            self.bytes,
+            self.entries,
+            self.first_line,
+            |line, entry, span| {
+                let (text, sha, decoded_len) = lines::decode_and_hash(&self.bytes[span]);
+                if sha != entry.sha256 || decoded_len != entry.decoded_len {
+                    return Err(ReadFailure::Changed(line));
+                }
+                f(line, entry, &text);
+                Ok(())
+            },
+        )
     }
+}
+
+/// A run of adjacent requested lines whose bytes have been read and checked.
+struct Checked<'b> {
+    first_line: u64,
+    /// Indices of the lines' entries in [`Plan::entries`].
+    entries: Range<usize>,
+    /// From the first line's start to the last one's end.
+    bytes: &'b [u8],
+}
+
+/// Calls `f` with each line's number, entry and place in `bytes`, which run from the
+/// first entry's start to the last one's end. A line past the end of `bytes` has changed.
+fn for_each_line(
+    bytes: &[u8],
+    entries: &[LineEntry],
+    first_line: u64,
+    mut f: impl FnMut(u64, &LineEntry, Range<usize>) -> Result<(), ReadFailure>,
+) -> Result<(), ReadFailure> {
+    let base = entries.first().map_or(0, |e| e.offset);
+    for (line, entry) in (first_line..).zip(entries) {
+        let start = usize::try_from(entry.offset - base).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(entry.len).unwrap_or(usize::MAX));
+        if end > bytes.len() {
+            return Err(ReadFailure::Changed(line));
+        }
+        f(line, entry, start..end)?;
+    }
+    Ok(())
 }
 
 fn full_record(line: u64, entry: &LineEntry, text: &str) -> FullRecord {
@@ -555,11 +802,16 @@ impl ReadResult {
 
     /// [`ReadResult::to_pretty_json`] as a JSON string, quotes included.
     pub fn to_json_string(&self) -> String {
+        quoted(self.to_json_content())
+    }
+
+    /// [`ReadResult::to_json_string`] between its quotes.
+    pub fn to_json_content(&self) -> String {
         self.render::<pretty::JsonString>()
     }
 
     fn render<S: pretty::Sink>(&self) -> String {
-        let mut out = S::document(0);
+        let mut out = S::piece(0);
         match self {
             ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
             ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
@@ -576,12 +828,12 @@ mod pretty {
     use crate::pyjson::{write_string, write_string_content_twice};
 
     /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
-    /// holds the text ([`JsonString`]). A piece of output starts with [`Sink::piece`]; a
-    /// whole answer starts with [`Sink::document`] and ends with [`Sink::finish`].
+    /// holds the text ([`JsonString`], without its quotes). Output starts with
+    /// [`Sink::piece`] and ends with [`Sink::finish`].
     pub(super) trait Sink: Send {
-        fn document(capacity: usize) -> Self;
         /// An empty piece with room for `capacity` bytes.
         fn piece(capacity: usize) -> Self;
+        /// What was written.
         fn finish(self) -> String;
         fn len(&self) -> usize;
         fn append(&mut self, piece: Self);
@@ -612,10 +864,6 @@ mod pretty {
     }
 
     impl Sink for String {
-        fn document(capacity: usize) -> Self {
-            String::with_capacity(capacity)
-        }
-
         fn piece(capacity: usize) -> Self {
             String::with_capacity(capacity)
         }
@@ -654,22 +902,15 @@ mod pretty {
     }
 
     /// The text written as the JSON string that holds it: structure in its escaped
-    /// spelling, each value escaped twice. A document carries its quotes.
+    /// spelling, each value escaped twice; the quotes around it are not written.
     pub(super) struct JsonString(String);
 
     impl Sink for JsonString {
-        fn document(capacity: usize) -> Self {
-            let mut out = String::with_capacity(capacity + 2);
-            out.push('"');
-            JsonString(out)
-        }
-
         fn piece(capacity: usize) -> Self {
             JsonString(String::with_capacity(capacity))
         }
 
-        fn finish(mut self) -> String {
-            self.0.push('"');
+        fn finish(self) -> String {
             self.0
         }
 

@@ -77,6 +77,21 @@ impl Service {
         }
     }
 
+    /// The JSON string of that text, without its quotes, in pieces as they are printed
+    /// ([`read::read_session_json_pieces`]).
+    pub fn read_session_json_pieces(
+        &self,
+        request: &ReadRequest,
+        mut emit: impl FnMut(String) -> bool,
+    ) {
+        match &self.state {
+            Ok(store) => read::read_session_json_pieces(store, &self.root.path, request, emit),
+            Err(problem) => {
+                emit(unavailable(problem).to_json_content());
+            }
+        }
+    }
+
     /// The same text as a JSON string ([`read::read_session_json_string`]).
     pub fn read_session_json_string(&self, request: &ReadRequest) -> String {
         match &self.state {

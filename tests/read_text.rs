@@ -1,6 +1,7 @@
-//! `read_session_text` and `read_session_json_string` (the chunked paths the server
-//! answers with) against `read_session_lines` (records, printed by one thread): the same
-//! text, whatever the read, and the JSON string exactly what serde_json writes for it.
+//! `read_session_text`, `read_session_json_string` and `read_session_json_pieces` (the
+//! chunked paths the server answers with) against `read_session_lines` (records, printed
+//! by one thread): the same text, whatever the read, the JSON string exactly what
+//! serde_json writes for it, and the pieces that string's content.
 
 mod common;
 
@@ -47,12 +48,28 @@ fn check(service: &Service, req: &ReadRequest) -> String {
             near(&expect)
         );
     }
+    let json_string = serde_json::to_string(&expect).expect("a string encodes");
     assert!(
-        service.read_session_json_string(req)
-            == serde_json::to_string(&expect).expect("a string encodes"),
+        service.read_session_json_string(req) == json_string,
         "{req:?}: the JSON string form is not serde_json's"
     );
+    let mut pieces = Vec::new();
+    service.read_session_json_pieces(req, |piece| {
+        pieces.push(piece);
+        true
+    });
+    assert!(
+        pieces.concat() == json_string[1..json_string.len() - 1],
+        "{req:?}: the pieces are not the JSON string's content"
+    );
     got
+}
+
+/// The text the whole-range path makes (for ranges too large to hold), with the store
+/// opened anew.
+fn unheld(ws: &Workspace, req: &ReadRequest) -> String {
+    let store = evidence_store::store::Store::open(&ws.store()).expect("store");
+    evidence_store::read::read_session_text_holding(&store, ws.root(), req, 0)
 }
 
 #[test]
@@ -75,14 +92,54 @@ fn chunked_text_is_the_printed_records() {
         request("S0009", 1, last + 1, Mode::Compact),
         request("S0404", 1, 1, Mode::Compact),
     ];
-    let mut sizes = Vec::new();
-    for req in &cases {
-        sizes.push(check(&service, req).len());
-    }
+    let texts: Vec<String> = cases.iter().map(|req| check(&service, req)).collect();
     assert!(
-        sizes[0] > 1 << 20,
+        texts[0].len() > 1 << 20,
         "the whole session is read in many chunks"
     );
+    assert!(
+        texts[4].contains("\u{fffd}\u{fffd}\u{fffd}\\\"}"),
+        "lines that are not UTF-8 are read as Python decodes them"
+    );
+    drop(service);
+    for (req, text) in cases.iter().zip(&texts) {
+        assert!(
+            unheld(&ws, req) == *text,
+            "{req:?}: the whole-range path differs"
+        );
+    }
+}
+
+#[test]
+fn pieces_come_as_they_are_printed_and_stop_when_refused() {
+    let ws = Workspace::example();
+    ws.add_large_session();
+    let service = service(&ws);
+    let whole = request("S0009", 1, LARGE_SESSION_LINES as i64, Mode::Compact);
+    let mut pieces = Vec::new();
+    service.read_session_json_pieces(&whole, |piece| {
+        pieces.push(piece);
+        true
+    });
+    assert!(pieces.len() > 3, "a large read comes in many pieces");
+    assert!(pieces[0].starts_with("{\\n  \\\"status\\\": \\\"ok\\\""));
+    for refuse_after in [1, 2] {
+        let mut calls = 0;
+        service.read_session_json_pieces(&whole, |_| {
+            calls += 1;
+            calls < refuse_after
+        });
+        assert_eq!(calls, refuse_after, "nothing is emitted after a refusal");
+    }
+    // A rejected read is one piece: the whole answer.
+    let mut rejected = Vec::new();
+    let past = request("S0009", 1, LARGE_SESSION_LINES as i64 + 1, Mode::Compact);
+    service.read_session_json_pieces(&past, |piece| {
+        rejected.push(piece);
+        true
+    });
+    assert_eq!(rejected.len(), 1);
+    assert!(rejected[0].contains("invalid"));
 }
 
 #[test]
@@ -91,13 +148,16 @@ fn a_change_in_a_late_chunk_is_reported_at_its_first_changed_line() {
     ws.add_large_session();
     let service = service(&ws);
     // Same size, different bytes, on lines 1503 and 1803 (the `... trailing` lines).
-    let session = String::from_utf8(ws.read(LARGE_SESSION_PATH)).expect("utf-8");
-    let changed: String = session
-        .split_inclusive('\n')
+    let session = ws.read(LARGE_SESSION_PATH);
+    let changed: Vec<u8> = session
+        .split_inclusive(|&b| b == b'\n')
         .enumerate()
-        .map(|(i, line)| match i + 1 {
-            1503 | 1803 => line.replace("trailing", "trailinG"),
-            _ => line.to_owned(),
+        .flat_map(|(i, line)| match i + 1 {
+            1503 | 1803 => String::from_utf8(line.to_vec())
+                .expect("these lines are UTF-8")
+                .replace("trailing", "trailinG")
+                .into_bytes(),
+            _ => line.to_vec(),
         })
         .collect();
     assert_eq!(changed.len(), session.len());
@@ -106,7 +166,8 @@ fn a_change_in_a_late_chunk_is_reported_at_its_first_changed_line() {
         (1, LARGE_SESSION_LINES as i64, Mode::Compact),
         (1480, 1579, Mode::Full),
     ] {
-        let text = check(&service, &request("S0009", start, end, mode));
+        let req = request("S0009", start, end, mode);
+        let text = check(&service, &req);
         let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
         assert_eq!(
             got["errors"][0]["message"],

@@ -111,6 +111,19 @@ impl Workspace {
                 _ => format!("{{\"type\":\"user\",\"message\":\"{awkward} {i}\"}}\n"),
             })
             .collect();
+        // Some lines hold bytes that are not UTF-8 (read as U+FFFD, as Python decodes).
+        let session: Vec<u8> = session
+            .split_inclusive('\n')
+            .enumerate()
+            .flat_map(|(i, line)| {
+                let mut bytes = line.as_bytes().to_vec();
+                if i % 97 == 7 {
+                    let at = bytes.len() - 3;
+                    bytes.splice(at..at, *b"\xff\xfe\xe2\x82");
+                }
+                bytes
+            })
+            .collect();
         self.write(LARGE_SESSION_PATH, session);
         let index = format!("projects/{PROJECT}/sessions.index.jsonl");
         let mut rows = String::from_utf8(self.read(&index)).expect("utf-8 index");
