@@ -7,6 +7,7 @@
 pub mod args;
 mod stdio;
 
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -418,14 +419,22 @@ impl Server {
         }
         // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Over
         // this server's own stdio it is printed directly as the JSON string the message
-        // carries, and handed to the transport.
-        let prepared = self.prepared.clone();
-        let text = self
-            .call(move |service| match prepared {
-                Some(prepared) => prepared.insert(service.read_session_json_string(&request)),
-                None => service.read_session_text(&request),
-            })
-            .await?;
+        // carries, and streamed: the transport sends each piece as it is printed.
+        let text = match &self.prepared {
+            Some(prepared) => {
+                let service = self.service.get().await?;
+                let (placeholder, sender) = prepared.stream();
+                tokio::task::spawn_blocking(move || {
+                    service.read_session_json_pieces(&request, |piece| sender.send(piece));
+                    sender.finish();
+                });
+                placeholder
+            }
+            None => {
+                self.call(move |service| service.read_session_text(&request))
+                    .await?
+            }
+        };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
@@ -476,8 +485,10 @@ pub async fn serve_stdio(
     shutdown: impl std::future::Future<Output = ()>,
     start: impl FnOnce() -> Service + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = stdio::Stdio::new(read, write);
+    // Written through its own descriptor: unbuffered, and apart from anything that might
+    // print to `std::io::stdout` (nothing should; logs go to stderr).
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let transport = stdio::Stdio::new(tokio::io::stdin(), stdout)?;
     let mut server = Server::new(start);
     server.prepared = Some(transport.prepared());
     run(server, transport, shutdown).await

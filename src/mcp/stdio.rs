@@ -1,12 +1,13 @@
 //! MCP over this process's stdin and stdout.
 //!
 //! Reading is rmcp's own (its line reader, message parsing and "Invalid request" replies).
-//! Writing differs in one respect: a tool may hand its result text over already encoded
-//! as a JSON string ([`Prepared::insert`]; a 2000-line read prints over a megabyte, on
-//! two threads, directly in that form) and put a placeholder in the result; the
-//! placeholder's member is replaced by that string in the envelope serde_json writes for
-//! the rest. The bytes are what rmcp's encoder writes for the text itself (tests compare
-//! them); one task writes every message whole, in the order rmcp sends them.
+//! Writing differs in one respect: a tool may stream its result text ([`Prepared::stream`]):
+//! it puts a placeholder in the result and sends the text, already encoded as the content
+//! of a JSON string, in pieces as it makes them (a 2000-line read prints over a
+//! megabyte). The placeholder's member is written as `"text":"`, then the pieces as they
+//! come, then the rest of the envelope serde_json writes. The bytes are what rmcp's
+//! encoder writes for the whole text (tests compare them); one task writes every message
+//! whole, in the order rmcp sends them.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -21,7 +22,9 @@ use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use std::io::Write;
+
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
 /// A placeholder text: this prefix, a number, and a NUL. serde_json writes it as
@@ -29,62 +32,126 @@ use tokio::sync::{mpsc, oneshot};
 /// the member can only be the placeholder's own, not part of another string (an `id`,
 /// say) that happens to hold the same characters.
 const PLACEHOLDER: &str = "\0evidence-store:prepared:";
-/// Prepared strings kept at most, the oldest dropped first: only a tool call whose result
-/// is never sent (a cancelled one) leaves one behind.
+/// Streams kept at most before their message is sent, the oldest dropped first: only a
+/// tool call whose result is never sent (a cancelled one) leaves one behind, and its
+/// sender then learns that nobody listens.
 const PREPARED_MAX: usize = 64;
+/// Ends a text whose maker stopped before finishing it (a bug: it panicked), so that the
+/// message is still valid JSON and the client sees what happened.
+const UNFINISHED: &str =
+    "\\n[evidence-store: this result could not be completed; see the server log]";
 
-/// JSON strings of tool-result texts that tools prepared for this transport, by number.
+/// One piece of a streamed text, or its end.
+type Piece = Option<String>;
+
+/// Texts that tools are streaming to this transport, by number.
 #[derive(Default)]
 pub struct Prepared {
     next: AtomicU64,
-    strings: Mutex<BTreeMap<u64, String>>,
+    streams: Mutex<BTreeMap<u64, mpsc::UnboundedReceiver<Piece>>>,
+}
+
+/// Where a tool sends the pieces of a streamed text.
+pub struct TextSender(mpsc::UnboundedSender<Piece>);
+
+impl TextSender {
+    /// Sends the next piece: JSON string content (escaped, no quotes), cut anywhere but
+    /// inside an escape. False when the text is no longer wanted (the output is closed).
+    pub fn send(&self, piece: String) -> bool {
+        self.0.send(Some(piece)).is_ok()
+    }
+
+    /// Marks the text complete. A sender dropped without it leaves the text unfinished.
+    pub fn finish(self) {
+        let _ = self.0.send(None);
+    }
 }
 
 impl Prepared {
-    /// Keeps `json_string`, which must be a text encoded as a JSON string (quotes
-    /// included), and returns the placeholder text to put in the tool result instead.
-    /// Only the transport that owns this table can send that result.
-    pub fn insert(&self, json_string: String) -> String {
+    /// A new streamed text: the placeholder text to put in the tool result instead, and
+    /// where to send the pieces. Only the transport that owns this table can send that
+    /// result.
+    pub fn stream(&self) -> (String, TextSender) {
+        let (tx, rx) = mpsc::unbounded_channel();
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut strings = self.strings.lock().unwrap_or_else(PoisonError::into_inner);
-        if strings.len() >= PREPARED_MAX {
-            strings.pop_first();
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        if streams.len() >= PREPARED_MAX {
+            streams.pop_first();
         }
-        strings.insert(n, json_string);
-        format!("{PLACEHOLDER}{n}\0")
+        streams.insert(n, rx);
+        (format!("{PLACEHOLDER}{n}\0"), TextSender(tx))
     }
 
-    fn take(&self, n: u64) -> Option<String> {
-        let mut strings = self.strings.lock().unwrap_or_else(PoisonError::into_inner);
-        strings.remove(&n)
+    fn take(&self, n: u64) -> Option<mpsc::UnboundedReceiver<Piece>> {
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        streams.remove(&n)
     }
 
-    /// One line of JSON-RPC: what serde_json writes for `item`, and a newline, with a
-    /// placeholder text's member written as `"text":` and its prepared string.
-    pub fn encode(&self, item: TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+    /// What serde_json writes for `item` and a newline; with a placeholder text, its
+    /// member split into what comes before the text, the text's pieces and what follows.
+    pub fn encode(&self, item: TxJsonRpcMessage<RoleServer>) -> io::Result<Outgoing> {
         let Some(n) = placeholder(&item) else {
             let mut out = serde_json::to_vec(&item)?;
             out.push(b'\n');
-            return Ok(out);
+            return Ok(Outgoing::Line(out));
         };
-        let json_string = self.take(n).ok_or_else(|| {
-            io::Error::other(format!("prepared tool result {n} is missing (a bug)"))
+        let pieces = self.take(n).ok_or_else(|| {
+            io::Error::other(format!("streamed tool result {n} is missing (a bug)"))
         })?;
-        let mut out = serde_json::to_vec(&item)?;
+        let mut head = serde_json::to_vec(&item)?;
         let member = format!("\"text\":\"\\u0000evidence-store:prepared:{n}\\u0000\"");
-        let at = memchr::memmem::find(&out, member.as_bytes())
+        let at = memchr::memmem::find(&head, member.as_bytes())
             .ok_or_else(|| io::Error::other("the encoded tool result lost its placeholder"))?;
-        let tail = out.split_off(at + member.len());
-        out.truncate(at + "\"text\":".len());
-        out.reserve(json_string.len() + tail.len() + 1);
-        out.extend_from_slice(json_string.as_bytes());
-        out.extend_from_slice(&tail);
-        out.push(b'\n');
-        Ok(out)
+        let mut tail = head.split_off(at + member.len());
+        head.truncate(at + "\"text\":\"".len());
+        tail.insert(0, b'"');
+        tail.push(b'\n');
+        Ok(Outgoing::Streamed { head, pieces, tail })
     }
 }
 
-type Chunk = (Vec<u8>, Option<oneshot::Sender<io::Result<()>>>);
+/// One message for the writer task.
+pub enum Outgoing {
+    /// A whole line.
+    Line(Vec<u8>),
+    /// A line whose text arrives in pieces: `head`, the pieces, `tail`.
+    Streamed {
+        head: Vec<u8>,
+        pieces: mpsc::UnboundedReceiver<Piece>,
+        tail: Vec<u8>,
+    },
+}
+
+impl Outgoing {
+    /// Writes the message, waiting for a streamed text's pieces as they come.
+    fn write_to(self, write: &mut impl Write) -> io::Result<()> {
+        match self {
+            Outgoing::Line(bytes) => write.write_all(&bytes)?,
+            Outgoing::Streamed {
+                head,
+                mut pieces,
+                tail,
+            } => {
+                write.write_all(&head)?;
+                loop {
+                    match pieces.blocking_recv() {
+                        Some(Some(piece)) => write.write_all(piece.as_bytes())?,
+                        Some(None) => break,
+                        None => {
+                            tracing::error!("a streamed tool result ended unfinished");
+                            write.write_all(UNFINISHED.as_bytes())?;
+                            break;
+                        }
+                    }
+                }
+                write.write_all(&tail)?;
+            }
+        }
+        write.flush()
+    }
+}
+
+type Chunk = (Outgoing, Option<oneshot::Sender<io::Result<()>>>);
 
 /// A server transport over `read` and `write` (stdin and stdout in `serve`).
 pub struct Stdio<R: AsyncRead> {
@@ -97,38 +164,41 @@ impl<R> Stdio<R>
 where
     R: AsyncRead + Send + Unpin + 'static,
 {
-    /// Spawns the writer task on the current runtime.
-    pub fn new<W>(read: R, write: W) -> Self
+    /// Starts the writer thread. `write` is written with blocking calls, each piece of
+    /// a streamed text as soon as it comes, without a hop through the async runtime.
+    pub fn new<W>(read: R, write: W) -> io::Result<Self>
     where
-        W: AsyncWrite + Send + Unpin + 'static,
+        W: Write + Send + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_all_in_order(write, rx));
+        std::thread::Builder::new()
+            .name("evidence-store-writer".into())
+            .spawn(move || write_all_in_order(write, rx))?;
         let queue = Queue(tx);
-        Stdio {
+        Ok(Stdio {
             inner: AsyncRwTransport::new_server(read, queue.clone()),
             queue,
             prepared: Arc::default(),
-        }
+        })
     }
 
-    /// The table through which tools hand this transport their prepared results.
+    /// The table through which tools stream their results to this transport.
     pub fn prepared(&self) -> Arc<Prepared> {
         self.prepared.clone()
     }
 }
 
-async fn write_all_in_order<W: AsyncWrite + Unpin>(
-    mut write: W,
-    mut rx: mpsc::UnboundedReceiver<Chunk>,
-) {
-    while let Some((bytes, done)) = rx.recv().await {
-        let result = match write.write_all(&bytes).await {
-            Ok(()) => write.flush().await,
-            Err(e) => Err(e),
-        };
+/// The writer thread: every message whole, in the order queued, until the queue closes
+/// or the output fails (then the queue's senders learn it is closed).
+fn write_all_in_order<W: Write>(mut write: W, mut rx: mpsc::UnboundedReceiver<Chunk>) {
+    while let Some((message, done)) = rx.blocking_recv() {
+        let result = message.write_to(&mut write);
+        let failed = result.is_err();
         if let Some(done) = done {
             let _ = done.send(result);
+        }
+        if failed {
+            return;
         }
     }
 }
@@ -140,11 +210,11 @@ struct Queue(mpsc::UnboundedSender<Chunk>);
 impl Queue {
     fn push(
         &self,
-        bytes: Vec<u8>,
+        message: Outgoing,
         done: Option<oneshot::Sender<io::Result<()>>>,
     ) -> io::Result<()> {
         self.0
-            .send((bytes, done))
+            .send((message, done))
             .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))
     }
 }
@@ -157,7 +227,10 @@ impl AsyncWrite for Queue {
         _: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Poll::Ready(self.push(buf.to_vec(), None).map(|()| buf.len()))
+        Poll::Ready(
+            self.push(Outgoing::Line(buf.to_vec()), None)
+                .map(|()| buf.len()),
+        )
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -183,7 +256,7 @@ where
         let queued = self
             .prepared
             .encode(item)
-            .and_then(|bytes| self.queue.push(bytes, Some(done)));
+            .and_then(|message| self.queue.push(message, Some(done)));
         async move {
             queued?;
             written
@@ -247,14 +320,39 @@ mod tests {
         awkward.repeat(4000)
     }
 
+    /// A JSON string's content: what serde_json writes for `text`, without the quotes.
+    fn content(text: &str) -> String {
+        let quoted = serde_json::to_string(text).unwrap();
+        quoted[1..quoted.len() - 1].to_owned()
+    }
+
+    /// The bytes the writer sends for `message`.
+    fn written(message: Outgoing) -> Vec<u8> {
+        let mut out = Vec::new();
+        message.write_to(&mut out).unwrap();
+        out
+    }
+
+    /// `text` streamed in three pieces cut at character boundaries, then finished.
+    fn stream_text(prepared: &Prepared, text: &str) -> String {
+        let (placeholder, sender) = prepared.stream();
+        let cuts =
+            [0, text.len() / 3, text.len() / 2, text.len()].map(|at| text.floor_char_boundary(at));
+        for w in cuts.windows(2) {
+            assert!(sender.send(content(&text[w[0]..w[1]])));
+        }
+        sender.finish();
+        placeholder
+    }
+
     #[test]
-    fn a_prepared_text_is_sent_as_serde_json_writes_the_text() {
+    fn a_streamed_text_is_sent_as_serde_json_writes_the_text() {
         let prepared = Prepared::default();
         let big = awkward_text();
         let texts_and_ids = [
             (big.clone(), NumberOrString::Number(7)),
             (String::new(), NumberOrString::Number(8)),
-            // Placeholder-like text inside a prepared text is carried like any other.
+            // Placeholder-like text inside a streamed text is carried like any other.
             (format!("{PLACEHOLDER}0\0{big}"), NumberOrString::Number(9)),
             // A request id holding a placeholder's characters does not move the splice.
             (
@@ -264,15 +362,32 @@ mod tests {
         ];
         for (text, id) in texts_and_ids {
             let expect = serde_line(&response_to(text.clone(), id.clone()));
-            let placeholder = prepared.insert(serde_json::to_string(&text).unwrap());
-            let got = prepared
-                .encode(response_to(placeholder.clone(), id))
-                .unwrap();
+            let placeholder = stream_text(&prepared, &text);
+            let got = written(
+                prepared
+                    .encode(response_to(placeholder.clone(), id))
+                    .unwrap(),
+            );
             assert!(got == expect, "{:?}", String::from_utf8_lossy(&got[..80]));
             // Used once: the same placeholder again is an error, never a wrong text.
             let again = prepared.encode(response(placeholder));
             assert!(again.is_err());
         }
+    }
+
+    #[test]
+    fn an_unfinished_text_still_makes_a_valid_message() {
+        let prepared = Prepared::default();
+        let (placeholder, sender) = prepared.stream();
+        assert!(sender.send(content("{\n  \"status\": ")));
+        drop(sender);
+        let got = written(prepared.encode(response(placeholder)).unwrap());
+        let message: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        assert_eq!(
+            message["result"]["content"][0]["text"],
+            "{\n  \"status\": \n[evidence-store: this result could not be completed; see the server log]"
+        );
+        assert_eq!(got.last(), Some(&b'\n'));
     }
 
     #[test]
@@ -286,23 +401,25 @@ mod tests {
             response(format!("{PLACEHOLDER}1")),
             JsonRpcMessage::error(ErrorData::invalid_request("Invalid request", None), None),
         ];
-        prepared.insert("\"unused\"".into());
+        stream_text(&prepared, "unused");
         for message in messages {
             let expect = serde_line(&message);
-            assert!(prepared.encode(message).unwrap() == expect);
+            assert!(written(prepared.encode(message).unwrap()) == expect);
         }
     }
 
     #[test]
     fn the_table_is_bounded_oldest_first() {
         let prepared = Prepared::default();
-        let first = prepared.insert("\"first\"".into());
+        let (first, first_sender) = prepared.stream();
         for n in 1..=PREPARED_MAX {
-            prepared.insert(format!("\"{n}\""));
+            stream_text(&prepared, &n.to_string());
         }
         assert!(prepared.encode(response(first)).is_err());
+        // Its maker learns that nobody listens.
+        assert!(!first_sender.send("late".into()));
         let last = format!("{PLACEHOLDER}{PREPARED_MAX}\0");
-        let got = prepared.encode(response(last)).unwrap();
+        let got = written(prepared.encode(response(last)).unwrap());
         assert!(got == serde_line(&response(PREPARED_MAX.to_string())));
     }
 }
