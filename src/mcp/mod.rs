@@ -488,6 +488,13 @@ pub async fn serve_stdio(
     // Written through its own descriptor: unbuffered, and apart from anything that might
     // print to `std::io::stdout` (nothing should; logs go to stderr).
     let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    // A pipe (as clients start servers) of 1 MiB, Linux's default most, takes a large
+    // answer while the client reads it, instead of stopping the writer every 64 KiB
+    // (measured: 0.5-0.9 ms less per 2000-line read). Not a pipe, or not allowed: as is.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20) {
+        tracing::debug!(error = %e, "stdout keeps its buffer size");
+    }
     let transport = stdio::Stdio::new(tokio::io::stdin(), stdout)?;
     let mut server = Server::new(start);
     server.prepared = Some(transport.prepared());
