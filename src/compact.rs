@@ -283,9 +283,7 @@ fn claude_message(rec: &Node<'_>, t: &str, record: &mut CompactRecord) {
                         let input = match item.get("input") {
                             None | Some(Node::Null) => Payload::Text(Cow::Borrowed("")),
                             Some(Node::String(s)) => Payload::Str(*s),
-                            Some(other) => Payload::Text(Cow::Owned(pyjson::to_sorted_compact(
-                                &other.to_value(),
-                            ))),
+                            Some(other) => Payload::Text(Cow::Owned(other.to_sorted_compact())),
                         };
                         let used = tool_use(name.as_deref().unwrap_or("unknown"), &input);
                         record.truncated |= used.truncated;

@@ -730,6 +730,63 @@ pub fn to_sorted_compact(v: &Value) -> String {
     out
 }
 
+impl Node<'_> {
+    /// [`to_sorted_compact`] of [`Node::to_value`], written from the tree itself without
+    /// building the owned value.
+    pub fn to_sorted_compact(&self) -> String {
+        let mut out = String::new();
+        write_sorted_node(&mut out, self);
+        out
+    }
+}
+
+fn write_sorted_node(out: &mut String, node: &Node<'_>) {
+    match node {
+        Node::Null => out.push_str("null"),
+        Node::Bool(true) => out.push_str("true"),
+        Node::Bool(false) => out.push_str("false"),
+        // As `to_value` makes it canonical: `-0` is `0`.
+        Node::Int(token) => match token.strip_prefix('-') {
+            Some("0") => out.push('0'),
+            _ => out.push_str(token),
+        },
+        Node::Float(f) => out.push_str(&float_repr(*f)),
+        Node::String(s) => write_string(out, &s.decode()),
+        Node::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_sorted_node(out, item);
+            }
+            out.push(']');
+        }
+        Node::Object(members) => {
+            // Sorted as `write_sorted` sorts; the sort is stable, so of a repeated key
+            // the value written, the last of its run, is the last given (a dict's).
+            let mut entries: Vec<(Cow<'_, str>, &Node<'_>)> =
+                members.iter().map(|(k, v)| (k.decode(), v)).collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            let mut first = true;
+            for (i, (key, item)) in entries.iter().enumerate() {
+                if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                    continue;
+                }
+                if !first {
+                    out.push_str(", ");
+                }
+                first = false;
+                write_string(out, key);
+                out.push_str(": ");
+                write_sorted_node(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
 fn write_sorted(out: &mut String, v: &Value) {
     match v {
         Value::Array(items) => {
@@ -1210,6 +1267,26 @@ mod tests {
             ("0.1", "0.1"),
         ] {
             assert_eq!(to_sorted_compact(&parse(input).unwrap()), expect, "{input}");
+        }
+    }
+
+    #[test]
+    fn sorted_compact_of_a_tree_is_that_of_its_value() {
+        for input in [
+            r#"{"v":NaN,"w":Infinity,"big":123456789012345678901234567890,"f":1E2,"g":-0.0}"#,
+            r#"{"b": 1, "a": 2, "b": 3, "c": {"z": [1, -0, "x"], "y": null, "z": true}}"#,
+            r#"{"\u00e9": "caf\u00e9", "e\u0301": "\ud83d\ude00", "\ud800": "lone", "": ""}"#,
+            r#"[{"k": "quote \" backslash \\ tab \t"}, [], {}, -12, 0.5, false]"#,
+            r#"{"a": 1, "a": 2, "a": 3}"#,
+            r#""just a string""#,
+            "-0",
+        ] {
+            let node = parse_borrowed(input).unwrap();
+            assert_eq!(
+                node.to_sorted_compact(),
+                to_sorted_compact(&node.to_value()),
+                "{input}"
+            );
         }
     }
 
