@@ -160,7 +160,7 @@ impl Lazy {
 pub struct Server {
     service: Arc<Lazy>,
     tool_router: ToolRouter<Server>,
-    /// The transport's table of prepared results, when it has one ([`stdio::Stdio`]).
+    /// The transport's table of streamed results, when it has one ([`stdio::Stdio`]).
     prepared: Option<Arc<stdio::Prepared>>,
 }
 
