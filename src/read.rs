@@ -483,7 +483,7 @@ impl Plan {
     /// The bytes from the first requested line's start to the last one's end.
     fn span(&self) -> u64 {
         match (self.entries.first(), self.entries.last()) {
-            (Some(first), Some(last)) => last.offset + last.len - first.offset,
+            (Some(first), Some(last)) => (last.offset + last.len).saturating_sub(first.offset),
             _ => 0,
         }
     }
@@ -514,9 +514,12 @@ impl Plan {
             let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
                 return Err(ReadFailure::Changed(first_line));
             };
-            let start = usize::try_from(first.offset - base);
-            let len = usize::try_from(last.offset + last.len - first.offset);
-            let (Ok(start), Ok(len)) = (start, len) else {
+            // Offsets come from the store; a corrupt one is a changed line, not a panic.
+            let start = first.offset.checked_sub(base).map(usize::try_from);
+            let len = (last.offset + last.len)
+                .checked_sub(first.offset)
+                .map(usize::try_from);
+            let (Some(Ok(start)), Some(Ok(len))) = (start, len) else {
                 return Err(ReadFailure::Changed(first_line));
             };
             spans.push(start..start + len);
@@ -577,10 +580,12 @@ impl Plan {
         let entries = self.entries.get(chunk.entries.clone()).unwrap_or_default();
         // Valid UTF-8 (the common case) is checked once for the chunk; otherwise each
         // line is decoded as Python decodes invalid bytes.
+        // A line that does not end on a character boundary of the chunk (its terminator,
+        // which no digest covers, was edited into a continuation byte) is decoded alone.
         let whole = simdutf8::basic::from_utf8(bytes).ok();
         let _ = for_each_line(bytes, entries, chunk.first_line, |line, entry, span| {
-            let text = match whole {
-                Some(whole) => Cow::Borrowed(whole.get(span).unwrap_or_default()),
+            let text = match whole.and_then(|whole| whole.get(span.clone())) {
+                Some(text) => Cow::Borrowed(text),
                 None => lines::decode(bytes.get(span).unwrap_or_default()),
             };
             self.item(&mut out, line);
@@ -628,7 +633,7 @@ impl Plan {
     fn chunks(&self) -> Vec<Range<usize>> {
         let entries = &self.entries;
         let total = match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => last.offset + last.len - first.offset,
+            (Some(first), Some(last)) => (last.offset + last.len).saturating_sub(first.offset),
             _ => return Vec::new(),
         };
         if total < PARALLEL_MIN_BYTES {

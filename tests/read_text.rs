@@ -111,6 +111,33 @@ fn chunked_text_is_the_printed_records() {
 }
 
 #[test]
+fn an_edited_line_terminator_leaves_each_line_its_own_text() {
+    // Line 1000 ends with an incomplete UTF-8 sequence. Its terminator is then edited, in
+    // place, into the byte that completes the sequence: no line's digest covers the
+    // terminator, and the two lines together are now valid UTF-8. Each line must still
+    // read as its own bytes decode.
+    let ws = Workspace::example();
+    ws.add_large_session();
+    let mut session = ws.read(LARGE_SESSION_PATH);
+    let end = session
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(999)
+        .map(|(i, _)| i)
+        .expect("2000 lines");
+    session.splice(end..end, *b"\xe2\x82");
+    ws.write(LARGE_SESSION_PATH, &session);
+    let service = service(&ws);
+    session[end + 2] = 0xac;
+    ws.write(LARGE_SESSION_PATH, &session);
+    for mode in [Mode::Full, Mode::Compact] {
+        let text = check(&service, &request("S0009", 1000, 1001, mode));
+        assert!(text.contains("\"status\": \"ok\""), "{text}");
+    }
+}
+
+#[test]
 fn pieces_come_as_they_are_printed_and_stop_when_refused() {
     let ws = Workspace::example();
     ws.add_large_session();
