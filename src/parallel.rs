@@ -163,15 +163,29 @@ mod tests {
         }
     }
 
+    /// What `ordered` saw: the results emitted, whether all were, whether the helper
+    /// panicked, and how many pieces started after `emit` first refused one.
+    struct Ordered {
+        got: Vec<usize>,
+        finished: bool,
+        helper_panicked: bool,
+        started_after_refusal: usize,
+    }
+
     /// `for_each_ordered` with slow pieces (so that both threads take some), emitting
-    /// into a list until `stop_after` results; returns what was emitted and its result.
-    fn ordered(n: usize, stop_after: usize, fail_on_helper: bool) -> (Vec<usize>, bool) {
+    /// into a list until `stop_after` results.
+    fn ordered(n: usize, stop_after: usize, fail_on_helper: bool) -> Ordered {
         let helper_failed = AtomicBool::new(!fail_on_helper);
+        let refused = AtomicBool::new(false);
+        let started_after_refusal = AtomicUsize::new(0);
         let mut got = Vec::new();
         let finished = for_each_ordered(
             n,
             || (),
             |(), i| {
+                if refused.load(Ordering::SeqCst) {
+                    started_after_refusal.fetch_add(1, Ordering::SeqCst);
+                }
                 let on_helper = std::thread::current().name() == Some("evidence-store-helper");
                 if on_helper && !helper_failed.swap(true, Ordering::SeqCst) {
                     panic!("helper fails on piece {i}");
@@ -181,35 +195,55 @@ mod tests {
             },
             |value| {
                 got.push(value);
-                got.len() < stop_after
+                let more = got.len() < stop_after;
+                if !more {
+                    refused.store(true, Ordering::SeqCst);
+                }
+                more
             },
         );
-        (got, finished)
+        Ordered {
+            got,
+            finished,
+            helper_panicked: fail_on_helper && helper_failed.load(Ordering::SeqCst),
+            started_after_refusal: started_after_refusal.load(Ordering::SeqCst),
+        }
     }
 
     #[test]
     fn ordered_results_are_emitted_in_order_and_all() {
         for n in [0, 1, 2, 3, 40] {
-            let (got, finished) = ordered(n, usize::MAX, false);
-            assert_eq!(got, (0..n).map(|i| i * 10).collect::<Vec<_>>(), "n = {n}");
-            assert!(finished);
+            let run = ordered(n, usize::MAX, false);
+            assert_eq!(
+                run.got,
+                (0..n).map(|i| i * 10).collect::<Vec<_>>(),
+                "n = {n}"
+            );
+            assert!(run.finished);
         }
     }
 
     #[test]
-    fn a_refused_result_stops_the_emitting() {
+    fn a_refused_result_stops_the_emitting_and_the_work() {
         for stop_after in [1, 2, 17] {
-            let (got, finished) = ordered(40, stop_after, false);
-            assert_eq!(got, (0..stop_after).map(|i| i * 10).collect::<Vec<_>>());
-            assert!(!finished);
+            let run = ordered(40, stop_after, false);
+            assert_eq!(run.got, (0..stop_after).map(|i| i * 10).collect::<Vec<_>>());
+            assert!(!run.finished);
+            // Each thread may start the one piece it claimed as the refusal came.
+            assert!(
+                run.started_after_refusal <= 2,
+                "{}",
+                run.started_after_refusal
+            );
         }
     }
 
     #[test]
     fn ordered_pieces_of_a_panicking_helper_are_done_again() {
-        let (got, finished) = ordered(40, usize::MAX, true);
-        assert_eq!(got, (0..40).map(|i| i * 10).collect::<Vec<_>>());
-        assert!(finished);
+        let run = ordered(40, usize::MAX, true);
+        assert!(run.helper_panicked, "the helper never ran");
+        assert_eq!(run.got, (0..40).map(|i| i * 10).collect::<Vec<_>>());
+        assert!(run.finished);
     }
 
     #[test]
