@@ -237,7 +237,16 @@ fn render_pieces<S: pretty::Sink>(
         }
     };
     if plan.span() > held_max {
-        emit(plan.render_whole::<S>(req));
+        match plan.print_lines(|out: &mut S, line, entry, text| {
+            plan.print_line(out, req.mode, line, entry, text);
+        }) {
+            Ok(pieces) => emit_ok::<S, _>(req, &mut emit, |emit| {
+                pieces.into_iter().all(|piece| emit(piece.finish()))
+            }),
+            Err(failure) => {
+                emit(failure.answer(req).render::<S>());
+            }
+        }
         return;
     }
     let mut buf = Vec::new();
@@ -248,45 +257,33 @@ fn render_pieces<S: pretty::Sink>(
             return;
         }
     };
+    emit_ok::<S, _>(req, &mut emit, |emit| {
+        parallel::for_each_ordered(
+            chunks.len(),
+            || (),
+            |(), i| plan.print_checked::<S>(&chunks[i], req.mode).finish(),
+            emit,
+        )
+    });
+}
+
+/// An `ok` answer: the result's members and the start of the records array, then what
+/// `records` emits (the array's items; false if it stopped), then the end of the object.
+fn emit_ok<S: pretty::Sink, E: FnMut(String) -> bool>(
+    req: &ReadRequest,
+    emit: &mut E,
+    records: impl FnOnce(&mut E) -> bool,
+) {
     let mut head = S::piece(1024);
     pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
     head.plain("[");
-    if !emit(head.finish()) {
-        return;
-    }
-    let printed = parallel::for_each_ordered(
-        chunks.len(),
-        || (),
-        |(), i| plan.print_checked::<S>(&chunks[i], req.mode).finish(),
-        &mut emit,
-    );
-    if printed {
+    if emit(head.finish()) && records(emit) {
         let mut tail = S::piece(16);
-        close_records(&mut tail);
+        tail.newline(2);
+        tail.plain("]");
+        pretty::close_ok(&mut tail);
         emit(tail.finish());
     }
-}
-
-/// After the records array's items: its end and the end of the result.
-fn close_records<S: pretty::Sink>(out: &mut S) {
-    out.newline(2);
-    out.plain("]");
-    pretty::close_ok(out);
-}
-
-/// The whole answer from the printed records: the result's members, then the records
-/// array made of `pieces` (a validated read has at least one line), then the end of the
-/// object.
-fn assemble<S: pretty::Sink>(head: &ReadOk, pieces: Vec<S>) -> String {
-    let len: usize = pieces.iter().map(S::len).sum();
-    let mut out = S::piece(len + 1024);
-    pretty::ok_members(&mut out, head);
-    out.plain("[");
-    for piece in pieces {
-        out.append(piece);
-    }
-    close_records(&mut out);
-    out.finish()
 }
 
 /// Either the lines to read or the answer without reading them.
@@ -488,17 +485,6 @@ impl Plan {
         }
     }
 
-    /// The whole answer, each chunk read, checked and printed in one go (by whichever of
-    /// two threads claims it), so that no chunk's bytes outlive its records.
-    fn render_whole<S: pretty::Sink>(&self, req: &ReadRequest) -> String {
-        match self.print_lines(|out: &mut S, line, entry, text| {
-            self.print_line(out, req.mode, line, entry, text);
-        }) {
-            Ok(pieces) => assemble(&ReadOk::new(req, Records::Full(Vec::new())), pieces),
-            Err(failure) => failure.answer(req).render::<S>(),
-        }
-    }
-
     /// Reads every requested line into `buf` and checks each against its entry, on two
     /// threads: chunk by chunk, each one positioned read of exactly its lines' bytes into
     /// its own part of `buf`. Of several failures, the first line's is reported.
@@ -576,12 +562,12 @@ impl Plan {
     /// [`Plan::print_lines`]).
     fn print_checked<S: pretty::Sink>(&self, chunk: &Checked, mode: Mode) -> S {
         let bytes = chunk.bytes;
-        let mut out = S::piece(bytes.len() / 2 + bytes.len() / 8 + 256);
+        let mut out = S::piece(piece_capacity(bytes));
         let entries = self.entries.get(chunk.entries.clone()).unwrap_or_default();
-        // Valid UTF-8 (the common case) is checked once for the chunk; otherwise each
-        // line is decoded as Python decodes invalid bytes.
-        // A line that does not end on a character boundary of the chunk (its terminator,
-        // which no digest covers, was edited into a continuation byte) is decoded alone.
+        // Valid UTF-8 (the common case) is checked once for the chunk. A line is decoded
+        // alone, as Python decodes invalid bytes, when the chunk is not valid UTF-8 or the
+        // line does not end on one of its character boundaries (its terminator, which no
+        // digest covers, was edited into a continuation byte).
         let whole = simdutf8::basic::from_utf8(bytes).ok();
         let _ = for_each_line(bytes, entries, chunk.first_line, |line, entry, span| {
             let text = match whole.and_then(|whole| whole.get(span.clone())) {
@@ -632,11 +618,10 @@ impl Plan {
     /// run when the read is small.
     fn chunks(&self) -> Vec<Range<usize>> {
         let entries = &self.entries;
-        let total = match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => (last.offset + last.len).saturating_sub(first.offset),
-            _ => return Vec::new(),
-        };
-        if total < PARALLEL_MIN_BYTES {
+        if entries.is_empty() {
+            return Vec::new();
+        }
+        if self.span() < PARALLEL_MIN_BYTES {
             let whole = 0..entries.len();
             return vec![whole];
         }
@@ -699,9 +684,7 @@ impl Plan {
         print: impl Fn(&mut S, u64, &LineEntry, &str) + Sync,
     ) -> Result<Vec<S>, ReadFailure> {
         self.map_chunks(|lines| {
-            // Compact records print to about half their lines' size: starting with room
-            // for that saves most of the copies of growing (full records grow from it).
-            let mut out = S::piece(lines.bytes.len() / 2 + lines.bytes.len() / 8 + 256);
+            let mut out = S::piece(piece_capacity(lines.bytes));
             lines.for_each(|line, entry, line_text| {
                 self.item(&mut out, line);
                 print(&mut out, line, entry, line_text);
@@ -709,6 +692,13 @@ impl Plan {
             Ok(out)
         })
     }
+}
+
+/// Room to print the records of lines of `bytes`: compact records print to about half
+/// their lines' size, and starting with that saves most of the copies of growing (full
+/// records grow from it).
+fn piece_capacity(bytes: &[u8]) -> usize {
+    bytes.len() / 2 + bytes.len() / 8 + 256
 }
 
 /// A run of adjacent requested lines and, once read, their bytes.
@@ -777,7 +767,11 @@ fn for_each_line(
 ) -> Result<(), ReadFailure> {
     let base = entries.first().map_or(0, |e| e.offset);
     for (line, entry) in (first_line..).zip(entries) {
-        let start = usize::try_from(entry.offset - base).unwrap_or(usize::MAX);
+        let start = entry
+            .offset
+            .checked_sub(base)
+            .and_then(|at| usize::try_from(at).ok())
+            .unwrap_or(usize::MAX);
         let end = start.saturating_add(usize::try_from(entry.len).unwrap_or(usize::MAX));
         if end > bytes.len() {
             return Err(ReadFailure::Changed(line));
@@ -840,8 +834,6 @@ mod pretty {
         fn piece(capacity: usize) -> Self;
         /// What was written.
         fn finish(self) -> String;
-        fn len(&self) -> usize;
-        fn append(&mut self, piece: Self);
         /// ASCII no JSON string escapes: punctuation, numbers, literals.
         fn plain(&mut self, s: &str);
         /// A line break, then `indent` spaces.
@@ -877,14 +869,6 @@ mod pretty {
             self
         }
 
-        fn len(&self) -> usize {
-            self.len()
-        }
-
-        fn append(&mut self, piece: Self) {
-            self.push_str(&piece);
-        }
-
         fn plain(&mut self, s: &str) {
             self.push_str(s);
         }
@@ -917,14 +901,6 @@ mod pretty {
 
         fn finish(self) -> String {
             self.0
-        }
-
-        fn len(&self) -> usize {
-            self.0.len()
-        }
-
-        fn append(&mut self, piece: Self) {
-            self.0.push_str(&piece.0);
         }
 
         fn plain(&mut self, s: &str) {
