@@ -1,7 +1,8 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server answers it (`read_session_json_string`: chunks read, checked, compacted
-//! and printed as the JSON string the MCP message carries, on two threads), the same as
+//! the server answers it (`read_session_json_pieces`: chunks read and checked, then
+//! compacted and printed as the JSON string the MCP message carries, on two threads;
+//! the pieces are collected, not sent), the same as
 //! plain text, the records path printed afterwards, and printing alone.
 //!
 //! Uses the workspace `tools/bench.py read` generates (200 MB session):
@@ -20,6 +21,16 @@ use evidence_store::{compact, lines, pyjson};
 
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
 const WIDTH: i64 = 2000;
+
+/// The read as the server makes it: the JSON string's content, in pieces.
+fn server_path(service: &Service, request: &ReadRequest) -> Vec<String> {
+    let mut pieces = Vec::new();
+    service.read_session_json_pieces(request, |piece| {
+        pieces.push(piece);
+        true
+    });
+    pieces
+}
 
 fn main() {
     let ws = std::env::args()
@@ -78,7 +89,7 @@ fn main() {
         // For `perf record`: the server's path and nothing else.
         for _ in 0..300 {
             std::thread::sleep(gap);
-            std::hint::black_box(service.read_session_json_string(&request));
+            std::hint::black_box(server_path(&service, &request));
         }
         return;
     }
@@ -86,7 +97,7 @@ fn main() {
     for _ in 0..60 {
         std::thread::sleep(gap);
         let t = Instant::now();
-        std::hint::black_box(service.read_session_json_string(&request));
+        std::hint::black_box(server_path(&service, &request));
         json.push(t.elapsed());
         std::thread::sleep(gap);
         let t = Instant::now();
@@ -107,7 +118,7 @@ fn main() {
         std::hint::black_box(result.to_pretty_json());
         a.push(t.elapsed());
         let t = Instant::now();
-        std::hint::black_box(result.to_json_string());
+        std::hint::black_box(result.to_json_content());
         b.push(t.elapsed());
     }
     print_stats("print records as text", &mut a);

@@ -157,16 +157,11 @@ pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> Strin
     render::<String>(store, root, req, HELD_MAX)
 }
 
-/// [`read_session_text`] encoded as a JSON string, quotes included: what a JSON writer
-/// embeds where the text goes (an MCP transport, say). Printed in that form directly,
-/// each value escaped twice, so the text is neither built nor scanned again.
-pub fn read_session_json_string(store: &Store, root: &Path, req: &ReadRequest) -> String {
-    quoted(render::<pretty::JsonString>(store, root, req, HELD_MAX))
-}
-
-/// [`read_session_json_string`] between its quotes, handed to `emit` in pieces, in order
-/// (their concatenation is that content), each as soon as it is printed, so that a
-/// transport can send the first while the rest are made. Every requested line is read
+/// [`read_session_text`] as the content of the JSON string that carries it (what a JSON
+/// writer puts between the quotes: an MCP transport, say), printed in that form directly,
+/// each value escaped twice, so the text is neither built nor scanned again. Handed to
+/// `emit` in pieces, in order, each as soon as it is printed, so that a transport can
+/// send the first while the rest are made. Every requested line is read
 /// and checked before the first piece: a rejected read is one whole answer, and no piece
 /// is ever taken back.
 /// `emit` returns false when the rest is not wanted (the client is gone).
@@ -203,14 +198,6 @@ fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest, held_m
         true
     });
     whole
-}
-
-fn quoted(content: String) -> String {
-    let mut out = String::with_capacity(content.len() + 2);
-    out.push('"');
-    out.push_str(&content);
-    out.push('"');
-    out
 }
 
 /// Most bytes of session lines a read holds in memory to check them all before printing
@@ -799,12 +786,7 @@ impl ReadResult {
         self.render::<String>()
     }
 
-    /// [`ReadResult::to_pretty_json`] as a JSON string, quotes included.
-    pub fn to_json_string(&self) -> String {
-        quoted(self.to_json_content())
-    }
-
-    /// [`ReadResult::to_json_string`] between its quotes.
+    /// [`ReadResult::to_pretty_json`] as the content of a JSON string (no quotes).
     pub fn to_json_content(&self) -> String {
         self.render::<pretty::JsonString>()
     }
@@ -1190,7 +1172,10 @@ mod tests {
         for case in &cases {
             let expect = serde_json::to_string_pretty(case).unwrap();
             // Printed directly as the JSON string that holds the text.
-            assert!(case.to_json_string() == serde_json::to_string(&expect).unwrap());
+            assert!(
+                format!("\"{}\"", case.to_json_content())
+                    == serde_json::to_string(&expect).unwrap()
+            );
             let got = case.to_pretty_json();
             let at = got
                 .bytes()

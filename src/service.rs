@@ -92,14 +92,6 @@ impl Service {
         }
     }
 
-    /// The same text as a JSON string ([`read::read_session_json_string`]).
-    pub fn read_session_json_string(&self, request: &ReadRequest) -> String {
-        match &self.state {
-            Ok(store) => read::read_session_json_string(store, &self.root.path, request),
-            Err(problem) => unavailable(problem).to_json_string(),
-        }
-    }
-
     /// `write_evidence`: parse the chain, then in one store transaction resolve it, sync
     /// and check the existing card, replace the card file and commit.
     pub fn write_evidence(
