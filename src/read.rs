@@ -175,7 +175,7 @@ pub fn read_session_json_pieces(
 }
 
 /// [`read_session_text`] as it is made for a range of more than `held_max` bytes (each
-/// chunk read, checked and printed in one go, and the text handed over whole), for
+/// chunk read, checked and printed in one go, and handed on once the last is checked), for
 /// tests of that path.
 #[doc(hidden)]
 pub fn read_session_text_holding(
@@ -202,7 +202,7 @@ fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest, held_m
 
 /// Most bytes of session lines a read holds in memory to check them all before printing
 /// any. A larger range (long lines) is checked and printed chunk by chunk instead, and
-/// handed over whole once its last line is checked: memory then stays bounded by the
+/// handed on once its last line is checked: memory then stays bounded by the
 /// longest line, not by the range.
 const HELD_MAX: u64 = 32 << 20;
 
