@@ -476,6 +476,10 @@ fn json_test_extraction_object() {
 /// are one citation (the first).
 #[test]
 fn test_form_with_or_without_pytest_is_one_citation() {
+    let text = "**Evidence**: t.py::a - FAIL\n**Evidence**: pytest t.py::a - FAIL";
+    let found = extract(text, &Options::default());
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].offset, found[0].len), (0, 28));
     check(
         true,
         "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b - PASS",

@@ -36,6 +36,8 @@ pub struct Citation {
     pub kind: String,
     pub reference: String,
     /// Text around a file citation, or the JSON citation's `context`; `null` otherwise.
+    /// Contexts and command references are taken from the text with its line endings
+    /// normalised (LF), so CRLF and LF messages give equal citations.
     pub context: Option<String>,
 }
 
