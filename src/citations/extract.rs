@@ -459,7 +459,7 @@ struct Normalised<'a> {
 
 impl<'a> Normalised<'a> {
     fn new(original: &'a str) -> Self {
-        if !original.as_bytes().windows(2).any(|w| w == b"\r\n") {
+        if memchr::memmem::find(original.as_bytes(), b"\r\n").is_none() {
             return Normalised {
                 text: Cow::Borrowed(original),
                 removed: Vec::new(),
