@@ -1,6 +1,6 @@
 //! Extraction of citations from one assistant message.
 //!
-//! The rules are Ralph's (`ralph_gold.evidence`), with Python `re` semantics, plus four
+//! The rules are Ralph's (`ralph_gold.evidence`), with Python `re` semantics, plus these
 //! decided fixes:
 //!
 //! 1. **Test results with or without `pytest `.** The marker
