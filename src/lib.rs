@@ -5,6 +5,7 @@
 //! [`read`] are the transport-independent operations, and [`mcp`] adapts them to rmcp.
 
 pub mod app;
+pub mod citations;
 pub mod cli;
 pub mod compact;
 pub mod documents;

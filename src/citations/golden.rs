@@ -1,0 +1,688 @@
+//! Golden tests: every agent-output example of the evidence-system document, and the
+//! decided fixes, each as (input text, expected citations as receipt JSON).
+
+use super::{Citation, Located, Options, extract};
+
+/// Extracts from `input` (and from its CRLF form, which must give the same citations)
+/// and compares with `expect`, a JSON list of `{type, reference, context}`.
+fn check(enable_json: bool, input: &str, expect: &str) {
+    let options = Options { enable_json };
+    let found = extract(input, &options);
+    let expect: serde_json::Value = serde_json::from_str(expect).unwrap_or_default();
+    assert_eq!(receipt_json(&found), expect, "input: {input:?}");
+    assert_spans(input, &found);
+
+    let crlf = input.replace('\n', "\r\n");
+    let found_crlf = extract(&crlf, &options);
+    assert_eq!(receipt_json(&found_crlf), expect, "CRLF input: {crlf:?}");
+    assert_spans(&crlf, &found_crlf);
+}
+
+fn receipt_json(found: &[Located]) -> serde_json::Value {
+    let citations: Vec<&Citation> = found.iter().map(|l| &l.citation).collect();
+    serde_json::to_value(citations).unwrap_or_default()
+}
+
+/// Each span is inside the text and covers the marker or the JSON object it came from.
+fn assert_spans(text: &str, found: &[Located]) {
+    for l in found {
+        let span = text.get(l.offset..l.offset + l.len);
+        let Some(span) = span else {
+            panic!("span {}+{} not in {text:?}", l.offset, l.len);
+        };
+        assert!(
+            span.starts_with("**Evidence**:") || (span.starts_with('{') && span.ends_with('}')),
+            "span {span:?} of {:?}",
+            l.citation
+        );
+    }
+}
+
+/// Example 1: two file references, each with the text around it.
+#[test]
+fn example_1_file_references() {
+    check(
+        true,
+        r###"I've fixed the authentication bug.
+
+The issue was in the token validation logic:
+**Evidence**: src/auth/login.py:42-45
+**Evidence**: src/auth/jwt.py:100
+
+The fix validates tokens before decoding."###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/auth/login.py:42-45",
+    "context": "I've fixed the authentication bug.\n\nThe issue was in the token validation logic:\n**Evidence**: src/auth/login.py:42-45\n**Evidence**: src/auth/jwt.py:100\n\nThe fix validates tokens before decoding."
+  },
+  {
+    "type": "file",
+    "reference": "src/auth/jwt.py:100",
+    "context": "entication bug.\n\nThe issue was in the token validation logic:\n**Evidence**: src/auth/login.py:42-45\n**Evidence**: src/auth/jwt.py:100\n\nThe fix validates tokens before decoding."
+  }
+]"###,
+    );
+}
+
+/// Example 2. The document lists these as `pytest tests/... - PASS`, the marker's text;
+/// the reference is `<path> - <result>`, so one test cited with and without `pytest `
+/// is one citation.
+#[test]
+fn example_2_test_results() {
+    check(
+        true,
+        r###"All tests are passing:
+
+**Evidence**: pytest tests/test_auth.py::test_login - PASS
+**Evidence**: pytest tests/test_auth.py::test_logout - PASS
+**Evidence**: pytest tests/test_api.py::test_create_user - PASS"###,
+        r###"[
+  {
+    "type": "test",
+    "reference": "tests/test_auth.py::test_login - PASS",
+    "context": null
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_auth.py::test_logout - PASS",
+    "context": null
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_api.py::test_create_user - PASS",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// Example 3: the JSON block wins, contexts as written, a missing context is null.
+#[test]
+fn example_3_structured_json() {
+    check(
+        true,
+        r###"Task complete. Evidence:
+
+```json
+{
+  "evidence": [
+    {"type": "file", "reference": "src/auth.py:42", "context": "Added JWT validation"},
+    {"type": "test", "reference": "pytest tests/test_auth.py - PASS", "context": "All 3 tests passed"},
+    {"type": "url", "reference": "JWT Spec: https://tools.ietf.org/html/rfc7519"}
+  ]
+}
+```"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/auth.py:42",
+    "context": "Added JWT validation"
+  },
+  {
+    "type": "test",
+    "reference": "pytest tests/test_auth.py - PASS",
+    "context": "All 3 tests passed"
+  },
+  {
+    "type": "url",
+    "reference": "JWT Spec: https://tools.ietf.org/html/rfc7519",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// Example 3 with JSON extraction switched off: it has no markers.
+#[test]
+fn example_3_with_json_off_has_no_markers() {
+    check(
+        false,
+        r###"Task complete. Evidence:
+
+```json
+{
+  "evidence": [
+    {"type": "file", "reference": "src/auth.py:42", "context": "Added JWT validation"},
+    {"type": "test", "reference": "pytest tests/test_auth.py - PASS", "context": "All 3 tests passed"},
+    {"type": "url", "reference": "JWT Spec: https://tools.ietf.org/html/rfc7519"}
+  ]
+}
+```"###,
+        r###"[]"###,
+    );
+}
+
+/// "For Agent Users": the test form without `pytest ` is a test citation.
+#[test]
+fn for_agent_users() {
+    check(
+        true,
+        r###"I've implemented the authentication feature.
+
+**Evidence**: src/auth/login.py:42-56
+**Evidence**: tests/test_auth.py::test_login - PASS
+
+The login function now validates JWT tokens correctly."###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/auth/login.py:42-56",
+    "context": "I've implemented the authentication feature.\n\n**Evidence**: src/auth/login.py:42-56\n**Evidence**: tests/test_auth.py::test_login - PASS\n\nThe login function now validates JWT tokens co"
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_auth.py::test_login - PASS",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// Troubleshooting, the correct form.
+#[test]
+fn troubleshooting_correct() {
+    check(
+        true,
+        r###"**Evidence**: src/file.py:42"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/file.py:42",
+    "context": "**Evidence**: src/file.py:42"
+  }
+]"###,
+    );
+}
+
+#[test]
+fn troubleshooting_incorrect_space_before_colon() {
+    check(
+        true,
+        r###"**Evidence** : src/file.py:42  (space before colon)"###,
+        r###"[]"###,
+    );
+}
+
+#[test]
+fn troubleshooting_incorrect_no_line_number() {
+    check(
+        true,
+        r###"**Evidence**: src/file.py (no line number)"###,
+        r###"[]"###,
+    );
+}
+
+#[test]
+fn troubleshooting_incorrect_not_bold() {
+    check(
+        true,
+        r###"Evidence: src/file.py:42 (not bold)"###,
+        r###"[]"###,
+    );
+}
+
+/// Troubleshooting, the three incorrect forms together: nothing.
+#[test]
+fn troubleshooting_incorrect_all_three() {
+    check(
+        true,
+        r###"**Evidence** : src/file.py:42  (space before colon)
+**Evidence**: src/file.py (no line number)
+Evidence: src/file.py:42 (not bold)"###,
+        r###"[]"###,
+    );
+}
+
+#[test]
+fn file_reference_examples() {
+    check(
+        true,
+        r###"**Evidence**: src/auth/login.py:42
+**Evidence**: src/models/user.py:100-105
+**Evidence**: tests/test_auth.py:25"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/auth/login.py:42",
+    "context": "**Evidence**: src/auth/login.py:42\n**Evidence**: src/models/user.py:100-105\n**Evidence**: tests/test_auth.py:25"
+  },
+  {
+    "type": "file",
+    "reference": "src/models/user.py:100-105",
+    "context": "**Evidence**: src/auth/login.py:42\n**Evidence**: src/models/user.py:100-105\n**Evidence**: tests/test_auth.py:25"
+  },
+  {
+    "type": "file",
+    "reference": "tests/test_auth.py:25",
+    "context": "**Evidence**: src/auth/login.py:42\n**Evidence**: src/models/user.py:100-105\n**Evidence**: tests/test_auth.py:25"
+  }
+]"###,
+    );
+}
+
+/// The three supported file forms: line, `:` range, `-` range.
+#[test]
+fn file_reference_forms() {
+    check(
+        true,
+        r###"**Evidence**: file.py:42
+**Evidence**: file.py:42:47
+**Evidence**: file.py:42-47"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "file.py:42",
+    "context": "**Evidence**: file.py:42\n**Evidence**: file.py:42:47\n**Evidence**: file.py:42-47"
+  },
+  {
+    "type": "file",
+    "reference": "file.py:42:47",
+    "context": "**Evidence**: file.py:42\n**Evidence**: file.py:42:47\n**Evidence**: file.py:42-47"
+  },
+  {
+    "type": "file",
+    "reference": "file.py:42-47",
+    "context": "**Evidence**: file.py:42\n**Evidence**: file.py:42:47\n**Evidence**: file.py:42-47"
+  }
+]"###,
+    );
+}
+
+/// The command block example: the block, stripped and cut to 200 characters.
+#[test]
+fn command_block() {
+    check(
+        true,
+        r###"**Evidence**:
+```bash
+pytest tests/test_auth.py -v
+======================== test session starts =========================
+collected 3 items
+
+tests/test_auth.py::test_login PASSED
+tests/test_auth.py::test_logout PASSED
+========================= 2 passed in 0.5s =========================
+```"###,
+        r###"[
+  {
+    "type": "command",
+    "reference": "pytest tests/test_auth.py -v\n======================== test session starts =========================\ncollected 3 items\n\ntests/test_auth.py::test_login PASSED\ntests/test_auth.py::test_logout PASSED\n====",
+    "context": null
+  }
+]"###,
+    );
+}
+
+#[test]
+fn test_result_examples() {
+    check(
+        true,
+        r###"**Evidence**: pytest tests/test_auth.py::test_login - PASS
+**Evidence**: pytest tests/test_api.py::test_create_user - FAIL"###,
+        r###"[
+  {
+    "type": "test",
+    "reference": "tests/test_auth.py::test_login - PASS",
+    "context": null
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_api.py::test_create_user - FAIL",
+    "context": null
+  }
+]"###,
+    );
+}
+
+#[test]
+fn url_examples() {
+    check(
+        true,
+        r###"**Evidence**: [OWASP ASVS](https://owasp.org/www-project-application-security-verification-standard/)
+**Evidence**: [GitHub Issue #123](https://github.com/owner/repo/issues/123)"###,
+        r###"[
+  {
+    "type": "url",
+    "reference": "OWASP ASVS: https://owasp.org/www-project-application-security-verification-standard/",
+    "context": null
+  },
+  {
+    "type": "url",
+    "reference": "GitHub Issue #123: https://github.com/owner/repo/issues/123",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// The prompt-author instruction: its command line has a literal `\n`, so no block.
+#[test]
+fn prompt_author_instruction() {
+    check(
+        true,
+        r###"When referencing files, tests, or commands, use this format:
+
+**Evidence**: path/to/file.py:42
+**Evidence**: pytest tests/test_example.py - PASS
+**Evidence**: ```bash\n<command>\n```"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "path/to/file.py:42",
+    "context": "When referencing files, tests, or commands, use this format:\n\n**Evidence**: path/to/file.py:42\n**Evidence**: pytest tests/test_example.py - PASS\n**Evidence**: ```bash\\n<command>\\n```"
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_example.py - PASS",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// Structured JSON, format 1 (`evidence`).
+#[test]
+fn json_format_1_evidence() {
+    check(
+        true,
+        r###"```json
+{
+  "evidence": [
+    {
+      "type": "file",
+      "reference": "src/auth/login.py:42",
+      "context": "Implemented JWT token validation"
+    },
+    {
+      "type": "test",
+      "reference": "pytest tests/test_auth.py::test_login - PASS",
+      "context": "Test verifies login functionality"
+    }
+  ]
+}
+```"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "src/auth/login.py:42",
+    "context": "Implemented JWT token validation"
+  },
+  {
+    "type": "test",
+    "reference": "pytest tests/test_auth.py::test_login - PASS",
+    "context": "Test verifies login functionality"
+  }
+]"###,
+    );
+}
+
+/// Structured JSON, format 2 (`citations`).
+#[test]
+fn json_format_2_citations() {
+    check(
+        true,
+        r###"```json
+{
+  "citations": [
+    {
+      "type": "command",
+      "reference": "pytest tests/ -v",
+      "context": "All tests passing"
+    },
+    {
+      "type": "url",
+      "reference": "Documentation: https://example.com/docs"
+    }
+  ]
+}
+```"###,
+        r###"[
+  {
+    "type": "command",
+    "reference": "pytest tests/ -v",
+    "context": "All tests passing"
+  },
+  {
+    "type": "url",
+    "reference": "Documentation: https://example.com/docs",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// The troubleshooting JSON object, ending a message.
+#[test]
+fn json_test_extraction_object() {
+    check(
+        true,
+        r###"Done.
+{"evidence": [{"type": "file", "reference": "test.py:1"}]}
+"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "test.py:1",
+    "context": null
+  }
+]"###,
+    );
+}
+
+// The decided fixes and the JSON rules.
+
+/// The test form without `pytest ` is a test citation, and both forms of the same test
+/// are one citation (the first).
+#[test]
+fn test_form_with_or_without_pytest_is_one_citation() {
+    let text = "**Evidence**: t.py::a - FAIL\n**Evidence**: pytest t.py::a - FAIL";
+    let found = extract(text, &Options::default());
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].offset, found[0].len), (0, 28));
+    check(
+        true,
+        "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b - PASS",
+        r#"[{"type": "test", "reference": "tests/t.py::a - FAIL", "context": null},
+            {"type": "test", "reference": "tests/t.py::b - PASS", "context": null}]"#,
+    );
+}
+
+/// A command block written with CRLF line endings matches (the pattern wants `\n`), and
+/// its offsets are those of the CRLF text.
+#[test]
+fn crlf_command_block_matches_with_original_offsets() {
+    let text = "Ran it:\r\n**Evidence**: ```sh\r\nmake test\r\nok\r\n```\r\n";
+    let found = extract(text, &Options::default());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].citation.reference, "make test\nok");
+    assert_eq!(found[0].offset, 9);
+    assert_eq!(
+        &text[found[0].offset..found[0].offset + found[0].len],
+        "**Evidence**: ```sh\r\nmake test\r\nok\r\n```"
+    );
+}
+
+/// A repeated citation is kept once, with the context of its first occurrence.
+#[test]
+fn repeated_citation_kept_once_with_first_context() {
+    let text = "first\n**Evidence**: a.py:1\nmiddle\n**Evidence**: a.py:1\n**Evidence**: [d](u)\n**Evidence**: [d](u)";
+    let found = extract(text, &Options::default());
+    let refs: Vec<(&str, &str)> = found
+        .iter()
+        .map(|l| (l.citation.kind.as_str(), l.citation.reference.as_str()))
+        .collect();
+    assert_eq!(refs, [("file", "a.py:1"), ("url", "d: u")]);
+    assert_eq!(found[0].offset, 6);
+    assert!(
+        found[0]
+            .citation
+            .context
+            .as_deref()
+            .is_some_and(|c| c.starts_with("first\n**Evidence**: a.py:1"))
+    );
+}
+
+/// Citations come in order of position, whatever their type.
+#[test]
+fn citations_ordered_by_position() {
+    check(
+        false,
+        "**Evidence**: [d](https://d)\n**Evidence**: t.py - PASS\n**Evidence**: ```bash\nls\n```\nx",
+        r#"[{"type": "url", "reference": "d: https://d", "context": null},
+            {"type": "test", "reference": "t.py - PASS", "context": null},
+            {"type": "command", "reference": "ls", "context": null}]"#,
+    );
+}
+
+/// At one marker matched by two patterns, the file citation comes before the test.
+#[test]
+fn one_marker_two_patterns_file_first() {
+    check(
+        false,
+        "**Evidence**: t.py:3 - PASS",
+        r#"[{"type": "file", "reference": "t.py:3", "context": "**Evidence**: t.py:3 - PASS"},
+            {"type": "test", "reference": "t.py:3 - PASS", "context": null}]"#,
+    );
+}
+
+/// File context: 100 characters (not bytes) each side, stripped, cut to 200.
+#[test]
+fn file_context_counts_characters_and_is_cut_to_200() {
+    let before = "é".repeat(150);
+    let after = "ü".repeat(150);
+    let text = format!("{before}\n  **Evidence**: a.py:7  \n{after}");
+    let found = extract(&text, &Options::default());
+    let context = found[0].citation.context.clone().unwrap_or_default();
+    let expected: String = format!(
+        "{}\n  **Evidence**: a.py:7  \n{}",
+        "é".repeat(97),
+        "ü".repeat(97)
+    );
+    let expected: String = expected.chars().take(200).collect();
+    assert_eq!(context, expected);
+    assert_eq!(context.chars().count(), 200);
+}
+
+/// A command's reference is the stripped block cut to 200 characters.
+#[test]
+fn command_reference_cut_to_200() {
+    let text = format!("**Evidence**: ```bash\n  {}\n```", "ß".repeat(300));
+    let found = extract(&text, &Options::default());
+    assert_eq!(found[0].citation.reference, "ß".repeat(200));
+}
+
+/// JSON: a missing or null type is `unknown`, other values are Python's `str()`, the
+/// context is cut to 200 characters and dropped when Python would call it false.
+#[test]
+fn json_fields_as_python_reads_them() {
+    let long = "c".repeat(250);
+    let text = format!(
+        "```json\n{{\"evidence\": [{{\"reference\": \"a\", \"context\": \"{long}\"}}, 7, {{\"type\": null, \"reference\": 5, \"context\": 0}}, {{\"type\": [\"x\"], \"reference\": true, \"context\": {{\"k\": 1.0}}}}, {{}}]}}\n```"
+    );
+    let expect = format!(
+        r#"[{{"type": "unknown", "reference": "a", "context": "{}"}},
+            {{"type": "unknown", "reference": "5", "context": null}},
+            {{"type": "['x']", "reference": "True", "context": "{{'k': 1.0}}"}},
+            {{"type": "unknown", "reference": "", "context": null}}]"#,
+        "c".repeat(200)
+    );
+    check(true, &text, &expect);
+}
+
+/// JSON citations each span their own object in the list.
+#[test]
+fn json_citations_span_their_objects() {
+    let text = "x\n```json\n{\"citations\": [{\"reference\": \"a\"}, {\"reference\": \"b\"}]}\n```";
+    let found = extract(text, &Options::default());
+    let spans: Vec<&str> = found
+        .iter()
+        .map(|l| &text[l.offset..l.offset + l.len])
+        .collect();
+    assert_eq!(spans, [r#"{"reference": "a"}"#, r#"{"reference": "b"}"#]);
+}
+
+/// An empty or unusable JSON result falls back to the markers; a usable one wins.
+#[test]
+fn json_falls_back_to_markers_unless_non_empty() {
+    let marker = "**Evidence**: [d](u)\n";
+    let url = r#"[{"type": "url", "reference": "d: u", "context": null}]"#;
+    // An empty `evidence` list is the answer Python's code gives: nothing, so markers.
+    check(
+        true,
+        &format!("{marker}```json\n{{\"evidence\": [], \"citations\": [{{}}]}}\n```"),
+        url,
+    );
+    check(
+        true,
+        &format!("{marker}```json\n{{\"evidence\": [1, \"x\"]}}\n```"),
+        url,
+    );
+    check(
+        true,
+        &format!("{marker}```json\n{{\"evidence\": [}}\n```"),
+        url,
+    );
+    check(
+        true,
+        &format!("{marker}```json\n{{\"other\": []}}\n```"),
+        url,
+    );
+    check(
+        true,
+        &format!(
+            "{marker}```json\n{{\"citations\": [{{\"type\": \"file\", \"reference\": \"z.py:1\"}}]}}\n```"
+        ),
+        r#"[{"type": "file", "reference": "z.py:1", "context": null}]"#,
+    );
+    check(
+        false,
+        &format!(
+            "{marker}```json\n{{\"citations\": [{{\"type\": \"file\", \"reference\": \"z.py:1\"}}]}}\n```"
+        ),
+        url,
+    );
+}
+
+/// Only the first fenced json block holding an object is read, even when it fails.
+#[test]
+fn first_json_block_only() {
+    check(
+        true,
+        "```json\n[1]\n```\n```json\n{\"evidence\": [{\"reference\": \"one\"}]}\n```\n```json\n{\"evidence\": [{\"reference\": \"two\"}]}\n```",
+        r#"[{"type": "unknown", "reference": "one", "context": null}]"#,
+    );
+    check(
+        true,
+        "```json\n{\"evidence\": [{\"reference\": \"bad\"},]}\n```\n{\"evidence\": [{\"reference\": \"tail\"}]}",
+        "[]",
+    );
+}
+
+/// A bare object ending the message: from the first line that starts with `{`, or the
+/// start of the message, to the final `}`; NaN and repeated keys as Python reads them.
+#[test]
+fn bare_object_ending_the_message() {
+    check(
+        true,
+        "Summary.\n{\"evidence\": [{\"reference\": \"a\", \"context\": NaN}], \"evidence\": [{\"reference\": \"b\"}]}\n \n",
+        r#"[{"type": "unknown", "reference": "b", "context": null}]"#,
+    );
+    check(
+        true,
+        "  {\"evidence\": [{\"type\": \"file\", \"reference\": \"test.py:1\"}]}",
+        r#"[{"type": "file", "reference": "test.py:1", "context": null}]"#,
+    );
+    // Text after the object: not a bare object ending the message.
+    check(
+        true,
+        "x\n{\"evidence\": [{\"reference\": \"a\"}]}\nthanks",
+        "[]",
+    );
+    // Two objects: the span from the first is not one JSON value.
+    check(
+        true,
+        "x\n{\"a\": 1}\n{\"evidence\": [{\"reference\": \"a\"}]}",
+        "[]",
+    );
+}
