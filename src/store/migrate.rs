@@ -12,9 +12,31 @@ struct Step {
     run: fn(&WriteTransaction) -> Result<(), redb::Error>,
 }
 
-/// Upgrade steps in order. Version 1 is the first schema, so there is nothing to run yet;
-/// the next schema change adds `Step { from: 1, run: ... }` here.
-const STEPS: &[Step] = &[];
+/// Upgrade steps in order (`migrations/000<from + 1>-*.md` describes each).
+const STEPS: &[Step] = &[Step {
+    from: 1,
+    run: file_ctime,
+}];
+
+/// 1 → 2: file records gain ctime and inode (0 in every upgraded record).
+fn file_ctime(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    let mut table = txn.open_table(schema::SESSIONS)?;
+    let mut upgraded = Vec::new();
+    for item in table.iter()? {
+        let (key, value) = item?;
+        let (project_key, session_ref) = key.value();
+        let bytes = super::codec::upgrade_session_v1(value.value())
+            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        upgraded.push((project_key.to_owned(), session_ref.to_owned(), bytes));
+    }
+    for (project_key, session_ref, bytes) in upgraded {
+        table.insert(
+            (project_key.as_str(), session_ref.as_str()),
+            bytes.as_slice(),
+        )?;
+    }
+    Ok(())
+}
 
 /// Makes sure the store at hand has the current schema, creating or upgrading it.
 pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError> {
