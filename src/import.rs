@@ -83,42 +83,81 @@ struct Stamp {
     mtime_ns: u64,
     ctime_ns: u64,
     inode: u64,
+    /// Whether a later write would surely change its times. Filesystem times come from a
+    /// clock that advances in ticks, so a file written again within the tick of its last
+    /// change keeps size, mtime and ctime: an unsettled stamp never proves a file
+    /// unchanged.
+    settled: bool,
 }
+
+/// How long after a change a nanosecond-precision time is trusted: more than one tick of
+/// the kernel's coarse clock (at most 10 ms).
+const SETTLE_FINE_NS: u64 = 20_000_000;
+/// The same for times in whole seconds (filesystems that keep no finer ones).
+const SETTLE_COARSE_NS: u64 = 2_000_000_000;
 
 impl Stamp {
     fn matches(self, record: &FileRecord) -> bool {
-        self.size == record.size
+        self.settled
+            && self.size == record.size
             && self.mtime_ns == record.mtime_ns
             && self.ctime_ns == record.ctime_ns
             && self.inode == record.inode
     }
 
-    /// `record` (the same lines) recognised by this stamp from now on.
+    /// `record` (the same lines) recognised by this stamp from now on. An unsettled
+    /// stamp is stored with ctime 0, which no settled stamp matches: the next import
+    /// hashes the file again.
     fn applied_to(self, record: FileRecord) -> FileRecord {
         FileRecord {
             size: self.size,
             mtime_ns: self.mtime_ns,
-            ctime_ns: self.ctime_ns,
+            ctime_ns: if self.settled { self.ctime_ns } else { 0 },
             inode: self.inode,
             ..record
         }
     }
 }
 
-fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
-    let mtime_ns = meta
-        .modified()
-        .ok()
+fn nanos_since_epoch(t: std::io::Result<std::time::SystemTime>) -> u64 {
+    t.ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    let (ctime_ns, inode) = change_stamp(&meta);
-    Some(Stamp {
-        size: meta.len(),
-        mtime_ns,
-        ctime_ns,
-        inode,
-    })
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The stamp of the regular file at `path`. A file changed within the last
+/// [`SETTLE_FINE_NS`] is looked at again once that has passed, so that a stamp taken
+/// right after a write is still trusted; a file that keeps changing, or whose times
+/// are in whole seconds and recent, gets an unsettled stamp.
+fn stamp(path: &Path) -> Option<Stamp> {
+    let mut waited = false;
+    loop {
+        let now_ns = nanos_since_epoch(Ok(std::time::SystemTime::now()));
+        let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+        let mtime_ns = nanos_since_epoch(meta.modified());
+        let (ctime_ns, inode) = change_stamp(&meta);
+        // Every write moves the ctime; where there is none, the mtime stands in.
+        let changed_ns = if ctime_ns == 0 { mtime_ns } else { ctime_ns };
+        let settle_ns = if changed_ns % 1_000_000_000 == 0 {
+            SETTLE_COARSE_NS
+        } else {
+            SETTLE_FINE_NS
+        };
+        let settled_at = changed_ns.saturating_add(settle_ns);
+        // (A time in the future, from a skewed clock, is not waited for.)
+        if settled_at > now_ns && settled_at - now_ns <= settle_ns.min(SETTLE_FINE_NS) && !waited {
+            waited = true;
+            std::thread::sleep(std::time::Duration::from_nanos(settled_at - now_ns));
+            continue;
+        }
+        return Some(Stamp {
+            size: meta.len(),
+            mtime_ns,
+            ctime_ns,
+            inode,
+            settled: settled_at <= now_ns,
+        });
+    }
 }
 
 /// Status-change time (ns since the epoch) and inode number.
@@ -436,7 +475,7 @@ fn index_file(
         IndexError::Store(e) => ImportError::Store(e),
     })?;
     let digest = sink.finish()?;
-    Ok(FileRecord {
+    let record = stamp.applied_to(FileRecord {
         file_id,
         size: summary.bytes,
         mtime_ns: stamp.mtime_ns,
@@ -444,6 +483,10 @@ fn index_file(
         digest,
         ctime_ns: stamp.ctime_ns,
         inode: stamp.inode,
+    });
+    Ok(FileRecord {
+        size: summary.bytes,
+        ..record
     })
 }
 
@@ -541,4 +584,63 @@ fn sync_documents(
         }
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stamp taken right after a write is taken once the clock has moved on, so that
+    /// the next write, however soon, changes it.
+    #[test]
+    fn a_fresh_file_is_stamped_once_a_later_write_would_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n").unwrap();
+        let first = stamp(&path).unwrap();
+        let after = nanos_since_epoch(Ok(std::time::SystemTime::now()));
+        assert!(first.settled, "{first:?}");
+        assert!(
+            first.ctime_ns + SETTLE_FINE_NS <= after,
+            "{first:?} at {after}"
+        );
+        std::fs::write(&path, "{\"b\":2}\n").unwrap();
+        let second = stamp(&path).unwrap();
+        assert_eq!(second.size, first.size);
+        assert_ne!(second.ctime_ns, first.ctime_ns);
+        assert!(!second.matches(&first.applied_to(record())));
+    }
+
+    /// An unsettled stamp proves nothing unchanged, and is stored so that it never will.
+    #[test]
+    fn an_unsettled_stamp_never_matches() {
+        let unsettled = Stamp {
+            size: 10,
+            mtime_ns: 5_000_000_123,
+            ctime_ns: 5_000_000_456,
+            inode: 7,
+            settled: false,
+        };
+        let stored = unsettled.applied_to(record());
+        assert_eq!(stored.ctime_ns, 0);
+        assert!(!unsettled.matches(&stored));
+        let settled = Stamp {
+            settled: true,
+            ..unsettled
+        };
+        assert!(!settled.matches(&stored));
+        assert!(settled.matches(&settled.applied_to(record())));
+    }
+
+    fn record() -> FileRecord {
+        FileRecord {
+            file_id: 1,
+            size: 0,
+            mtime_ns: 0,
+            lines: 1,
+            digest: [0; 32],
+            ctime_ns: 0,
+            inode: 0,
+        }
+    }
 }
