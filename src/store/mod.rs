@@ -73,7 +73,8 @@ pub struct FileRecord {
     pub digest: [u8; 32],
     /// Status-change time, nanoseconds since the Unix epoch, and inode number. A user can
     /// set a file's mtime back after editing it, but not these, so an edit that keeps the
-    /// size and restores the mtime is still seen. 0 where unknown (records from schema 1).
+    /// size and restores the mtime is still seen. 0 where unknown (records from schema 1,
+    /// or stamped while the file was still changing): the next import hashes it again.
     pub ctime_ns: u64,
     pub inode: u64,
 }
