@@ -102,8 +102,13 @@ fn run_import(config: &Config, rehash: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn summary(r: &ImportReport) -> String {
+    let committed = if r.committed {
+        ""
+    } else {
+        "; the store already matched, nothing written"
+    };
     format!(
-        "imported {} project(s), {} session(s): {} file(s) indexed ({:.1} MiB, {} lines), {} unchanged, {} missing; {} document(s)",
+        "imported {} project(s), {} session(s): {} file(s) indexed ({:.1} MiB, {} lines), {} unchanged, {} missing; {} document(s){committed}",
         r.projects,
         r.sessions,
         r.files_indexed,

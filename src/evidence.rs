@@ -254,15 +254,20 @@ pub struct Lines {
 }
 
 impl Lines {
-    /// `"<start>-<end>"`: split at the first `-`, both parts ASCII digits, start <= end.
-    /// Leading zeros are dropped; numbers beyond `u64` saturate (always outside a turn).
+    /// `"<start>-<end>"`: split at the first `-`, both parts decimal digits of any script
+    /// (Unicode category Nd, as Python's `int` reads them: `０７-１２` is `7-12`), start <=
+    /// end. Leading zeros are dropped; numbers beyond `u64` saturate (always outside a
+    /// turn). Other numeric characters (`²`, `①`) are no span.
     pub fn parse(v: Option<&Value>) -> Option<Lines> {
         let (a, b) = v?.as_str()?.split_once('-')?;
         let number = |s: &str| -> Option<u64> {
-            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+            if s.is_empty() {
                 return None;
             }
-            Some(s.parse().unwrap_or(u64::MAX))
+            s.chars().try_fold(0u64, |n, c| {
+                let digit = decimal_digit(c)?;
+                Some(n.saturating_mul(10).saturating_add(digit))
+            })
         };
         let (start, end) = (number(a)?, number(b)?);
         (start <= end).then_some(Lines { start, end })
@@ -271,6 +276,27 @@ impl Lines {
     fn text(self) -> String {
         format!("{}-{}", self.start, self.end)
     }
+}
+
+/// The first code point of every run of ten decimal digits `0..=9` (Unicode category Nd,
+/// version 14.0, the one Python 3.11 reads). Every Nd character belongs to one such run.
+const DECIMAL_ZEROS: [u32; 66] = [
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66,
+    0xDE6, 0xE50, 0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90,
+    0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650,
+    0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50,
+    0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+];
+
+/// The value of a decimal digit of any script, as Python's `int` reads it.
+fn decimal_digit(c: char) -> Option<u64> {
+    let c = u32::from(c);
+    let run = DECIMAL_ZEROS
+        .partition_point(|&zero| zero <= c)
+        .checked_sub(1)?;
+    let digit = c - DECIMAL_ZEROS[run];
+    (digit < 10).then_some(u64::from(digit))
 }
 
 /// Collects problems in the order the rules run.
@@ -612,4 +638,47 @@ pub fn append(
     let mut text = pyjson::to_pretty(&Value::Object(card));
     text.push('\n');
     text.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spans as prompt-diary 0.2.10 parses them (`tests/fixtures/span_cases.json`, made
+    /// with its `_to_span`): decimal digits of every script are numbers. Where the
+    /// reference raises `ValueError` (`²`, `①`: digits that are not decimal) the span is
+    /// refused as no span, which answers the writer with a structured problem.
+    #[test]
+    fn spans_read_digits_as_python_int_does() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/span_cases.json"
+        );
+        let cases: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let cases = cases.as_array().unwrap();
+        assert!(cases.len() > 30);
+        for case in cases {
+            let text = case["lines"].as_str().unwrap();
+            let want = case["reference"].as_array().map(|r| Lines {
+                start: r[0].as_u64().unwrap(),
+                end: r[1].as_u64().unwrap(),
+            });
+            let got = Lines::parse(Some(&Value::String(text.into())));
+            assert_eq!(got, want, "span {text:?}");
+        }
+    }
+
+    #[test]
+    fn every_decimal_run_reads_zero_to_nine() {
+        for zero in DECIMAL_ZEROS {
+            for d in 0..10 {
+                let c = char::from_u32(zero + d).unwrap();
+                assert_eq!(decimal_digit(c), Some(u64::from(d)), "{c:?}");
+            }
+        }
+        for c in ['/', ':', '²', '①', 'Ⅶ', '½', '٫', '\u{65F}', '\u{66A}', 'a'] {
+            assert_eq!(decimal_digit(c), None, "{c:?}");
+        }
+    }
 }

@@ -1,6 +1,15 @@
 //! `import`: validate the prepared workspace and bring the store in line with it, in one
-//! write transaction. Session files whose size and mtime are unchanged keep their line
-//! tables; the others are streamed once (hashing every line) into new ones.
+//! write transaction. Session files whose stamp (size, mtime, ctime, inode) is unchanged
+//! keep their line tables; the others are streamed once (hashing every line) into new
+//! ones.
+//!
+//! Any number of processes import at once (every `serve` imports when it starts), so:
+//! - what to do is decided on a read snapshot first, and when nothing changed no write
+//!   transaction is taken at all;
+//! - otherwise the plan is made again inside the write transaction, against what it sees
+//!   (a concurrent import may have committed meanwhile): a file it already indexed with
+//!   the same stamp is kept, and only line tables this transaction sees as superseded
+//!   are deleted.
 
 use std::fs::File;
 use std::io;
@@ -17,8 +26,8 @@ use crate::workspace::{self, LoadError, Workspace};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ImportOptions {
-    /// Re-hash files whose size and mtime look unchanged (their line tables are replaced
-    /// only if the lines differ).
+    /// Re-hash files whose stamp looks unchanged (their line tables are replaced only if
+    /// the lines differ).
     pub rehash: bool,
 }
 
@@ -37,6 +46,8 @@ pub struct ImportReport {
     pub lines_indexed: u64,
     /// Evidence cards, envelopes and daily reports now mirrored in the store.
     pub documents: usize,
+    /// Whether a write transaction was committed (false: the store already matched).
+    pub committed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,22 +81,117 @@ impl Progress for Quiet {
 struct Stamp {
     size: u64,
     mtime_ns: u64,
+    ctime_ns: u64,
+    inode: u64,
+    /// Whether a later write would surely change its times. Filesystem times come from a
+    /// clock that advances in ticks, so a file written again within the tick of its last
+    /// change keeps size, mtime and ctime: an unsettled stamp never proves a file
+    /// unchanged.
+    settled: bool,
 }
 
-fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
-    let mtime_ns = meta
-        .modified()
-        .ok()
+/// How long after a change a nanosecond-precision time is trusted: more than one tick of
+/// the kernel's coarse clock (at most 10 ms).
+const SETTLE_FINE_NS: u64 = 20_000_000;
+/// The same for times in whole seconds (filesystems that keep no finer ones).
+const SETTLE_COARSE_NS: u64 = 2_000_000_000;
+
+impl Stamp {
+    fn matches(self, record: &FileRecord) -> bool {
+        self.settled
+            && self.size == record.size
+            && self.mtime_ns == record.mtime_ns
+            && self.ctime_ns == record.ctime_ns
+            && self.inode == record.inode
+    }
+
+    /// `record` (the same lines) recognised by this stamp from now on. An unsettled
+    /// stamp is stored with ctime 0, which no settled stamp matches: the next import
+    /// hashes the file again.
+    fn applied_to(self, record: FileRecord) -> FileRecord {
+        FileRecord {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: if self.settled { self.ctime_ns } else { 0 },
+            inode: self.inode,
+            ..record
+        }
+    }
+}
+
+fn nanos_since_epoch(t: std::io::Result<std::time::SystemTime>) -> u64 {
+    t.ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    Some(Stamp {
-        size: meta.len(),
-        mtime_ns,
-    })
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Validates the workspace and imports it. Nothing is written unless everything succeeds.
+/// The stamp of the regular file at `path`. A file changed within the last
+/// [`SETTLE_FINE_NS`] is looked at again once that has passed, so that a stamp taken
+/// right after a write is still trusted; a file that keeps changing, or whose times
+/// are in whole seconds and recent, gets an unsettled stamp.
+fn stamp(path: &Path) -> Option<Stamp> {
+    let mut waited = false;
+    loop {
+        let now_ns = nanos_since_epoch(Ok(std::time::SystemTime::now()));
+        let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+        let mtime_ns = nanos_since_epoch(meta.modified());
+        let (ctime_ns, inode) = change_stamp(&meta);
+        // Every write moves the ctime; where there is none, the mtime stands in.
+        let changed_ns = if ctime_ns == 0 { mtime_ns } else { ctime_ns };
+        let settle_ns = if changed_ns % 1_000_000_000 == 0 {
+            SETTLE_COARSE_NS
+        } else {
+            SETTLE_FINE_NS
+        };
+        let settled_at = changed_ns.saturating_add(settle_ns);
+        // (A time in the future, from a skewed clock, is not waited for.)
+        if settled_at > now_ns && settled_at - now_ns <= settle_ns.min(SETTLE_FINE_NS) && !waited {
+            waited = true;
+            std::thread::sleep(std::time::Duration::from_nanos(settled_at - now_ns));
+            continue;
+        }
+        return Some(Stamp {
+            size: meta.len(),
+            mtime_ns,
+            ctime_ns,
+            inode,
+            settled: settled_at <= now_ns,
+        });
+    }
+}
+
+/// Status-change time (ns since the epoch) and inode number.
+#[cfg(unix)]
+fn change_stamp(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let secs = u64::try_from(meta.ctime()).unwrap_or(0);
+    let nanos = u64::try_from(meta.ctime_nsec()).unwrap_or(0);
+    (
+        secs.saturating_mul(1_000_000_000).saturating_add(nanos),
+        meta.ino(),
+    )
+}
+
+#[cfg(not(unix))]
+fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+/// Debug builds only, for tests that need an import stopped at a known step: when
+/// `EVIDENCE_STORE_PAUSE_AT` names `step`, say so on stderr and wait for a line (or the
+/// end) on stdin, or for a kill.
+fn pause_point(step: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
+        eprintln!("evidence-store: paused at {step}");
+        let _ = io::stdin().read_line(&mut String::new());
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = step;
+}
+
+/// Validates the workspace and imports it. Nothing is written unless everything succeeds,
+/// and nothing at all when the store already matches the workspace.
 pub fn import(
     root: &WorkspaceRoot,
     store: &Store,
@@ -93,16 +199,32 @@ pub fn import(
     progress: &dyn Progress,
 ) -> Result<ImportReport, ImportError> {
     let workspace = workspace::load(root)?;
-    // Stat every file and work out the bytes to hash before taking the write lock.
-    let plan = plan(root, store, &workspace, options)?;
+    if !options.rehash {
+        // Most starts find nothing changed: check on a snapshot, without the write lock.
+        let reader = store.reader()?;
+        let plan = plan(root, &reader, &workspace, options)?;
+        if let Some(report) = up_to_date(&reader, root, &workspace, &plan)? {
+            return Ok(report);
+        }
+    }
+    pause_point("before-write-lock");
+
+    let mut writer = store.writer()?;
+    // Planned again against what this transaction sees: another import may have
+    // committed since the snapshot, and its line tables are the ones to keep or replace.
+    let plan = plan(root, &writer, &workspace, options)?;
+    if !options.rehash
+        && let Some(report) = up_to_date(&writer, root, &workspace, &plan)?
+    {
+        // Dropped without a commit: nothing is written.
+        return Ok(report);
+    }
     progress.start(
         plan.iter()
             .filter(|p| p.needs_index)
             .map(|p| p.stamp.map_or(0, |s| s.size))
             .sum(),
     );
-
-    let mut writer = store.writer()?;
     let mut report = ImportReport {
         projects: workspace.projects.len(),
         ..ImportReport::default()
@@ -113,39 +235,37 @@ pub fn import(
         .iter()
         .flat_map(|p| p.sessions.iter().map(move |s| (p, s)));
     for ((project, session), item) in sessions.zip(plan) {
-        let file = match item.stamp {
-            None => {
+        // The line table this transaction sees for the session, whatever its path.
+        let stored = item.stored.and_then(|s| match s.file {
+            FileState::Indexed(record) => Some(record),
+            FileState::Missing => None,
+        });
+        let file = match (item.stamp, item.previous) {
+            (None, _) => {
+                if let Some(old) = &stored {
+                    writer.delete_lines(old.file_id)?;
+                }
                 report.files_missing += 1;
                 FileState::Missing
             }
-            Some(stamp) if !item.needs_index => {
+            (Some(stamp), Some(previous)) if !item.needs_index => {
                 report.files_unchanged += 1;
-                match item.previous {
-                    Some(record) => FileState::Indexed(FileRecord {
-                        mtime_ns: stamp.mtime_ns,
-                        ..record
-                    }),
-                    None => FileState::Missing,
-                }
+                FileState::Indexed(stamp.applied_to(previous))
             }
-            Some(stamp) => {
+            (Some(stamp), previous) => {
                 let record = index_file(&mut writer, &item.path, stamp, &mut |n| {
                     progress.advance(done_bytes + n);
                 })?;
                 done_bytes += stamp.size;
-                match item.previous {
+                match previous {
                     // Same lines as before (a re-hash or a touch): keep the old table.
                     Some(old) if old.digest == record.digest && old.lines == record.lines => {
                         writer.delete_lines(record.file_id)?;
                         report.files_unchanged += 1;
-                        FileState::Indexed(FileRecord {
-                            size: stamp.size,
-                            mtime_ns: stamp.mtime_ns,
-                            ..old
-                        })
+                        FileState::Indexed(stamp.applied_to(old))
                     }
-                    previous => {
-                        if let Some(old) = previous {
+                    _ => {
+                        if let Some(old) = &stored {
                             writer.delete_lines(old.file_id)?;
                         }
                         report.files_indexed += 1;
@@ -168,41 +288,132 @@ pub fn import(
     remove_stale(&mut writer, &workspace)?;
     report.documents = sync_documents(&mut writer, root, &workspace)?;
     for project in &workspace.projects {
-        writer.put_project(&ProjectRecord {
-            key: project.key.clone(),
-            label: project.label.clone(),
-            session_refs: project
-                .sessions
-                .iter()
-                .map(|s| s.session_ref.clone())
-                .collect(),
-        })?;
+        writer.put_project(&project_record(project))?;
     }
-    writer.put_workspace(&WorkspaceRecord {
+    writer.put_workspace(&workspace_record(root, &workspace))?;
+    pause_point("before-commit");
+    writer.commit()?;
+    report.committed = true;
+    progress.finish();
+    Ok(report)
+}
+
+fn project_record(project: &workspace::Project) -> ProjectRecord {
+    ProjectRecord {
+        key: project.key.clone(),
+        label: project.label.clone(),
+        session_refs: project
+            .sessions
+            .iter()
+            .map(|s| s.session_ref.clone())
+            .collect(),
+    }
+}
+
+fn workspace_record(root: &WorkspaceRoot, workspace: &Workspace) -> WorkspaceRecord {
+    WorkspaceRecord {
         root_display: root.display.clone(),
         metadata: workspace.metadata.clone(),
         project_keys: workspace.projects.iter().map(|p| p.key.clone()).collect(),
-    })?;
-    writer.commit()?;
-    progress.finish();
-    Ok(report)
+    }
+}
+
+/// The report of an import that finds the store matching the workspace, or `None` when
+/// something would change: a file to index, a record that differs, a session, project
+/// or document that came or went, a document whose bytes differ from its file.
+fn up_to_date(
+    lookup: &impl Lookup,
+    root: &WorkspaceRoot,
+    workspace: &Workspace,
+    plan: &[Planned],
+) -> Result<Option<ImportReport>, ImportError> {
+    let mut report = ImportReport {
+        projects: workspace.projects.len(),
+        ..ImportReport::default()
+    };
+    let sessions = workspace.projects.iter().flat_map(|p| p.sessions.iter());
+    for (session, item) in sessions.zip(plan) {
+        if item.needs_index {
+            return Ok(None);
+        }
+        let file = match (item.stamp, &item.previous) {
+            (None, _) => {
+                report.files_missing += 1;
+                FileState::Missing
+            }
+            (Some(stamp), Some(previous)) => {
+                report.files_unchanged += 1;
+                FileState::Indexed(stamp.applied_to(previous.clone()))
+            }
+            (Some(_), None) => return Ok(None),
+        };
+        let same = item
+            .stored
+            .as_ref()
+            .is_some_and(|s| s.file == file && s.session == *session);
+        if !same {
+            return Ok(None);
+        }
+        report.sessions += 1;
+    }
+    if lookup.session_count()? != report.sessions as u64
+        || lookup.project_count()? != workspace.projects.len() as u64
+    {
+        return Ok(None);
+    }
+    for project in &workspace.projects {
+        if lookup.project(&project.key)?.as_ref() != Some(&project_record(project)) {
+            return Ok(None);
+        }
+    }
+    if lookup.workspace()?.as_ref() != Some(&workspace_record(root, workspace)) {
+        return Ok(None);
+    }
+    let mut on_disk = Vec::new();
+    for rel in document_paths(workspace) {
+        let path = root.path.join(&rel);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let stored = lookup.document(&rel)?;
+                if stored.is_none_or(|d| d.bytes != bytes) {
+                    return Ok(None);
+                }
+                on_disk.push(rel);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ImportError::Io {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        }
+    }
+    on_disk.sort();
+    if lookup.document_paths()? != on_disk {
+        return Ok(None);
+    }
+    report.documents = on_disk.len();
+    Ok(Some(report))
 }
 
 /// What to do with one session's file.
 struct Planned {
     path: PathBuf,
     stamp: Option<Stamp>,
+    /// The stored record of this session, as the plan's snapshot or transaction sees it.
+    stored: Option<SessionRecord>,
+    /// Its file record, when it is of the same `session_path`.
     previous: Option<FileRecord>,
     needs_index: bool,
 }
 
 fn plan(
     root: &WorkspaceRoot,
-    store: &Store,
+    lookup: &impl Lookup,
     workspace: &Workspace,
     options: ImportOptions,
 ) -> Result<Vec<Planned>, ImportError> {
-    let reader = store.reader()?;
     let mut out = Vec::new();
     for project in &workspace.projects {
         for session in &project.sessions {
@@ -212,18 +423,21 @@ fn plan(
                 .join(&project.key)
                 .join(&session.session_path);
             let stamp = stamp(&path);
-            let previous = match reader.session(&project.key, &session.session_ref)? {
+            let stored = lookup.session(&project.key, &session.session_ref)?;
+            let previous = match &stored {
                 Some(SessionRecord {
                     file: FileState::Indexed(record),
                     session: old,
-                }) if old.session_path == session.session_path => Some(record),
+                }) if old.session_path == session.session_path => Some(record.clone()),
                 _ => None,
             };
-            let unchanged = matches!((&previous, stamp), (Some(old), Some(now)) if old.size == now.size && old.mtime_ns == now.mtime_ns);
+            let unchanged =
+                matches!((&previous, stamp), (Some(old), Some(now)) if now.matches(old));
             let needs_index = stamp.is_some() && (options.rehash || !unchanged);
             out.push(Planned {
                 path,
                 stamp,
+                stored,
                 previous,
                 needs_index,
             });
@@ -261,12 +475,18 @@ fn index_file(
         IndexError::Store(e) => ImportError::Store(e),
     })?;
     let digest = sink.finish()?;
-    Ok(FileRecord {
+    let record = stamp.applied_to(FileRecord {
         file_id,
         size: summary.bytes,
         mtime_ns: stamp.mtime_ns,
         lines: summary.lines,
         digest,
+        ctime_ns: stamp.ctime_ns,
+        inode: stamp.inode,
+    });
+    Ok(FileRecord {
+        size: summary.bytes,
+        ..record
     })
 }
 
@@ -364,4 +584,63 @@ fn sync_documents(
         }
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stamp taken right after a write is taken once the clock has moved on, so that
+    /// the next write, however soon, changes it.
+    #[test]
+    fn a_fresh_file_is_stamped_once_a_later_write_would_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n").unwrap();
+        let first = stamp(&path).unwrap();
+        let after = nanos_since_epoch(Ok(std::time::SystemTime::now()));
+        assert!(first.settled, "{first:?}");
+        assert!(
+            first.ctime_ns + SETTLE_FINE_NS <= after,
+            "{first:?} at {after}"
+        );
+        std::fs::write(&path, "{\"b\":2}\n").unwrap();
+        let second = stamp(&path).unwrap();
+        assert_eq!(second.size, first.size);
+        assert_ne!(second.ctime_ns, first.ctime_ns);
+        assert!(!second.matches(&first.applied_to(record())));
+    }
+
+    /// An unsettled stamp proves nothing unchanged, and is stored so that it never will.
+    #[test]
+    fn an_unsettled_stamp_never_matches() {
+        let unsettled = Stamp {
+            size: 10,
+            mtime_ns: 5_000_000_123,
+            ctime_ns: 5_000_000_456,
+            inode: 7,
+            settled: false,
+        };
+        let stored = unsettled.applied_to(record());
+        assert_eq!(stored.ctime_ns, 0);
+        assert!(!unsettled.matches(&stored));
+        let settled = Stamp {
+            settled: true,
+            ..unsettled
+        };
+        assert!(!settled.matches(&stored));
+        assert!(settled.matches(&settled.applied_to(record())));
+    }
+
+    fn record() -> FileRecord {
+        FileRecord {
+            file_id: 1,
+            size: 0,
+            mtime_ns: 0,
+            lines: 1,
+            digest: [0; 32],
+            ctime_ns: 0,
+            inode: 0,
+        }
+    }
 }

@@ -147,6 +147,47 @@ pub fn for_each_ordered<S, T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Condvar;
+    use std::time::Duration;
+
+    fn on_helper() -> bool {
+        std::thread::current().name() == Some("evidence-store-helper")
+    }
+
+    /// Holds the calling thread's pieces until the helper has started one, so that both
+    /// threads take part however late the helper is scheduled (a test that needs the
+    /// helper then never passes without it).
+    struct HelperGate {
+        started: Mutex<bool>,
+        changed: Condvar,
+    }
+
+    impl HelperGate {
+        /// A gate for `n` pieces: with fewer than two there is no helper to wait for.
+        fn new(n: usize) -> Self {
+            HelperGate {
+                started: Mutex::new(n < 2),
+                changed: Condvar::new(),
+            }
+        }
+
+        /// Called first in every piece; true on the helper.
+        fn enter(&self) -> bool {
+            let mut started = self.started.lock().unwrap();
+            if on_helper() {
+                *started = true;
+                self.changed.notify_all();
+                return true;
+            }
+            // The limit only turns a helper that never comes (a bug) into a failure.
+            let (started, _) = self
+                .changed
+                .wait_timeout_while(started, Duration::from_secs(120), |s| !*s)
+                .unwrap();
+            assert!(*started, "the helper never started a piece");
+            false
+        }
+    }
 
     #[test]
     fn results_come_back_in_order() {
@@ -172,9 +213,11 @@ mod tests {
         started_after_refusal: usize,
     }
 
-    /// `for_each_ordered` with slow pieces (so that both threads take some), emitting
-    /// into a list until `stop_after` results.
+    /// `for_each_ordered` with pieces of varied length, the caller's held until the
+    /// helper has started one (so both threads take some), emitting into a list until
+    /// `stop_after` results.
     fn ordered(n: usize, stop_after: usize, fail_on_helper: bool) -> Ordered {
+        let gate = HelperGate::new(n);
         let helper_failed = AtomicBool::new(!fail_on_helper);
         let refused = AtomicBool::new(false);
         let started_after_refusal = AtomicUsize::new(0);
@@ -186,7 +229,7 @@ mod tests {
                 if refused.load(Ordering::SeqCst) {
                     started_after_refusal.fetch_add(1, Ordering::SeqCst);
                 }
-                let on_helper = std::thread::current().name() == Some("evidence-store-helper");
+                let on_helper = gate.enter();
                 if on_helper && !helper_failed.swap(true, Ordering::SeqCst) {
                     panic!("helper fails on piece {i}");
                 }
@@ -249,18 +292,18 @@ mod tests {
     #[test]
     fn pieces_of_a_panicking_helper_are_done_again() {
         // The helper panics on the first piece it claims (its panic message shows in the
-        // test output); the caller must still return every result. Pieces are slow enough
-        // that the helper gets one, however late it starts.
+        // test output); the caller must still return every result. The caller's pieces
+        // wait until the helper has started one, so it gets one however late it starts.
+        let gate = HelperGate::new(40);
         let helper_failed = AtomicBool::new(false);
         let got = map_claimed(
             40,
             || (),
             |(), i| {
-                let on_helper = std::thread::current().name() == Some("evidence-store-helper");
+                let on_helper = gate.enter();
                 if on_helper && !helper_failed.swap(true, Ordering::SeqCst) {
                     panic!("helper fails on piece {i}");
                 }
-                std::thread::sleep(std::time::Duration::from_millis(2));
                 i + 1
             },
         );

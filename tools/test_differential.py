@@ -145,6 +145,10 @@ async def compare_workspace(ws: Path, binary: Path, reference_python: Path, diff
                 diff.compare("unknown session", (await call(ours, args))[1], (await call(theirs, args))[1])
 
 
+FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
 def chain_for(turn: dict, variant: int) -> dict:
     """A chain for `turn`: valid, or broken in one of several ways (by `variant`)."""
     a, b = turn["turn_start_line"], turn["turn_end_line"]
@@ -155,7 +159,9 @@ def chain_for(turn: dict, variant: int) -> dict:
                     "citations": [{"lines": f"{a}-{a}"}]},
         "agent_reactions": [{"summary": "did it", "citations": [{"lines": inside}]}],
         "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": f"0{a}-{b}"}]}],
-        "observed_checks": [{"type": "test_output", "summary": "tests", "citations": [{"lines": f"{b}-{b}"}]}],
+        # Decimal digits of other scripts are numbers too (Python's int): fullwidth, Arabic-Indic.
+        "observed_checks": [{"type": "test_output", "summary": "tests", "citations": [{"lines": f"{b}-{b}".translate(FULLWIDTH)},
+                                                                                     {"lines": f"0{b}-{b}".translate(ARABIC_INDIC)}]}],
         "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": inside}]},
         "materiality": "material",
         "extra": "dropped",

@@ -166,6 +166,51 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
     }
 }
 
+/// A `SessionRecord` as schema 1 stored it: the file record had no ctime and inode.
+#[derive(Deserialize)]
+struct SessionRecordV1 {
+    session: crate::workspace::Session,
+    file: FileStateV1,
+}
+
+#[derive(Deserialize)]
+enum FileStateV1 {
+    Missing,
+    Indexed(FileRecordV1),
+}
+
+#[derive(Deserialize)]
+struct FileRecordV1 {
+    file_id: u64,
+    size: u64,
+    mtime_ns: u64,
+    lines: u64,
+    digest: [u8; 32],
+}
+
+/// Re-encodes a schema-1 `SessionRecord` in the current layout. The file record gets
+/// ctime and inode 0, which no file has, so the next import re-hashes the file once and
+/// keeps its line table when the lines are the same.
+pub fn upgrade_session_v1(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let old: SessionRecordV1 = decode("schema 1 session", bytes)?;
+    let file = match old.file {
+        FileStateV1::Missing => FileState::Missing,
+        FileStateV1::Indexed(f) => FileState::Indexed(super::FileRecord {
+            file_id: f.file_id,
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+            lines: f.lines,
+            digest: f.digest,
+            ctime_ns: 0,
+            inode: 0,
+        }),
+    };
+    Ok(encode(&super::SessionRecord {
+        session: old.session,
+        file,
+    }))
+}
+
 pub fn decode_session_file(bytes: &[u8]) -> Result<SessionFile, CodecError> {
     let view: SessionRecordView<'_> = decode("session", bytes)?;
     Ok(SessionFile {
@@ -231,6 +276,8 @@ mod tests {
                 mtime_ns: u64::MAX,
                 lines: 9,
                 digest: [5; 32],
+                ctime_ns: 1 << 62,
+                inode: 12345,
             }),
         ];
         for file in files {

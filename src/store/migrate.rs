@@ -12,9 +12,41 @@ struct Step {
     run: fn(&WriteTransaction) -> Result<(), redb::Error>,
 }
 
-/// Upgrade steps in order. Version 1 is the first schema, so there is nothing to run yet;
-/// the next schema change adds `Step { from: 1, run: ... }` here.
-const STEPS: &[Step] = &[];
+/// Upgrade steps in order (`migrations/000<from + 1>-*.md` describes each).
+const STEPS: &[Step] = &[Step {
+    from: 1,
+    run: file_ctime,
+}];
+
+/// 1 → 2: file records gain ctime and inode (0 in every upgraded record). Line blocks no
+/// session refers to (left by concurrent imports of version 1) are dropped.
+fn file_ctime(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    let corrupted = |e: super::codec::CodecError| redb::Error::Corrupted(e.to_string());
+    let mut table = txn.open_table(schema::SESSIONS)?;
+    let mut upgraded = Vec::new();
+    let mut referenced = std::collections::HashSet::new();
+    for item in table.iter()? {
+        let (key, value) = item?;
+        let (project_key, session_ref) = key.value();
+        let bytes = super::codec::upgrade_session_v1(value.value()).map_err(corrupted)?;
+        if let super::FileState::Indexed(file) = super::codec::decode_session_file(&bytes)
+            .map_err(corrupted)?
+            .file
+        {
+            referenced.insert(file.file_id);
+        }
+        upgraded.push((project_key.to_owned(), session_ref.to_owned(), bytes));
+    }
+    for (project_key, session_ref, bytes) in upgraded {
+        table.insert(
+            (project_key.as_str(), session_ref.as_str()),
+            bytes.as_slice(),
+        )?;
+    }
+    txn.open_table(schema::LINE_BLOCKS)?
+        .retain(|(file_id, _), _| referenced.contains(&file_id))?;
+    Ok(())
+}
 
 /// Makes sure the store at hand has the current schema, creating or upgrading it.
 pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError> {
@@ -121,6 +153,43 @@ mod tests {
                 .contains("newer than this evidence-store supports"),
             "{err}"
         );
+    }
+
+    /// A version-1 store with line blocks no session refers to (as concurrent imports of
+    /// version 1 left them) loses them in the upgrade, and keeps every other block.
+    #[test]
+    fn the_upgrade_to_2_drops_orphan_line_blocks() {
+        let fixture =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v1.redb");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        std::fs::copy(&fixture, &path).unwrap();
+        let blocks = |db: &Database| -> Vec<(u64, u64)> {
+            let txn = db.begin_read().unwrap();
+            let table = txn.open_table(schema::LINE_BLOCKS).unwrap();
+            table
+                .iter()
+                .unwrap()
+                .map(|item| item.unwrap().0.value())
+                .collect()
+        };
+        let kept = {
+            let db = Database::create(&path).unwrap();
+            let kept = blocks(&db);
+            assert!(!kept.is_empty());
+            let txn = db.begin_write().unwrap();
+            {
+                let mut table = txn.open_table(schema::LINE_BLOCKS).unwrap();
+                for key in [(900, 0), (900, 1), (901, 0)] {
+                    table.insert(key, [0u8; 56].as_slice()).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+            assert_eq!(blocks(&db).len(), kept.len() + 3);
+            kept
+        };
+        let store = crate::store::Store::open(&path).unwrap();
+        assert_eq!(blocks(&store.db), kept);
     }
 
     #[test]

@@ -1,0 +1,46 @@
+//! How the CLI reports a failure: one line, every cause once.
+
+mod common;
+
+use std::process::Command;
+
+use common::{BIN, Workspace};
+
+fn stderr_of(args: &[&str], workspace: &std::path::Path) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(workspace)
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Each operating-system cause appears exactly once in the message.
+fn assert_once(err: &str, cause: &str) {
+    assert_eq!(err.matches(cause).count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_workspace_that_is_a_file_names_the_cause_once() {
+    let ws = Workspace::empty();
+    let file = ws.path("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let err = stderr_of(&["import"], &file);
+    assert!(err.starts_with("evidence-store: "), "{err}");
+    assert!(err.contains("not-a-dir/.evidence-store"), "{err}");
+    assert_once(&err, "(os error 20)");
+}
+
+#[test]
+fn a_store_path_that_is_a_directory_names_the_cause_once() {
+    let ws = Workspace::example();
+    std::fs::create_dir_all(ws.store()).unwrap();
+    let err = stderr_of(&["import"], ws.root());
+    assert!(err.contains("store.redb"), "{err}");
+    assert_once(&err, "(os error 21)");
+}
