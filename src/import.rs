@@ -349,12 +349,13 @@ fn sync_documents(
     let mut stored = 0;
     for rel in &wanted {
         let path = root.path.join(rel);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        // Read only when its real location is inside the workspace.
+        match crate::fsutil::read_confined(&root.path, rel) {
+            Ok(Some(bytes)) => {
                 writer.put_document(rel, &DocumentRecord { bytes })?;
                 stored += 1;
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => writer.remove_document(rel)?,
+            Ok(None) => writer.remove_document(rel)?,
             Err(source) => {
                 return Err(ImportError::Io {
                     path: path.display().to_string(),

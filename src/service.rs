@@ -164,8 +164,8 @@ impl Service {
             return Ok(WriteResult::invalid(problems));
         }
         let bytes = evidence::append(existing, project_key, session_ref, chain);
-        documents::write(&mut writer, &self.root.path, &rel, bytes)?;
-        writer.commit()?;
+        let written = documents::write(&mut writer, &self.root.path, &rel, bytes)?;
+        documents::commit(writer, written)?;
         Ok(WriteResult::Done(Appended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -235,13 +235,13 @@ impl Service {
             return Ok(WriteResult::invalid(problems));
         }
         let envelope = synthesis::append_item(envelope, project_key, &project.label, &chains, item);
-        documents::write(
+        let written = documents::write(
             &mut writer,
             &self.root.path,
             &rel,
             synthesis::envelope_bytes(&envelope),
         )?;
-        writer.commit()?;
+        documents::commit(writer, written)?;
         Ok(WriteResult::Done(WorkItemAppended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -394,13 +394,13 @@ impl Service {
                 })
                 .sum();
             let projects = as_projects(&built).len();
-            documents::write(
+            let written = documents::write(
                 &mut writer,
                 &self.root.path,
                 import::DAILY_REPORT,
                 report::report_bytes(&built),
             )?;
-            writer.commit()?;
+            documents::commit(writer, written)?;
             Ok(Built {
                 projects,
                 work_items,
@@ -449,13 +449,13 @@ impl Service {
                 Ok(patched) => patched,
                 Err(problems) => return Ok(WriteResult::invalid(problems)),
             };
-            documents::write(
+            let written = documents::write(
                 &mut writer,
                 &self.root.path,
                 import::DAILY_REPORT,
                 report::report_bytes(&Value::Object(patched)),
             )?;
-            writer.commit()?;
+            documents::commit(writer, written)?;
             Ok(WriteResult::Done(Written {
                 status: "written",
                 project_key: project_key.map(str::to_owned),
