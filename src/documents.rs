@@ -58,6 +58,32 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
     }
 }
 
+/// Where the workspace's document lock lives, relative to the workspace root.
+pub const LOCK_FILE: &str = ".evidence-store/documents.lock";
+
+/// The workspace's document lock (an exclusive `flock`, dropped by the kernel when the
+/// process dies). Every write of a document holds it from before its store transaction
+/// starts until the file is kept or put back, and so do `export` and `import`: nobody
+/// reads or replaces a document file while another process's write of it is undecided,
+/// and no temp file exists outside a holder of the lock.
+pub struct DocumentLock {
+    _file: std::fs::File,
+}
+
+/// Takes the document lock, waiting while another process holds it.
+pub fn lock(root: &Path) -> Result<DocumentLock, DocumentError> {
+    let file =
+        fsutil::open_lock_file(root, LOCK_FILE).map_err(|source| DocumentError::Unwritable {
+            rel: LOCK_FILE.to_owned(),
+            source,
+        })?;
+    file.lock().map_err(|source| DocumentError::Unwritable {
+        rel: LOCK_FILE.to_owned(),
+        source,
+    })?;
+    Ok(DocumentLock { _file: file })
+}
+
 /// A document file replaced inside a write transaction that is not committed yet.
 #[must_use = "pass it to `commit`, which keeps the file or puts the previous one back"]
 pub struct Written {
@@ -65,7 +91,8 @@ pub struct Written {
     replacement: fsutil::Replacement,
 }
 
-/// Replaces the file and records it, in the caller's transaction; [`commit`] follows.
+/// Replaces the file and records it, in the caller's transaction, under the document lock
+/// ([`lock`]); [`commit`] follows.
 pub fn write(
     writer: &mut Writer,
     root: &Path,
@@ -134,11 +161,12 @@ pub struct ExportReport {
 }
 
 /// Materialises every stored document under `root` (atomically, skipping files that are
-/// already identical) and removes temp files a killed writer left behind. Runs inside the
-/// store's write transaction, which it never commits: no writer is between replacing a
-/// file and committing while export runs, and no temp file it removes belongs to a live
-/// writer (writers create them only inside their transaction).
+/// already identical) and removes temp files a killed writer left behind. Runs under the
+/// document lock and inside the store's write transaction, which it never commits: no
+/// writer is between replacing a file and keeping or undoing it while export runs, and no
+/// temp file it removes belongs to a live writer (writers have them only under the lock).
 pub fn export(store: &Store, root: &Path) -> Result<ExportReport, DocumentError> {
+    let _lock = lock(root)?;
     let writer = store.writer()?;
     let mut report = ExportReport {
         temp_files_removed: remove_temp_files(root, &writer)?,

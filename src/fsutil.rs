@@ -137,6 +137,27 @@ fn confined_dir(root: &Path, rel: &Path) -> io::Result<PathBuf> {
     Ok(real)
 }
 
+/// Opens (creating it and its directory if missing) the lock file `<root>/<rel>`, refused
+/// when its real location is outside the root.
+pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
+    let rel = plain(rel)?;
+    let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
+    };
+    let dir = if parent.as_os_str().is_empty() {
+        real_root(root)?
+    } else {
+        confined_dir(root, parent)?
+    };
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(name))
+}
+
 /// A file replaced by [`replace`]: kept, or put back as it was.
 #[derive(Debug)]
 #[must_use = "a replacement is either kept or undone"]
@@ -152,6 +173,7 @@ impl Replacement {
     pub fn keep(self) {
         if let Some(backup) = &self.backup
             && let Err(e) = fs::remove_file(backup)
+            && e.kind() != io::ErrorKind::NotFound
         {
             // A stray temp file only; `export` removes it.
             tracing::warn!(path = %backup.display(), error = %e, "could not remove a backup link");

@@ -102,6 +102,11 @@ pub fn import(
             .sum(),
     );
 
+    // The document lock, so that no card is read while another process's write of it is
+    // undecided. A workspace where it cannot be created (read-only) has no such writer.
+    let _lock = crate::documents::lock(&root.path)
+        .inspect_err(|e| tracing::warn!(error = %e, "importing without the document lock"))
+        .ok();
     let mut writer = store.writer()?;
     let mut report = ImportReport {
         projects: workspace.projects.len(),

@@ -121,6 +121,7 @@ impl Service {
         session_ref: &str,
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
+        let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
             return Ok(Unknown::project(project_key).into());
@@ -202,6 +203,7 @@ impl Service {
         project_key: &str,
         item: &synthesis::WorkItem,
     ) -> Result<WriteResult<WorkItemAppended>, Failure> {
+        let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
             return Ok(Unknown::project(project_key).into());
@@ -365,6 +367,7 @@ impl Service {
     pub fn build(&self) -> Result<Built, String> {
         let store = self.state.as_ref().map_err(Clone::clone)?;
         let run = || -> Result<Built, Failure> {
+            let _lock = documents::lock(&self.root.path)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
@@ -428,6 +431,7 @@ impl Service {
             Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
         };
         let run = || -> Result<WriteResult<Written>, Failure> {
+            let _lock = documents::lock(&self.root.path)?;
             let mut writer = store.writer()?;
             let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
             {

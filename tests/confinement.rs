@@ -168,7 +168,8 @@ async fn a_session_ref_that_is_a_path_is_refused_at_import() {
             .contains("must be a plain file name"),
         "{got}"
     );
-    assert!(!ws.root().join("../x").exists() && !ws.path("projects/x").exists());
+    // Where the old card path led: `projects/<key>/evidence/../../x/escaped.json`.
+    assert!(!ws.path("projects/x").exists());
 }
 
 #[tokio::test]
