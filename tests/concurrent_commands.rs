@@ -244,6 +244,8 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
         failed_present.is_empty(),
         "writes answered as failed are present: {failed_present:?}"
     );
+    assert!(export_failures.is_empty(), "{export_failures:?}");
+    assert!(import_failures.is_empty(), "{import_failures:?}");
     assert_eq!(
         in_files, acked,
         "the files hold exactly the acknowledged writes"
