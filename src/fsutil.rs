@@ -276,7 +276,7 @@ pub fn atomic_write(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
 /// The variable holds `<step>` or `<step>@<n>` (the n-th time this process reaches the
 /// step, counting from 1; default 1). Steps: `rename` (the file replacement fails before
 /// its rename), `commit` (the store commit fails after the file was replaced),
-/// `die-before-commit` and `die-after-commit` (the process aborts at that point).
+/// `die-before-commit` and `die-after-commit` (the process is killed at that point).
 pub mod fault {
     use std::io;
 
@@ -310,10 +310,15 @@ pub mod fault {
         Ok(())
     }
 
-    /// Aborts the process (as a kill would) when the fault for `step` fires.
+    /// Kills the process with SIGKILL (no destructor, no flush, no core file) when the
+    /// fault for `step` fires.
     pub fn die(step: &str) {
         if fires(step) {
-            tracing::warn!(step, "injected fault: aborting");
+            tracing::warn!(step, "injected fault: killing this process");
+            // SAFETY: kill(2) on our own pid with a valid signal number; no memory involved.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
             std::process::abort();
         }
     }
