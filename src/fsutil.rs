@@ -10,6 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,9 @@ pub const TEMP_SUFFIX: &str = ".evidence-store.tmp";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// How much of the target's name a temp name repeats (the rest is at most 60 bytes).
+const TEMP_NAME_PREFIX_MAX: usize = 160;
+
 /// A fresh temp name for a file named `name`: unique per process (pid), per call (counter)
 /// and against a stale file of a reused pid (random).
 pub fn temp_name(name: &OsStr) -> OsString {
@@ -27,6 +31,8 @@ pub fn temp_name(name: &OsStr) -> OsString {
     let random = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
+    // Only a prefix of a long name, so that the temp name stays within NAME_MAX (255).
+    let name = OsStr::from_bytes(&name.as_bytes()[..name.len().min(TEMP_NAME_PREFIX_MAX)]);
     let mut out = OsString::from(".");
     out.push(name);
     out.push(format!(
@@ -342,6 +348,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["card.json"]);
+    }
+
+    #[test]
+    fn long_names_get_temp_names_within_name_max() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("{}.json", "é".repeat(120));
+        assert_eq!(name.len(), 245);
+        let temp = temp_name(OsStr::new(&name));
+        assert!(temp.len() <= 255, "{}", temp.len());
+        assert!(is_temp_name(&temp.to_string_lossy()));
+        atomic_write(dir.path(), &name, b"{}").unwrap();
+        assert_eq!(fs::read(dir.path().join(&name)).unwrap(), b"{}");
     }
 
     #[test]
