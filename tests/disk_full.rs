@@ -1,6 +1,7 @@
-//! A real full disk (a small tmpfs, when this process may mount one): every write answered
-//! `appended` is in the store and the card file, and no write answered as failed is in
-//! either. Skipped (with a note) where mounting is not permitted.
+//! A real full disk under the store (a small tmpfs, when this process may mount one) while
+//! the card files still fit: every write answered `appended` is in the store and the card
+//! file, and no write answered as failed is in either, though commits fail after the card
+//! was replaced. Skipped (with a note) where mounting is not permitted.
 
 mod common;
 
@@ -111,13 +112,15 @@ fn chains_in(root: &Path) -> BTreeSet<(usize, usize)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
-    let Some(fs) = Tmpfs::mount("4m") else {
+    let Some(fs) = Tmpfs::mount("1m") else {
         eprintln!("skipped: cannot mount a tmpfs here");
         return;
     };
-    let root: PathBuf = fs.path().to_owned();
+    let ws = tempfile::tempdir().unwrap();
+    let root: PathBuf = ws.path().to_owned();
     workspace(&root, 4, 200);
-    let (client, _) = spawn_on(&root).await;
+    let store = fs.path().join("store.redb");
+    let (client, _) = spawn_on(&root, &store).await;
     let (mut acked, mut failed, mut answers) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
     'outer: for t in 1..=200 {
         for s in 1..=4 {
@@ -141,6 +144,11 @@ async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
         "the disk filled up ({} written)",
         acked.len()
     );
+    assert!(
+        answers[0].contains("No space left on device"),
+        "the first failure is the full disk: {}",
+        answers[0]
+    );
     eprintln!(
         "{} appended, {} failed; first failure: {}",
         acked.len(),
@@ -153,7 +161,7 @@ async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
         .args(["export", "--workspace"])
         .arg(copy.path())
         .arg("--store")
-        .arg(root.join(".evidence-store/store.redb"))
+        .arg(&store)
         .output()
         .unwrap();
     assert!(
@@ -174,13 +182,15 @@ async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
 }
 
 /// `serve` on a workspace outside [`common::Workspace`].
-async fn spawn_on(root: &Path) -> (Client, Option<u32>) {
+async fn spawn_on(root: &Path, store: &Path) -> (Client, Option<u32>) {
     use rmcp::ServiceExt;
     use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-    let root = root.to_owned();
+    let (root, store) = (root.to_owned(), store.to_owned());
     let transport =
         TokioChildProcess::new(tokio::process::Command::new(common::BIN).configure(|cmd| {
             cmd.arg("serve")
+                .arg("--store")
+                .arg(&store)
                 .env("PROMPT_DIARY_WORKSPACE", &root)
                 .env_remove("RUST_LOG");
         }))
