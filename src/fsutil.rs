@@ -112,15 +112,22 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
     if !real.starts_with(&root) {
         return Err(escape(&real, &root));
     }
+    // Non-blocking, so that a FIFO planted at the name cannot hang the open.
     let mut file = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&real)
     {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     Ok(Some(bytes))
@@ -414,5 +421,21 @@ mod tests {
         let err = read_confined(dir.path(), "evidence/a.json").unwrap_err();
         assert!(err.to_string().contains("outside the workspace"), "{err}");
         assert!(read_confined(dir.path(), "../x").is_err());
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("card.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read_confined(dir.path(), "card.json").unwrap_err();
+        assert_eq!(err.to_string(), "it is not a regular file");
+        fs::create_dir(dir.path().join("d.json")).unwrap();
+        assert!(read_confined(dir.path(), "d.json").is_err());
+        assert_eq!(read_confined(dir.path(), "none.json").unwrap(), None);
     }
 }
