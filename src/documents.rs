@@ -5,7 +5,8 @@
 //! these files (its extraction runner deletes an incomplete card before re-extracting and
 //! writes empty cards itself). So before a tool uses a document, [`sync`] brings the store
 //! in line with the file: deleted means forgotten, changed means re-read. A tool that
-//! writes replaces the file atomically inside its store transaction, before committing.
+//! writes replaces the file atomically inside its store transaction, before committing,
+//! and puts the previous file back if the commit fails.
 
 use std::io;
 use std::path::Path;
@@ -23,11 +24,12 @@ pub enum DocumentError {
     Store(#[from] StoreError),
 }
 
-/// The document as it is on disk now, recorded in the write transaction if the store's
-/// copy differs. `None` when the file does not exist.
+/// The document as it is on disk now (read only if its real location is inside the
+/// workspace), recorded in the write transaction if the store's copy differs. `None` when
+/// the file does not exist.
 pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8>>, DocumentError> {
-    match std::fs::read(root.join(rel)) {
-        Ok(bytes) => {
+    match fsutil::read_confined(root, rel) {
+        Ok(Some(bytes)) => {
             if writer
                 .document(rel)?
                 .is_none_or(|stored| stored.bytes != bytes)
@@ -42,7 +44,7 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
             }
             Ok(Some(bytes))
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Ok(None) => {
             if writer.document(rel)?.is_some() {
                 tracing::info!(rel, "document deleted on disk; forgetting it");
                 writer.remove_document(rel)?;
@@ -56,19 +58,98 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
     }
 }
 
-/// Replaces the file and records it, in the caller's transaction (commit follows).
+/// Where the workspace's document lock lives, relative to the workspace root.
+pub const LOCK_FILE: &str = ".evidence-store/documents.lock";
+
+/// The workspace's document lock (an exclusive `flock`, dropped by the kernel when the
+/// process dies). Every write of a document holds it from before its store transaction
+/// starts until the file is kept or put back, and so do `export` and `import`: nobody
+/// reads or replaces a document file while another process's write of it is undecided,
+/// and no temp file exists outside a holder of the lock.
+pub struct DocumentLock {
+    _file: std::fs::File,
+}
+
+/// Takes the document lock, waiting while another process holds it.
+pub fn lock(root: &Path) -> Result<DocumentLock, DocumentError> {
+    let file =
+        fsutil::open_lock_file(root, LOCK_FILE).map_err(|source| DocumentError::Unwritable {
+            rel: LOCK_FILE.to_owned(),
+            source,
+        })?;
+    file.lock().map_err(|source| DocumentError::Unwritable {
+        rel: LOCK_FILE.to_owned(),
+        source,
+    })?;
+    Ok(DocumentLock { _file: file })
+}
+
+/// A document file replaced inside a write transaction that is not committed yet.
+#[must_use = "pass it to `commit`, which keeps the file or puts the previous one back"]
+pub struct Written {
+    rel: String,
+    replacement: fsutil::Replacement,
+}
+
+/// Replaces the file and records it, in the caller's transaction, under the document lock
+/// ([`lock`]); [`commit`] follows.
 pub fn write(
     writer: &mut Writer,
     root: &Path,
     rel: &str,
     bytes: Vec<u8>,
-) -> Result<(), DocumentError> {
-    fsutil::atomic_write(&root.join(rel), &bytes).map_err(|source| DocumentError::Unwritable {
+) -> Result<Written, DocumentError> {
+    let replacement =
+        fsutil::replace(root, rel, &bytes).map_err(|source| DocumentError::Unwritable {
+            rel: rel.to_owned(),
+            source,
+        })?;
+    let written = Written {
         rel: rel.to_owned(),
-        source,
-    })?;
-    writer.put_document(rel, &DocumentRecord { bytes })?;
-    Ok(())
+        replacement,
+    };
+    if let Err(e) = writer.put_document(rel, &DocumentRecord { bytes }) {
+        undo(written);
+        return Err(e.into());
+    }
+    Ok(written)
+}
+
+/// Commits the transaction that replaced a document. Either both the store and the file
+/// hold the new document, or neither does: when the commit fails, the previous file is put
+/// back (or the new one removed) before the error is returned.
+pub fn commit(writer: Writer, written: Written) -> Result<(), DocumentError> {
+    fsutil::fault::die("die-before-commit");
+    let result = match fsutil::fault::inject("commit") {
+        Ok(()) => writer.commit().map_err(DocumentError::from),
+        Err(e) => {
+            drop(writer);
+            Err(DocumentError::Unwritable {
+                rel: written.rel.clone(),
+                source: e,
+            })
+        }
+    };
+    match result {
+        Ok(()) => {
+            fsutil::fault::die("die-after-commit");
+            written.replacement.keep();
+            Ok(())
+        }
+        Err(e) => {
+            undo(written);
+            Err(e)
+        }
+    }
+}
+
+fn undo(written: Written) {
+    let path = written.replacement.path().display().to_string();
+    if let Err(e) = written.replacement.undo() {
+        // The file is then one unacknowledged write ahead of the store; the next sync
+        // adopts it or `export` replaces it.
+        tracing::error!(rel = written.rel, path, error = %e, "could not put the previous file back");
+    }
 }
 
 /// What `export` did.
@@ -80,60 +161,74 @@ pub struct ExportReport {
 }
 
 /// Materialises every stored document under `root` (atomically, skipping files that are
-/// already identical) and removes temp files a killed writer left behind.
+/// already identical) and removes temp files a killed writer left behind. Runs under the
+/// document lock and inside the store's write transaction, which it never commits: no
+/// writer is between replacing a file and keeping or undoing it while export runs, and no
+/// temp file it removes belongs to a live writer (writers have them only under the lock).
 pub fn export(store: &Store, root: &Path) -> Result<ExportReport, DocumentError> {
-    let reader = store.reader()?;
+    let _lock = lock(root)?;
+    let writer = store.writer()?;
     let mut report = ExportReport {
-        temp_files_removed: remove_temp_files(root, &reader)?,
+        temp_files_removed: remove_temp_files(root, &writer)?,
         ..ExportReport::default()
     };
-    for rel in reader.document_paths()? {
-        let Some(doc) = reader.document(&rel)? else {
+    for rel in writer.document_paths()? {
+        let Some(doc) = writer.document(&rel)? else {
             continue;
         };
-        let path = root.join(&rel);
-        if std::fs::read(&path).is_ok_and(|on_disk| on_disk == doc.bytes) {
+        let unwritable = |source| DocumentError::Unwritable {
+            rel: rel.clone(),
+            source,
+        };
+        if fsutil::read_confined(root, &rel)
+            .map_err(unwritable)?
+            .is_some_and(|on_disk| on_disk == doc.bytes)
+        {
             report.unchanged += 1;
             continue;
         }
-        fsutil::atomic_write(&path, &doc.bytes).map_err(|source| DocumentError::Unwritable {
-            rel: rel.clone(),
-            source,
-        })?;
+        fsutil::atomic_write(root, &rel, &doc.bytes).map_err(unwritable)?;
         report.written += 1;
     }
+    drop(writer);
     Ok(report)
 }
 
-/// Removes `<document>.tmp` files (left by a writer killed between writing and renaming)
-/// wherever documents live.
-fn remove_temp_files(root: &Path, reader: &crate::store::Reader) -> Result<usize, DocumentError> {
-    let mut dirs = vec![root.to_path_buf()];
-    if let Some(workspace) = reader.workspace()? {
+/// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
+/// `<name>.tmp` nor anything else) wherever documents live, in directories whose real
+/// location is inside the workspace.
+fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentError> {
+    let mut dirs = vec![String::new()];
+    if let Some(workspace) = writer.workspace()? {
         for key in &workspace.project_keys {
-            let project = root.join("projects").join(key);
-            dirs.push(project.join("evidence"));
-            dirs.push(project);
+            dirs.push(format!("projects/{key}/evidence"));
+            dirs.push(format!("projects/{key}"));
         }
     }
+    let real_root = fsutil::real_root(root).map_err(|source| DocumentError::Unreadable {
+        rel: root.display().to_string(),
+        source,
+    })?;
     let mut removed = 0;
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(real) = root.join(&dir).canonicalize() else {
+            continue;
+        };
+        if !real.starts_with(&real_root) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let temp_of = name.to_string_lossy();
-            let temp_of = temp_of
-                .strip_suffix(fsutil::TEMP_SUFFIX)
-                .unwrap_or_default();
-            if temp_of.ends_with(".json") {
-                std::fs::remove_file(entry.path()).map_err(|source| DocumentError::Unwritable {
-                    rel: entry.path().display().to_string(),
-                    source,
-                })?;
-                removed += 1;
+            if !fsutil::is_temp_name(&entry.file_name().to_string_lossy()) {
+                continue;
             }
+            std::fs::remove_file(entry.path()).map_err(|source| DocumentError::Unwritable {
+                rel: entry.path().display().to_string(),
+                source,
+            })?;
+            removed += 1;
         }
     }
     Ok(removed)

@@ -209,6 +209,12 @@ pub fn import(
     }
     pause_point("before-write-lock");
 
+    // The document lock (always before the store's write lock), so that no card is read
+    // while another process's write of it is undecided. A workspace where it cannot be
+    // created (read-only) has no such writer.
+    let _lock = crate::documents::lock(&root.path)
+        .inspect_err(|e| tracing::warn!(error = %e, "importing without the document lock"))
+        .ok();
     let mut writer = store.writer()?;
     // Planned again against what this transaction sees: another import may have
     // committed since the snapshot, and its line tables are the ones to keep or replace.
@@ -569,12 +575,13 @@ fn sync_documents(
     let mut stored = 0;
     for rel in &wanted {
         let path = root.path.join(rel);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        // Read only when its real location is inside the workspace.
+        match crate::fsutil::read_confined(&root.path, rel) {
+            Ok(Some(bytes)) => {
                 writer.put_document(rel, &DocumentRecord { bytes })?;
                 stored += 1;
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => writer.remove_document(rel)?,
+            Ok(None) => writer.remove_document(rel)?,
             Err(source) => {
                 return Err(ImportError::Io {
                     path: path.display().to_string(),

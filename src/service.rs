@@ -121,6 +121,7 @@ impl Service {
         session_ref: &str,
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
+        let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
             return Ok(Unknown::project(project_key).into());
@@ -164,8 +165,8 @@ impl Service {
             return Ok(WriteResult::invalid(problems));
         }
         let bytes = evidence::append(existing, project_key, session_ref, chain);
-        documents::write(&mut writer, &self.root.path, &rel, bytes)?;
-        writer.commit()?;
+        let written = documents::write(&mut writer, &self.root.path, &rel, bytes)?;
+        documents::commit(writer, written)?;
         Ok(WriteResult::Done(Appended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -202,6 +203,7 @@ impl Service {
         project_key: &str,
         item: &synthesis::WorkItem,
     ) -> Result<WriteResult<WorkItemAppended>, Failure> {
+        let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
             return Ok(Unknown::project(project_key).into());
@@ -235,13 +237,13 @@ impl Service {
             return Ok(WriteResult::invalid(problems));
         }
         let envelope = synthesis::append_item(envelope, project_key, &project.label, &chains, item);
-        documents::write(
+        let written = documents::write(
             &mut writer,
             &self.root.path,
             &rel,
             synthesis::envelope_bytes(&envelope),
         )?;
-        writer.commit()?;
+        documents::commit(writer, written)?;
         Ok(WriteResult::Done(WorkItemAppended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -365,6 +367,7 @@ impl Service {
     pub fn build(&self) -> Result<Built, String> {
         let store = self.state.as_ref().map_err(Clone::clone)?;
         let run = || -> Result<Built, Failure> {
+            let _lock = documents::lock(&self.root.path)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
@@ -394,13 +397,13 @@ impl Service {
                 })
                 .sum();
             let projects = as_projects(&built).len();
-            documents::write(
+            let written = documents::write(
                 &mut writer,
                 &self.root.path,
                 import::DAILY_REPORT,
                 report::report_bytes(&built),
             )?;
-            writer.commit()?;
+            documents::commit(writer, written)?;
             Ok(Built {
                 projects,
                 work_items,
@@ -428,6 +431,7 @@ impl Service {
             Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
         };
         let run = || -> Result<WriteResult<Written>, Failure> {
+            let _lock = documents::lock(&self.root.path)?;
             let mut writer = store.writer()?;
             let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
             {
@@ -449,13 +453,13 @@ impl Service {
                 Ok(patched) => patched,
                 Err(problems) => return Ok(WriteResult::invalid(problems)),
             };
-            documents::write(
+            let written = documents::write(
                 &mut writer,
                 &self.root.path,
                 import::DAILY_REPORT,
                 report::report_bytes(&Value::Object(patched)),
             )?;
-            writer.commit()?;
+            documents::commit(writer, written)?;
             Ok(WriteResult::Done(Written {
                 status: "written",
                 project_key: project_key.map(str::to_owned),

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::{Client, Workspace, spawn_server, text, try_call};
+use common::{Client, Workspace, spawn_server, spawn_server_env, text, try_call};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "Load-000000000000";
@@ -135,7 +135,10 @@ async fn thirty_two_servers_lose_nothing() {
 
 /// A server is killed with SIGKILL at varying points of a stream of writes, again and
 /// again; after a restart and an export every acknowledged write is there, every card is
-/// whole JSON and no temp file is left.
+/// whole JSON and no temp file is left. Even rounds kill at a known step of the k-th write
+/// (the server kills itself after replacing the card and before committing, or after
+/// committing and before answering); odd rounds kill from outside after a varying delay,
+/// and each round checks that the kill really cut the stream short.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_servers_lose_no_acknowledged_write() {
     let ws = workspace(2, 60);
@@ -146,7 +149,18 @@ async fn killed_servers_lose_no_acknowledged_write() {
     let mut acked = BTreeSet::new();
     let mut next = 0;
     for round in 0..8u64 {
-        let (client, pid) = spawn_server(&ws).await;
+        let k = 2 + round as usize;
+        let fault = match round % 4 {
+            0 => Some(format!("die-before-commit@{k}")),
+            2 => Some(format!("die-after-commit@{k}")),
+            _ => None,
+        };
+        let envs: Vec<(&str, &str)> = fault
+            .as_deref()
+            .map(|f| ("EVIDENCE_STORE_FAULT", f))
+            .into_iter()
+            .collect();
+        let (client, pid) = spawn_server_env(&ws, &envs).await;
         let client = Arc::new(client);
         let first_ack = Arc::new(tokio::sync::Notify::new());
         let writer = {
@@ -155,34 +169,53 @@ async fn killed_servers_lose_no_acknowledged_write() {
             let first_ack = first_ack.clone();
             tokio::spawn(async move {
                 let mut done = Vec::new();
+                let (mut appended, mut cut) = (0, false);
                 for (i, (s, t)) in todo.into_iter().enumerate().skip(next) {
                     match write(&client, s, t).await {
-                        Ok(_) => {}
+                        Ok(_) => appended += 1,
                         // The write in flight at the last kill may have committed.
                         Err(e) if e.contains("already has a committed evidence chain") => {}
-                        Err(_) => break,
+                        Err(_) => {
+                            cut = true;
+                            break;
+                        }
                     }
                     done.push((i, (s, t)));
                     first_ack.notify_one();
                 }
-                done
+                (done, appended, cut)
             })
         };
-        // Once the stream is flowing, kill at a different moment each round (1 to 22 ms in).
-        let flowing =
-            tokio::time::timeout(std::time::Duration::from_secs(30), first_ack.notified()).await;
+        if fault.is_none() {
+            // Once the stream is flowing, kill at a different moment each round.
+            let flowing =
+                tokio::time::timeout(std::time::Duration::from_secs(30), first_ack.notified())
+                    .await;
+            assert!(
+                flowing.is_ok(),
+                "round {round}: no write acknowledged in 30 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(1 + round * 3)).await;
+            let pid = pid.expect("child pid");
+            let killed = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(killed.success());
+        }
+        let (done, appended, cut) = writer.await.unwrap();
         assert!(
-            flowing.is_ok(),
-            "round {round}: no write acknowledged in 30 s"
+            cut,
+            "round {round}: the kill cut the stream short ({} written)",
+            done.len()
         );
-        tokio::time::sleep(std::time::Duration::from_millis(1 + round * 3)).await;
-        let pid = pid.expect("child pid");
-        let killed = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let done = writer.await.unwrap();
+        if fault.is_some() {
+            assert_eq!(
+                appended,
+                k - 1,
+                "round {round}: killed exactly at write {k} ({fault:?})"
+            );
+        }
         if let Some((i, _)) = done.last() {
             next = i + 1;
         }

@@ -116,6 +116,9 @@ async fn export_materialises_the_store_and_removes_temp_files() {
     client.cancel().await.unwrap();
     let card = ws.read(CARD);
     std::fs::remove_file(ws.path(CARD)).unwrap();
+    // A temp file of a killed writer of ours, and prompt-diary's own temp name.
+    let ours = "projects/Demo-0123456789ab/evidence/.S0001.json.4242.7.0123456789abcdef.evidence-store.tmp";
+    ws.write(ours, "{\"half");
     ws.write(&format!("{CARD}.tmp"), "{\"half");
     let out = ws.ok(&["export"]);
     assert_eq!(
@@ -123,7 +126,11 @@ async fn export_materialises_the_store_and_removes_temp_files() {
         "exported 1 file(s) (0 already current), removed 1 stale temp file(s)\n"
     );
     assert_eq!(ws.read(CARD), card);
-    assert!(!ws.path(&format!("{CARD}.tmp")).exists());
+    assert!(!ws.path(ours).exists());
+    assert!(
+        ws.path(&format!("{CARD}.tmp")).exists(),
+        "only our own temp files are removed"
+    );
     let out = ws.ok(&["export"]);
     assert_eq!(
         out,

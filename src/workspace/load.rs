@@ -3,7 +3,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::{LoadError, Project, Workspace, validate};
+use super::validate::{self, Escape};
+use super::{LoadError, Project, Workspace};
 use crate::workspace::{WorkspaceRoot, display_join};
 
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
@@ -52,9 +53,19 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
     let sessions = match std::fs::read(project_dir.join("sessions.index.jsonl")) {
         Ok(bytes) => {
             let sessions_dir = resolve_lenient(&project_dir.join("sessions"));
+            let real_root = resolve_lenient(&root.path);
             let mut escapes = |session_path: &str| {
                 let resolved = resolve_lenient(&project_dir.join(session_path));
-                (!resolved.starts_with(&sessions_dir)).then(|| sessions_dir.display().to_string())
+                if !resolved.starts_with(&sessions_dir) {
+                    Some(Escape::SessionsDir(sessions_dir.display().to_string()))
+                } else if !resolved.starts_with(&real_root) {
+                    Some(Escape::Workspace {
+                        resolved: resolved.display().to_string(),
+                        root: real_root.display().to_string(),
+                    })
+                } else {
+                    None
+                }
             };
             validate::index(&index_file, &bytes, &mut escapes)?
         }

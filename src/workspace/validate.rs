@@ -66,9 +66,19 @@ pub fn project(file: &str, dir: &str, bytes: &[u8]) -> Result<(String, String), 
     Ok((key, label))
 }
 
-/// What the `session_path` escape check needs from the filesystem: given the normalised
-/// path, `Some(resolved sessions dir)` when it resolves outside `<project>/sessions`.
-pub type EscapeCheck<'a> = dyn FnMut(&str) -> Option<String> + 'a;
+/// Where a `session_path` really leads, when that is somewhere it must not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Escape {
+    /// Outside `<project>/sessions`; carries the resolved sessions directory.
+    SessionsDir(String),
+    /// Inside the sessions directory, but that directory (or the project directory) is
+    /// outside the workspace root; carries the resolved path and the resolved root.
+    Workspace { resolved: String, root: String },
+}
+
+/// What the `session_path` escape checks need from the filesystem: given the normalised
+/// path, where it resolves when that is outside its sessions directory or the workspace.
+pub type EscapeCheck<'a> = dyn FnMut(&str) -> Option<Escape> + 'a;
 
 /// `sessions.index.jsonl`: every non-blank physical line is one session row.
 pub fn index(
@@ -144,13 +154,27 @@ fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Sessi
     let target_start = int(row, "target_start_line")?;
     let target_end = int(row, "target_end_line")?;
     let session_ref = string(row, "session_ref")?;
+    if !is_plain_ref(&session_ref) {
+        return Err(format!(
+            "session_ref {} must be a plain file name",
+            py_repr(&session_ref)
+        ));
+    }
     let source = string(row, "source")?;
     let source_session_id = string(row, "source_session_id")?;
     let raw_path = string(row, "session_path")?;
     let session_path = normalise_session_path(&raw_path)
         .ok_or_else(|| "session_path must be a relative sessions/ path".to_owned())?;
-    if let Some(sessions_dir) = escapes(&session_path) {
-        return Err(format!("session_path must resolve under {sessions_dir}"));
+    match escapes(&session_path) {
+        None => {}
+        Some(Escape::SessionsDir(dir)) => {
+            return Err(format!("session_path must resolve under {dir}"));
+        }
+        Some(Escape::Workspace { resolved, root }) => {
+            return Err(format!(
+                "session_path resolves to {resolved}, outside the workspace {root}"
+            ));
+        }
     }
     let target = span("target span", target_start, target_end)?;
     let Some(Value::Array(items)) = row.get("turns") else {
@@ -186,6 +210,13 @@ fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Sessi
         turns,
         index_line: n,
     })
+}
+
+/// A `session_ref` names the card file `evidence/<session_ref>.json`, so it must stay one
+/// path component: no `/` and no NUL. Everything else (even `""`, `.` and `..`, which give
+/// `.json`, `..json` and `...json`) is a file name inside the evidence directory.
+pub fn is_plain_ref(session_ref: &str) -> bool {
+    !session_ref.contains(['/', '\0'])
 }
 
 /// `T` and exactly four digits. prepare writes ASCII digits; the reference's Python `\d`
@@ -519,14 +550,62 @@ mod tests {
 
     #[test]
     fn escaping_session_paths_are_reported_with_the_resolved_dir() {
-        let mut escapes =
-            |p: &str| (p == "sessions/esc/a.jsonl").then(|| "/real/P-1/sessions".to_owned());
+        let mut escapes = |p: &str| {
+            (p == "sessions/esc/a.jsonl").then(|| Escape::SessionsDir("/real/P-1/sessions".into()))
+        };
         let row = row_with("session_path", Some("\"sessions/esc/a.jsonl\""));
         let err = index(I, row.as_bytes(), &mut escapes).unwrap_err();
         assert_eq!(
             err.message,
             format!("{I}:1 session_path must resolve under /real/P-1/sessions")
         );
+    }
+
+    #[test]
+    fn sessions_outside_the_workspace_are_refused() {
+        let mut escapes = |_: &str| {
+            Some(Escape::Workspace {
+                resolved: "/elsewhere/codex/a.jsonl".into(),
+                root: "/w".into(),
+            })
+        };
+        let err = index(I, BASE_ROW.as_bytes(), &mut escapes).unwrap_err();
+        assert_eq!(
+            err.message,
+            format!(
+                "{I}:1 session_path resolves to /elsewhere/codex/a.jsonl, outside the workspace /w"
+            )
+        );
+    }
+
+    #[test]
+    fn session_refs_must_be_plain_file_names() {
+        for (given, ok) in [
+            ("S0001", true),
+            ("", true),
+            (".", true),
+            ("..", true),
+            ("a b", true),
+            ("../../x/escaped", false),
+            ("a/b", false),
+            ("/abs", false),
+            ("a\\u0000b", false),
+        ] {
+            let row = row_with("session_ref", Some(&format!("\"{given}\"")));
+            let got = index(I, row.as_bytes(), &mut |_: &str| None);
+            match got {
+                Ok(_) => assert!(ok, "{given:?} accepted"),
+                Err(e) => {
+                    assert!(!ok, "{given:?}: {}", e.message);
+                    assert!(
+                        e.message.starts_with(&format!("{I}:1 session_ref '"))
+                            && e.message.ends_with("' must be a plain file name"),
+                        "{}",
+                        e.message
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -225,3 +225,22 @@ pub fn ok_json(result: &CallToolResult) -> Value {
 pub async fn call_ok(client: &Client, tool: &str, args: Value) -> Value {
     ok_json(&call(client, tool, args).await)
 }
+
+/// Starts `serve` with extra environment variables (such as `EVIDENCE_STORE_FAULT`, which
+/// debug builds read to fail at a known step); also returns the server's pid.
+pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client, Option<u32>) {
+    let root = ws.root().to_owned();
+    let envs: Vec<(String, String)> = envs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env_remove("RUST_LOG")
+            .envs(envs);
+    }))
+    .expect("server starts");
+    let pid = transport.id();
+    (().serve(transport).await.expect("initialize succeeds"), pid)
+}

@@ -1,0 +1,270 @@
+//! `serve` processes writing while `export` and `import` run in loops on the same
+//! workspace: every write answered `appended` is in the store and in the card files, and
+//! no write answered as failed is anywhere.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use common::{Client, Workspace, spawn_server, text, try_call};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "Load-000000000000";
+const SERVERS: usize = 4;
+const SESSIONS: usize = 16;
+const TURNS: usize = 100;
+/// The writers go on until each loop has run this often (or they run out of turns).
+const LOOP_RUNS: usize = 20;
+
+/// `SESSIONS` sessions of `TURNS` turns (session files are not needed to write evidence).
+fn workspace() -> Workspace {
+    let ws = Workspace::empty();
+    ws.write(
+        "metadata.json",
+        r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
+    );
+    ws.write(
+        &format!("projects/{PROJECT}/project.json"),
+        format!(r#"{{"project_key": "{PROJECT}", "project_label": "Load"}}"#),
+    );
+    let mut index = String::new();
+    for s in 1..=SESSIONS {
+        let turns: Vec<Value> = (1..=TURNS)
+            .map(|t| json!({"turn_ref": format!("T{t:04}"), "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t}))
+            .collect();
+        let row = json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
+            "session_path": format!("sessions/codex/{s}.jsonl"), "target_start_line": 1, "target_end_line": 2 * TURNS, "turns": turns});
+        index.push_str(&format!("{row}\n"));
+    }
+    ws.write(&format!("projects/{PROJECT}/sessions.index.jsonl"), index);
+    ws
+}
+
+/// Writes the chain for `(session, turn)`: `Ok(None)` when answered `appended`,
+/// `Ok(Some(answer))` when answered otherwise, `Err` when not answered at all.
+async fn write(client: &Client, session: usize, turn: usize) -> Result<Option<String>, String> {
+    let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
+    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
+        "turn_ref": format!("T{turn:04}"),
+        "trigger": {"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]},
+        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
+        "materiality": "material"}});
+    let result = try_call(client, "write_evidence", args).await?;
+    let value: Value = serde_json::from_str(text(&result)).map_err(|e| e.to_string())?;
+    Ok((value["status"] != "appended").then(|| text(&result).to_owned()))
+}
+
+/// Every `(session, turn)` in the card files under `root`; every card must be whole JSON.
+fn chains_in(root: &std::path::Path) -> BTreeSet<(usize, usize)> {
+    let mut found = BTreeSet::new();
+    let dir = root.join(format!("projects/{PROJECT}/evidence"));
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let card: Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).expect("whole JSON card");
+        let session: usize = name[1..5].parse().unwrap();
+        for chain in card["evidence_chains"].as_array().unwrap() {
+            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
+            assert!(
+                found.insert((session, turn)),
+                "duplicate chain S{session:04}/T{turn:04}"
+            );
+        }
+    }
+    found
+}
+
+/// The chains the store holds: its documents exported into an empty directory.
+fn chains_in_store(ws: &Workspace) -> BTreeSet<(usize, usize)> {
+    let copy = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["export", "--workspace"])
+        .arg(copy.path())
+        .arg("--store")
+        .arg(ws.store())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    chains_in(copy.path())
+}
+
+/// Runs `command` on the workspace again and again until `stop`; counts the runs that
+/// started while writes were still going, and keeps the stderr of any failure.
+fn command_loop(
+    ws_root: std::path::PathBuf,
+    command: &'static str,
+    stop: Arc<AtomicBool>,
+    overlapping: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut failures = Vec::new();
+        while !stop.load(Ordering::SeqCst) {
+            let out = std::process::Command::new(common::BIN)
+                .arg(command)
+                .arg("--workspace")
+                .arg(&ws_root)
+                .env_remove("RUST_LOG")
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+            if !stop.load(Ordering::SeqCst) {
+                overlapping.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        failures
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+    let mut clients = Vec::new();
+    for _ in 0..SERVERS {
+        clients.push(Arc::new(spawn_server(&ws).await.0));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (exports, imports) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    // Two export loops, so that exports also overlap each other.
+    let exporters = [
+        command_loop(
+            ws.root().to_owned(),
+            "export",
+            stop.clone(),
+            exports.clone(),
+        ),
+        command_loop(
+            ws.root().to_owned(),
+            "export",
+            stop.clone(),
+            exports.clone(),
+        ),
+    ];
+    let importer = command_loop(
+        ws.root().to_owned(),
+        "import",
+        stop.clone(),
+        imports.clone(),
+    );
+
+    let all: Vec<(usize, usize)> = (1..=SESSIONS)
+        .flat_map(|s| (1..=TURNS).map(move |t| (s, t)))
+        .collect();
+    let mut tasks = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        // Interleaved, so that several processes append to the same card at once.
+        let mine: Vec<(usize, usize)> = all.iter().copied().skip(i).step_by(SERVERS).collect();
+        let client = client.clone();
+        let (exports, imports) = (exports.clone(), imports.clone());
+        tasks.push(tokio::spawn(async move {
+            let (mut acked, mut failed) = (Vec::new(), Vec::new());
+            for (s, t) in mine {
+                if exports.load(Ordering::SeqCst) >= 2 * LOOP_RUNS
+                    && imports.load(Ordering::SeqCst) >= LOOP_RUNS
+                {
+                    break;
+                }
+                match write(&client, s, t).await {
+                    Ok(None) => acked.push((s, t)),
+                    Ok(Some(answer)) => failed.push(((s, t), answer)),
+                    Err(e) => panic!("write S{s:04}/T{t:04} got no answer: {e}"),
+                }
+            }
+            (acked, failed)
+        }));
+    }
+    let (mut acked, mut failed) = (BTreeSet::new(), Vec::new());
+    for task in tasks {
+        let (a, f) = task.await.unwrap();
+        acked.extend(a);
+        failed.extend(f);
+    }
+    let answers: Vec<String> = failed.iter().map(|(_, a)| a.clone()).take(3).collect();
+    let failed: BTreeSet<(usize, usize)> = failed.into_iter().map(|(k, _)| k).collect();
+    stop.store(true, Ordering::SeqCst);
+    let export_failures: Vec<String> = exporters
+        .into_iter()
+        .flat_map(|e| e.join().unwrap())
+        .collect();
+    let import_failures = importer.join().unwrap();
+    for client in clients {
+        Arc::try_unwrap(client)
+            .ok()
+            .unwrap()
+            .cancel()
+            .await
+            .unwrap();
+    }
+
+    // The loops really ran while the servers wrote.
+    let (exports, imports) = (
+        exports.load(Ordering::SeqCst),
+        imports.load(Ordering::SeqCst),
+    );
+    eprintln!(
+        "{} writes acknowledged, {} answered as failed, during {exports} exports and {imports} imports",
+        acked.len(),
+        failed.len()
+    );
+    assert!(
+        exports >= 2 * LOOP_RUNS && imports >= LOOP_RUNS,
+        "{exports} exports and {imports} imports overlapped the writes"
+    );
+
+    let in_files = chains_in(ws.root());
+    let in_store = chains_in_store(&ws);
+    let lost_files: Vec<_> = acked.difference(&in_files).collect();
+    let lost_store: Vec<_> = acked.difference(&in_store).collect();
+    assert!(
+        lost_files.is_empty() && lost_store.is_empty(),
+        "{} of {} acknowledged writes missing from the files, {} from the store ({} answered as failed)",
+        lost_files.len(),
+        acked.len(),
+        lost_store.len(),
+        failed.len()
+    );
+    let failed_present: Vec<_> = failed
+        .iter()
+        .filter(|k| in_files.contains(k) || in_store.contains(k))
+        .collect();
+    assert!(
+        failed_present.is_empty(),
+        "writes answered as failed are present: {failed_present:?}"
+    );
+    assert!(export_failures.is_empty(), "{export_failures:?}");
+    assert!(import_failures.is_empty(), "{import_failures:?}");
+    assert_eq!(
+        in_files, acked,
+        "the files hold exactly the acknowledged writes"
+    );
+    assert_eq!(
+        in_store, acked,
+        "the store holds exactly the acknowledged writes"
+    );
+    assert!(
+        failed.is_empty(),
+        "{} writes failed, such as {answers:?}",
+        failed.len()
+    );
+    // No temp file is left behind once every writer has finished.
+    let evidence = ws.path(&format!("projects/{PROJECT}/evidence"));
+    let stray: Vec<String> = std::fs::read_dir(&evidence)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.ends_with(".json"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+}

@@ -1,0 +1,222 @@
+//! Nothing is read from or written outside the workspace: planted symlinks at temp names,
+//! at the evidence or project directory, at a card or at `sessions/`, and session refs that
+//! are paths, are refused with an error naming the path, and leave the outside untouched.
+
+mod common;
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use common::{Client, PROJECT, Workspace, call_ok, connect};
+use serde_json::{Value, json};
+
+const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";
+const SECRET: &str = "outside-secret-0f1e2d3c";
+
+fn chain_args() -> Value {
+    json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": {
+        "turn_ref": "T0002",
+        "trigger": {"type": "user_approval", "summary": "ok", "citations": [{"lines": "7-7"}]},
+        "terminal_state": {"type": "clarification_only", "summary": "ok", "citations": [{"lines": "7-7"}]},
+        "materiality": "minor"}})
+}
+
+/// Returns once the server has imported the workspace (a read needs the store).
+async fn ready(client: &Client) {
+    let got = call_ok(
+        client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert_eq!(got["status"], "ok", "{got}");
+}
+
+async fn write(client: &Client) -> Value {
+    call_ok(client, "write_evidence", chain_args()).await
+}
+
+/// A directory outside the workspace holding one file with known bytes.
+fn outside() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("victim.json");
+    std::fs::write(&file, SECRET).unwrap();
+    (dir, file)
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Whether the store file holds `needle` anywhere (documents are stored verbatim).
+fn store_holds(ws: &Workspace, needle: &str) -> bool {
+    let bytes = std::fs::read(ws.store()).unwrap_or_default();
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The names in a directory, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn a_planted_temp_symlink_is_never_written_through() {
+    let ws = Workspace::example();
+    let (out, victim) = outside();
+    std::fs::create_dir_all(ws.path("projects/Demo-0123456789ab/evidence")).unwrap();
+    symlink(&victim, ws.path(&format!("{CARD}.tmp"))).unwrap();
+    let client = connect(&ws).await;
+    assert_eq!(write(&client).await["status"], "appended");
+    client.cancel().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+    assert!(!is_symlink(&ws.path(CARD)), "the card is a regular file");
+    let card: Value = serde_json::from_slice(&ws.read(CARD)).unwrap();
+    assert_eq!(card["evidence_chains"][0]["turn_ref"], "T0002");
+    // prompt-diary's temp name is not ours: export leaves it alone.
+    ws.ok(&["export"]);
+    assert!(is_symlink(&ws.path(&format!("{CARD}.tmp"))));
+    assert_eq!(names(out.path()), ["victim.json"]);
+}
+
+#[test]
+fn a_planted_report_temp_symlink_is_never_written_through() {
+    let ws = Workspace::example();
+    let (_out, victim) = outside();
+    symlink(&victim, ws.path("daily-report.json.tmp")).unwrap();
+    ws.ok(&["import"]);
+    ws.ok(&["build"]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+    assert!(!is_symlink(&ws.path("daily-report.json")));
+    let report: Value = serde_json::from_slice(&ws.read("daily-report.json")).unwrap();
+    assert!(report["projects"].is_array());
+}
+
+#[tokio::test]
+async fn no_card_is_written_into_an_evidence_dir_outside() {
+    let ws = Workspace::example();
+    let out = tempfile::tempdir().unwrap();
+    symlink(out.path(), ws.path("projects/Demo-0123456789ab/evidence")).unwrap();
+    let client = connect(&ws).await;
+    let got = write(&client).await;
+    client.cancel().await.unwrap();
+    assert_eq!(got["status"], "invalid", "{got}");
+    let message = got["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("{CARD} cannot be written: it resolves to "))
+            && message.contains("outside the workspace"),
+        "{message}"
+    );
+    assert!(names(out.path()).is_empty(), "nothing written outside");
+    assert!(!store_holds(&ws, "clarification_only"), "nothing committed");
+}
+
+#[tokio::test]
+async fn no_card_is_written_into_a_project_dir_moved_outside() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    ready(&client).await;
+    // After the import, the project directory becomes a symlink to a copy outside.
+    let out = tempfile::tempdir().unwrap();
+    let moved = out.path().join(PROJECT);
+    std::fs::rename(ws.path(&format!("projects/{PROJECT}")), &moved).unwrap();
+    symlink(&moved, ws.path(&format!("projects/{PROJECT}"))).unwrap();
+    let got = write(&client).await;
+    client.cancel().await.unwrap();
+    assert_eq!(got["status"], "invalid", "{got}");
+    let message = got["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(CARD) && message.contains("outside the workspace"),
+        "{message}"
+    );
+    assert!(!moved.join("evidence").exists(), "nothing written outside");
+    assert!(!store_holds(&ws, "clarification_only"), "nothing committed");
+}
+
+#[tokio::test]
+async fn a_session_ref_that_is_a_path_is_refused_at_import() {
+    let ws = Workspace::example();
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let text = String::from_utf8(ws.read(&index)).unwrap();
+    ws.write(&index, text.replacen("\"S0002\"", "\"../../x/escaped\"", 1));
+    let err = ws.fails(&["import"]);
+    let shown = ws.path(&index).display().to_string();
+    assert!(
+        err.contains(&format!(
+            "{shown}:2 session_ref '../../x/escaped' must be a plain file name"
+        )),
+        "{err}"
+    );
+    // A server on it answers every write with the same problem and creates nothing.
+    let client = connect(&ws).await;
+    let got = call_ok(
+        &client,
+        "write_evidence",
+        json!({"project_key": PROJECT, "session_ref": "../../x/escaped", "evidence_chain": chain_args()["evidence_chain"]}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    assert_eq!(got["status"], "invalid");
+    assert!(
+        got["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be a plain file name"),
+        "{got}"
+    );
+    // Where the old card path led: `projects/<key>/evidence/../../x/escaped.json`.
+    assert!(!ws.path("projects/x").exists());
+}
+
+#[tokio::test]
+async fn a_card_symlinked_outside_is_never_copied_into_the_store() {
+    let ws = Workspace::example();
+    let (_out, victim) = outside();
+    std::fs::create_dir_all(ws.path("projects/Demo-0123456789ab/evidence")).unwrap();
+    symlink(&victim, ws.path(CARD)).unwrap();
+    let err = ws.fails(&["import"]);
+    assert!(
+        err.contains(&ws.path(CARD).display().to_string()) && err.contains("outside the workspace"),
+        "{err}"
+    );
+    assert!(!store_holds(&ws, SECRET));
+
+    // Planted while a server runs: the write that would sync the card refuses.
+    std::fs::remove_file(ws.path(CARD)).unwrap();
+    let client = connect(&ws).await;
+    ready(&client).await;
+    symlink(&victim, ws.path(CARD)).unwrap();
+    let got = write(&client).await;
+    client.cancel().await.unwrap();
+    assert_eq!(got["status"], "invalid", "{got}");
+    let message = got["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("{CARD} cannot be read: it resolves to "))
+            && message.contains("outside the workspace"),
+        "{message}"
+    );
+    assert!(!store_holds(&ws, SECRET));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+}
+
+#[test]
+fn a_sessions_dir_symlinked_outside_is_refused_at_import() {
+    let ws = Workspace::example();
+    let out = tempfile::tempdir().unwrap();
+    let sessions = ws.path(&format!("projects/{PROJECT}/sessions"));
+    let moved = out.path().join("sessions");
+    std::fs::rename(&sessions, &moved).unwrap();
+    symlink(&moved, &sessions).unwrap();
+    let err = ws.fails(&["import"]);
+    assert!(
+        err.contains("sessions.index.jsonl:1 session_path resolves to ")
+            && err.contains(&moved.canonicalize().unwrap().display().to_string())
+            && err.contains("outside the workspace"),
+        "{err}"
+    );
+    assert!(!store_holds(&ws, "c1.jsonl"), "nothing imported");
+}

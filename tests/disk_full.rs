@@ -1,0 +1,200 @@
+//! A real full disk under the store (a small tmpfs, when this process may mount one) while
+//! the card files still fit: every write answered `appended` is in the store and the card
+//! file, and no write answered as failed is in either, though commits fail after the card
+//! was replaced. Skipped (with a note) where mounting is not permitted.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Client, text, try_call};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "Full-000000000000";
+
+/// A tmpfs mounted on a temp dir, unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn write_file(root: &Path, rel: &str, bytes: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn workspace(root: &Path, sessions: usize, turns: usize) {
+    write_file(
+        root,
+        "metadata.json",
+        r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
+    );
+    write_file(
+        root,
+        &format!("projects/{PROJECT}/project.json"),
+        format!(r#"{{"project_key": "{PROJECT}", "project_label": "Full"}}"#),
+    );
+    let mut index = String::new();
+    for s in 1..=sessions {
+        let turns: Vec<Value> = (1..=turns)
+            .map(|t| json!({"turn_ref": format!("T{t:04}"), "turn_start_line": t, "turn_end_line": t}))
+            .collect();
+        let row = json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
+            "session_path": format!("sessions/{s}.jsonl"), "target_start_line": 1, "target_end_line": turns.len(), "turns": turns});
+        index.push_str(&format!("{row}\n"));
+    }
+    write_file(
+        root,
+        &format!("projects/{PROJECT}/sessions.index.jsonl"),
+        index,
+    );
+}
+
+async fn write(client: &Client, session: usize, turn: usize) -> Option<String> {
+    let lines = format!("{turn}-{turn}");
+    let long = "x".repeat(4000);
+    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
+        "turn_ref": format!("T{turn:04}"),
+        "trigger": {"type": "explicit_user_message", "summary": long, "citations": [{"lines": lines}]},
+        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
+        "materiality": "material"}});
+    let result = try_call(client, "write_evidence", args)
+        .await
+        .expect("every write is answered");
+    let value: Value = serde_json::from_str(text(&result)).unwrap();
+    (value["status"] != "appended").then(|| text(&result).to_owned())
+}
+
+fn chains_in(root: &Path) -> BTreeSet<(usize, usize)> {
+    let mut found = BTreeSet::new();
+    let dir = root.join(format!("projects/{PROJECT}/evidence"));
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let card: Value = serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+        let session: usize = name[1..5].parse().unwrap();
+        for chain in card["evidence_chains"].as_array().unwrap() {
+            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
+            assert!(found.insert((session, turn)));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
+    let Some(fs) = Tmpfs::mount("1m") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let root: PathBuf = ws.path().to_owned();
+    workspace(&root, 4, 200);
+    let store = fs.path().join("store.redb");
+    let (client, _) = spawn_on(&root, &store).await;
+    let (mut acked, mut failed, mut answers) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
+    'outer: for t in 1..=200 {
+        for s in 1..=4 {
+            match write(&client, s, t).await {
+                None => {
+                    acked.insert((s, t));
+                }
+                Some(answer) => {
+                    failed.insert((s, t));
+                    answers.push(answer);
+                    if failed.len() >= 20 {
+                        break 'outer;
+                    }
+                }
+            }
+        }
+    }
+    client.cancel().await.unwrap();
+    assert!(
+        failed.len() >= 20,
+        "the disk filled up ({} written)",
+        acked.len()
+    );
+    assert!(
+        answers[0].contains("No space left on device"),
+        "the first failure is the full disk: {}",
+        answers[0]
+    );
+    eprintln!(
+        "{} appended, {} failed; first failure: {}",
+        acked.len(),
+        failed.len(),
+        answers[0]
+    );
+    // The store (exported elsewhere) and the files.
+    let copy = tempfile::tempdir().unwrap();
+    let out = Command::new(common::BIN)
+        .args(["export", "--workspace"])
+        .arg(copy.path())
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let in_files = chains_in(&root);
+    let in_store = chains_in(copy.path());
+    assert_eq!(
+        in_files, acked,
+        "the files hold exactly the acknowledged writes"
+    );
+    assert_eq!(
+        in_store, acked,
+        "the store holds exactly the acknowledged writes"
+    );
+}
+
+/// `serve` on a workspace outside [`common::Workspace`].
+async fn spawn_on(root: &Path, store: &Path) -> (Client, Option<u32>) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let (root, store) = (root.to_owned(), store.to_owned());
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(common::BIN).configure(|cmd| {
+            cmd.arg("serve")
+                .arg("--store")
+                .arg(&store)
+                .env("PROMPT_DIARY_WORKSPACE", &root)
+                .env_remove("RUST_LOG");
+        }))
+        .unwrap();
+    let pid = transport.id();
+    (().serve(transport).await.unwrap(), pid)
+}
