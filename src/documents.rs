@@ -33,12 +33,7 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
                 .is_none_or(|stored| stored.bytes != bytes)
             {
                 tracing::info!(rel, "document changed on disk; adopting it");
-                writer.put_document(
-                    rel,
-                    &DocumentRecord {
-                        bytes: bytes.clone(),
-                    },
-                )?;
+                writer.put_document(rel, &DocumentRecord::new(bytes.clone()))?;
             }
             Ok(Some(bytes))
         }
@@ -67,7 +62,7 @@ pub fn write(
         rel: rel.to_owned(),
         source,
     })?;
-    writer.put_document(rel, &DocumentRecord { bytes })?;
+    writer.put_document(rel, &DocumentRecord::new(bytes))?;
     Ok(())
 }
 

@@ -351,7 +351,7 @@ fn sync_documents(
         let path = root.path.join(rel);
         match std::fs::read(&path) {
             Ok(bytes) => {
-                writer.put_document(rel, &DocumentRecord { bytes })?;
+                writer.put_document(rel, &DocumentRecord::new(bytes))?;
                 stored += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => writer.remove_document(rel)?,

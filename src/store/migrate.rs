@@ -3,8 +3,8 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
-use super::OpenError;
 use super::schema::{self, META, SCHEMA_VERSION};
+use super::{DocumentRecord, OpenError, codec};
 
 /// One upgrade step: from `from` to `from + 1`.
 struct Step {
@@ -12,9 +12,34 @@ struct Step {
     run: fn(&WriteTransaction) -> Result<(), redb::Error>,
 }
 
-/// Upgrade steps in order. Version 1 is the first schema, so there is nothing to run yet;
-/// the next schema change adds `Step { from: 1, run: ... }` here.
-const STEPS: &[Step] = &[];
+/// Upgrade steps in order.
+const STEPS: &[Step] = &[Step {
+    from: 1,
+    run: checksum_documents,
+}];
+
+/// Version 1 stored a document as its bytes alone.
+#[derive(serde::Deserialize)]
+struct DocumentV1 {
+    bytes: Vec<u8>,
+}
+
+/// 1 → 2: every stored document gets the SHA-256 of its bytes (`migrations/0002`).
+fn checksum_documents(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    let mut table = txn.open_table(schema::DOCUMENTS)?;
+    let mut upgraded = Vec::new();
+    for item in table.iter()? {
+        let (key, value) = item?;
+        let old: DocumentV1 = codec::decode("document", value.value())
+            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        let new = DocumentRecord::new(old.bytes);
+        upgraded.push((key.value().to_owned(), codec::encode(&new)));
+    }
+    for (key, bytes) in upgraded {
+        table.insert(key.as_str(), bytes.as_slice())?;
+    }
+    Ok(())
+}
 
 /// Makes sure the store at hand has the current schema, creating or upgrading it.
 pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError> {
@@ -104,12 +129,15 @@ mod tests {
             Some(SCHEMA_VERSION)
         );
         {
-            let txn = store.db.begin_write().unwrap();
-            txn.open_table(META)
+            let writer = store.writer().unwrap();
+            writer
+                .txn()
+                .unwrap()
+                .open_table(META)
                 .unwrap()
                 .insert("schema_version", SCHEMA_VERSION + 1)
                 .unwrap();
-            txn.commit().unwrap();
+            writer.commit().unwrap();
         }
         drop(store);
         let err = crate::store::Store::open(&path)
@@ -121,6 +149,48 @@ mod tests {
                 .contains("newer than this evidence-store supports"),
             "{err}"
         );
+    }
+
+    /// A version-1 document (bytes alone) gains its checksum on open, and a read-only
+    /// open of the old version is refused instead of misreading it.
+    #[test]
+    fn version_1_documents_get_their_checksum() {
+        #[derive(serde::Serialize)]
+        struct V1<'a> {
+            bytes: &'a [u8],
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let store = crate::store::Store::open(&path).unwrap();
+        {
+            let writer = store.writer().unwrap();
+            let txn = writer.txn().unwrap();
+            txn.open_table(schema::DOCUMENTS)
+                .unwrap()
+                .insert(
+                    "daily-report.json",
+                    codec::encode(&V1 { bytes: b"{}\n" }).as_slice(),
+                )
+                .unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", 1)
+                .unwrap();
+            writer.commit().unwrap();
+        }
+        drop(store);
+        let err = crate::store::Store::open_read_only(&path)
+            .err()
+            .expect("an old schema is not read read-only");
+        assert!(matches!(err, OpenError::OlderSchema { found: 1, .. }), "{err}");
+        let store = crate::store::Store::open(&path).unwrap();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
+        let doc = crate::store::Lookup::document(&reader, "daily-report.json")
+            .unwrap()
+            .expect("kept");
+        assert_eq!(doc, DocumentRecord::new(b"{}\n".to_vec()));
+        assert!(doc.intact());
     }
 
     #[test]

@@ -1,0 +1,84 @@
+//! `import --rebuild`: a fresh store built from the workspace files alone, put in place
+//! of the old one (damaged, or simply distrusted) in one rename.
+//!
+//! Servers must not be running. One that is keeps the old file open (its inode lives on
+//! after the rename): it goes on answering from the old store, and a write it makes
+//! reaches the card file on disk and the discarded old store, never the new one. The new
+//! store adopts that card file the next time a tool or `import` reads it, but `export`
+//! run before that would overwrite it with the new store's older copy. Stop every
+//! `serve`, rebuild, then start them again.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::import::{self, ImportError, ImportOptions, ImportReport, Progress};
+use crate::store::{OpenError, Store};
+use crate::workspace::WorkspaceRoot;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    #[error("cannot put the rebuilt store {temp} in place of {path}: {source}")]
+    Replace {
+        temp: String,
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The scratch file a rebuild of `store` writes before renaming it into place.
+pub fn temp_store_path(store: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(store.file_name().unwrap_or_default());
+    name.push(format!(".rebuild-{}", std::process::id()));
+    store.with_file_name(name)
+}
+
+/// Builds a new store from the workspace (every session file hashed, every document
+/// adopted from disk) beside `store_path`, then renames it over `store_path`. On any
+/// failure the old store is left as it was and the scratch file is removed.
+pub fn rebuild(
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    progress: &dyn Progress,
+) -> Result<ImportReport, RebuildError> {
+    let temp = temp_store_path(store_path);
+    let _ = std::fs::remove_file(&temp);
+    let result = build_and_replace(root, store_path, &temp, progress);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn build_and_replace(
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    temp: &Path,
+    progress: &dyn Progress,
+) -> Result<ImportReport, RebuildError> {
+    let report = {
+        let store = Store::open(temp)?;
+        import::import(root, &store, ImportOptions { rehash: true }, progress)?
+    };
+    let replace_error = |source| RebuildError::Replace {
+        temp: temp.display().to_string(),
+        path: store_path.display().to_string(),
+        source,
+    };
+    File::open(temp)
+        .and_then(|f| f.sync_all())
+        .map_err(replace_error)?;
+    std::fs::rename(temp, store_path).map_err(replace_error)?;
+    let dir = store_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(replace_error)?;
+    Ok(report)
+}
