@@ -11,9 +11,9 @@ use redb::{BackendError, StorageBackend};
 
 type BackendIoError = std::io::Error;
 
-/// Debug builds only: `N` makes the N-th commit of this process (1-based) fail with
-/// `No space left on device`, once.
-pub const FULL_DISK_AT_COMMIT_ENV: &str = "EVIDENCE_STORE_FAULT_FULL_DISK_AT_COMMIT";
+/// Debug builds only: `N` makes the N-th commit of this process (1-based) that stores a
+/// document fail with `No space left on device`, once.
+pub const FULL_DISK_ENV: &str = "EVIDENCE_STORE_FAULT_FULL_DISK_AT_DOCUMENT_COMMIT";
 
 /// A planned disk-full failure, shared by every open of the store in this process.
 #[derive(Debug)]
@@ -29,11 +29,7 @@ impl Fault {
         if !cfg!(debug_assertions) {
             return None;
         }
-        let at_commit = std::env::var(FULL_DISK_AT_COMMIT_ENV)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
+        let at_commit = std::env::var(FULL_DISK_ENV).ok()?.trim().parse().ok()?;
         Some(Arc::new(Fault {
             at_commit,
             commits: AtomicU64::new(0),
@@ -41,7 +37,8 @@ impl Fault {
         }))
     }
 
-    /// Counts a commit; the planned one makes the next write to the file fail.
+    /// Counts a commit that stores a document; the planned one makes the next write to
+    /// the file fail.
     pub fn before_commit(&self) {
         if self.commits.fetch_add(1, Ordering::SeqCst) + 1 == self.at_commit {
             self.armed.store(true, Ordering::SeqCst);

@@ -98,6 +98,7 @@ pub(crate) fn classify(shown: &str, e: StoreError) -> StoreError {
         | redb::Error::TableIsMultimap(_)
         | redb::Error::TableIsNotMultimap(_)
         | redb::Error::TableDoesNotExist(_)
+        | redb::Error::UpgradeRequired(_)
         | redb::Error::LockPoisoned(_) => StoreError::Damaged {
             path: shown.to_owned(),
             detail: db.to_string(),

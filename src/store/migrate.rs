@@ -182,7 +182,10 @@ mod tests {
         let err = crate::store::Store::open_read_only(&path)
             .err()
             .expect("an old schema is not read read-only");
-        assert!(matches!(err, OpenError::OlderSchema { found: 1, .. }), "{err}");
+        assert!(
+            matches!(err, OpenError::OlderSchema { found: 1, .. }),
+            "{err}"
+        );
         let store = crate::store::Store::open(&path).unwrap();
         let reader = store.reader().unwrap();
         assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));

@@ -350,6 +350,7 @@ impl Store {
                 txn: Some(txn),
                 shown: self.shown.clone(),
                 fault: self.fault.clone(),
+                stores_document: false,
             })
         })
     }
@@ -714,6 +715,7 @@ pub struct Writer {
     txn: Option<WriteTransaction>,
     shown: Arc<str>,
     fault: Option<Arc<backend::Fault>>,
+    stores_document: bool,
 }
 
 impl Writer {
@@ -841,6 +843,7 @@ impl Writer {
         rel_path: &str,
         record: &DocumentRecord,
     ) -> Result<(), StoreError> {
+        self.stores_document = true;
         guard::guard(&self.shown.clone(), || {
             let mut table = self.txn()?.open_table(DOCUMENTS).store()?;
             table
@@ -860,7 +863,7 @@ impl Writer {
 
     /// Makes everything written visible, durably, as one step.
     pub fn commit(mut self) -> Result<(), StoreError> {
-        if let Some(fault) = &self.fault {
+        if let Some(fault) = self.fault.as_ref().filter(|_| self.stores_document) {
             fault.before_commit();
         }
         let shown = self.shown.clone();
