@@ -180,7 +180,7 @@ fn stats_text(stats: &Value) -> String {
     row("bytes covered", size(n("bytes_covered")));
     row(
         "documents",
-        format!("{} ({})", n("documents"), size(n("document_bytes"))),
+        format!("{}, {}", n("documents"), size(n("document_bytes"))),
     );
     out.push_str("tables\n");
     if let Some(tables) = stats["tables"].as_object() {

@@ -18,7 +18,7 @@ fn imports_the_example_workspace() {
     insta::assert_snapshot!(out, @"imported 1 project(s), 2 session(s): 2 file(s) indexed (0.0 MiB, 16 lines), 0 unchanged, 0 missing; 0 document(s)");
 
     let tables = dump_json(&ws, &[]);
-    assert_eq!(tables["schema_version"], 1);
+    assert_eq!(tables["schema_version"], 2);
     assert_eq!(tables["projects"], serde_json::json!([PROJECT]));
     assert_eq!(tables["tables"]["sessions"], 2);
     assert_eq!(tables["tables"]["line_blocks"], 2);

@@ -71,7 +71,7 @@ async fn bit_flips_give_the_damaged_store_error_never_a_panic() {
     let mut rng = Rng(0x5EED_B17F_11B5_0001);
     let (mut damaged, mut caught_panics) = (0, 0);
     let mut panicking_store: Option<Vec<u8>> = None;
-    for trial in 0..250 {
+    for trial in 0..150 {
         let mut bytes = pristine.clone();
         for _ in 0..8 {
             let at = rng.below(bytes.len());

@@ -103,8 +103,14 @@ pub(crate) fn classify(shown: &str, e: StoreError) -> StoreError {
             path: shown.to_owned(),
             detail: db.to_string(),
         },
-        // redb's "Not a redb database" on a file that is the store.
-        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+        // redb's "Not a redb database" on a file that is the store, or a page reference
+        // past the end of the file.
+        redb::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+            ) =>
+        {
             StoreError::Damaged {
                 path: shown.to_owned(),
                 detail: io.to_string(),
