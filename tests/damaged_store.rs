@@ -345,3 +345,46 @@ impl ServeEnv for tokio::process::Command {
         self
     }
 }
+
+/// A server killed with SIGKILL leaves the file needing redb's repair: `dump` (read-only,
+/// so it cannot repair) says so and names the fix, and after one `import` it works.
+#[tokio::test]
+async fn a_killed_writer_is_named_by_read_only_commands() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let (client, pid) = common::spawn_server(&ws).await;
+    let read = call(
+        &client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert!(
+        text(&read).contains("\"status\": \"ok\""),
+        "{}",
+        text(&read)
+    );
+    let pid = pid.expect("server pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = client.cancel().await;
+    // Its file locks are gone once it is dead (a zombie or reaped).
+    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z "))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    let err = ws.fails(&["dump"]);
+    assert!(
+        err.contains("was not closed cleanly (a writer was killed)")
+            && err.contains("run `evidence-store import` once"),
+        "{err}"
+    );
+    ws.ok(&["import"]);
+    ws.ok(&["dump"]);
+    assert!(ws.ok(&["verify"]).contains("no problems found"));
+}

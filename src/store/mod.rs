@@ -134,6 +134,11 @@ pub enum OpenError {
          if it was one, it is damaged: run evidence-store verify or evidence-store import --rebuild"
     )]
     Foreign { path: String },
+    #[error(
+        "the store {path} was not closed cleanly (a writer was killed) and a read-only open cannot \
+         repair it: run `evidence-store import` once (it repairs the file), then retry"
+    )]
+    NeedsRepair { path: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -411,7 +416,12 @@ fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenErro
             .open_read_only(path)
             .store()
     });
-    opened.map_err(|e| open_error(shown, e))
+    opened.map_err(|e| match e {
+        StoreError::Db(db) if matches!(*db, redb::Error::RepairAborted) => OpenError::NeedsRepair {
+            path: shown.to_owned(),
+        },
+        other => open_error(shown, other),
+    })
 }
 
 fn open_error(shown: &str, e: StoreError) -> OpenError {
