@@ -388,3 +388,58 @@ async fn a_killed_writer_is_named_by_read_only_commands() {
     ws.ok(&["dump"]);
     assert!(ws.ok(&["verify"]).contains("no problems found"));
 }
+
+/// A rebuild that cannot load the workspace leaves the old store as it was and no
+/// scratch file behind.
+#[test]
+fn a_failed_rebuild_changes_nothing() {
+    let ws = imported_with_card();
+    let before = std::fs::read(ws.store()).unwrap();
+    ws.write("metadata.json", "{not json");
+    let err = ws.fails(&["import", "--rebuild"]);
+    assert!(err.contains("failed; the store is unchanged"), "{err}");
+    assert!(std::fs::read(ws.store()).unwrap() == before);
+    let names: Vec<_> = std::fs::read_dir(ws.path(".evidence-store"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["store.redb"]);
+}
+
+/// What the help and docs say about a server left running during a rebuild: it keeps
+/// the old file, its write still reaches the card file, and the new store adopts that
+/// card at the next import.
+#[tokio::test]
+async fn a_server_running_during_a_rebuild_writes_to_the_old_file() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let client = connect(&ws).await;
+    let read = call(
+        &client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert!(text(&read).contains("\"status\": \"ok\""));
+    ws.ok(&["import", "--rebuild"]);
+    let answer: Value = serde_json::from_str(text(
+        &call(
+            &client,
+            "write_evidence",
+            json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": chain("T0002", "7-7")}),
+        )
+        .await,
+    ))
+    .unwrap();
+    client.cancel().await.unwrap();
+    assert_eq!(answer["status"], "appended", "{answer}");
+    assert!(ws.path(CARD).exists());
+    let stats = ws.ok(&["dump", "--stats", "--json"]);
+    assert!(
+        stats.contains("\"documents\": 0"),
+        "the new store missed it: {stats}"
+    );
+    ws.ok(&["import"]);
+    let stats = ws.ok(&["dump", "--stats", "--json"]);
+    assert!(stats.contains("\"documents\": 1"), "{stats}");
+}
