@@ -9,7 +9,7 @@ use crate::cli::{Command, Config};
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::progress::Bar;
 use crate::service::Service;
-use crate::store::{Store, verify};
+use crate::store::{OpenError, Store, verify};
 use crate::{dump, mcp};
 
 pub fn run(config: Config) -> anyhow::Result<ExitCode> {
@@ -38,8 +38,16 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                     config.store.display()
                 );
             }
-            // Read-only: a dump works on read-only media and never changes the file.
-            let store = Store::open_read_only(&config.store)?;
+            // Read-only: a dump works on read-only media and never changes the file, except
+            // that a store a killed writer left is repaired first when the file is writable
+            // (as any writer would), so a dump after a crash still answers.
+            let store = match Store::open_read_only(&config.store) {
+                Err(OpenError::NeedsRepair { .. }) => {
+                    tracing::info!("the store needs repair; opening it for writing");
+                    Store::open(&config.store)?
+                }
+                other => other?,
+            };
             let value = dump::dump(&store, target)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&value)?);
@@ -112,7 +120,9 @@ fn verify_text(shown: &str, v: &verify::Verified) -> String {
         for problem in &v.problems {
             out.push_str(&format!("- {problem}\n"));
         }
-        out.push_str("repair: stop every `evidence-store serve`, then run `evidence-store import --rebuild`\n");
+        if v.problems.len() > usize::from(v.unclean) {
+            out.push_str("repair: stop every `evidence-store serve`, then run `evidence-store import --rebuild`\n");
+        }
     }
     out
 }

@@ -23,6 +23,9 @@ pub struct Verified {
     pub line_blocks: u64,
     pub lines: u64,
     pub documents: u64,
+    /// A killed writer left the file needing redb's repair (one of the problems; the
+    /// next writable open repairs it, so it is no reason to rebuild).
+    pub unclean: bool,
     pub problems: Vec<String>,
 }
 
@@ -35,7 +38,14 @@ pub fn verify(path: &Path) -> Verified {
                 out.problems.push(e.to_string());
             }
         }
-        Err(e) => out.problems.push(e.to_string()),
+        Err(e) => {
+            out.unclean = matches!(e, super::OpenError::NeedsRepair { .. });
+            out.problems.push(e.to_string());
+        }
+    }
+    if out.unclean {
+        // The copy would be repaired like the file will be; checking it proves nothing.
+        return out;
     }
     if let Err(problem) = redb_check(path) {
         out.problems.push(problem);
