@@ -59,25 +59,56 @@ fn succeeded_or_damaged(out: &Output, what: &str) -> Option<String> {
     Some(err)
 }
 
-/// Seeded bit flips in store.redb, each run through `dump --stats` and `import`: every
-/// run succeeds or reports the damaged store; a panic inside redb is caught at the store
-/// boundary. Then `serve` over a store whose damage makes redb panic answers every tool
+/// `verify` ended by itself and either passed (true) or listed problems (false).
+fn succeeded_or_verify_failed(out: &Output, trial: usize) -> bool {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "trial {trial} verify: {err}");
+    match out.status.code() {
+        Some(0) => true,
+        Some(1) => {
+            let report = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                report.contains("problem(s):"),
+                "trial {trial} verify: {report}{err}"
+            );
+            false
+        }
+        other => panic!("trial {trial} verify: killed or aborted ({other:?}): {err}"),
+    }
+}
+
+/// Seeded bit flips in store.redb, each run through `verify`, `dump --stats` and
+/// `import`: every run succeeds or reports the damaged store; a panic inside redb is
+/// caught at the store boundary; where `verify` passes, the store reads as before. Then `serve` over a store whose damage makes redb panic answers every tool
 /// call with the same message as a structured result.
 #[tokio::test]
 async fn bit_flips_give_the_damaged_store_error_never_a_panic() {
     let ws = imported_with_card();
     let store = ws.store();
     let pristine = std::fs::read(&store).unwrap();
+    let session = ["dump", "--json", "session", PROJECT, "S0001"];
+    let pristine_session = ws.ok(&session);
     let mut rng = Rng(0x5EED_B17F_11B5_0001);
     let (mut damaged, mut caught_panics) = (0, 0);
     let mut panicking_store: Option<Vec<u8>> = None;
-    for trial in 0..150 {
+    let mut verified_whole = 0;
+    for trial in 0..90 {
         let mut bytes = pristine.clone();
         for _ in 0..8 {
             let at = rng.below(bytes.len());
             bytes[at] ^= 1 << rng.below(8);
         }
         std::fs::write(&store, &bytes).unwrap();
+        // verify passes only where the flips missed everything the store uses.
+        let out = ws.run(&["verify"]);
+        if succeeded_or_verify_failed(&out, trial) {
+            verified_whole += 1;
+            assert_eq!(
+                ws.ok(&session),
+                pristine_session,
+                "trial {trial}: verify missed damage"
+            );
+        }
         for args in [&["dump", "--stats"][..], &["import"][..]] {
             let out = ws.run(args);
             if let Some(err) = succeeded_or_damaged(&out, &format!("trial {trial} {args:?}")) {
@@ -98,6 +129,7 @@ async fn bit_flips_give_the_damaged_store_error_never_a_panic() {
         }
     }
     assert!(damaged > 0, "no trial damaged anything that was read");
+    assert!(verified_whole > 0, "no trial left the store whole");
     assert!(
         caught_panics > 0,
         "no trial made redb panic, so the store boundary's guard was not exercised"
