@@ -47,6 +47,7 @@ pub fn rebuild(
 ) -> Result<ImportReport, RebuildError> {
     let temp = temp_store_path(store_path);
     let _ = std::fs::remove_file(&temp);
+    remove_abandoned_scratch(store_path);
     let result = build_and_replace(root, store_path, &temp, progress);
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -81,4 +82,38 @@ fn build_and_replace(
         .and_then(|d| d.sync_all())
         .map_err(replace_error)?;
     Ok(report)
+}
+
+/// Removes scratch files of rebuilds that were killed: those whose process is gone. (A
+/// reused process id only leaves a file behind for a later rebuild to remove.)
+fn remove_abandoned_scratch(store_path: &Path) {
+    let (Some(dir), Some(name)) = (store_path.parent(), store_path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.rebuild-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_string_lossy()
+            .strip_prefix(&prefix)
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let alive = pid.parse::<u32>().is_ok_and(|pid| {
+            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if !alive {
+            tracing::info!(path = %entry.path().display(), "removing an abandoned rebuild");
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }

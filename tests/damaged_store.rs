@@ -227,6 +227,8 @@ fn a_corrupted_document_is_refused_listed_by_verify_and_rebuilt() {
         "verify must not write the store"
     );
 
+    // A scratch file of a killed rebuild (no such process) is cleaned up.
+    ws.write(".evidence-store/.store.redb.rebuild-4000000000", "partial");
     let rebuilt = ws.ok(&["import", "--rebuild"]);
     assert!(rebuilt.starts_with("rebuilt "), "{rebuilt}");
     assert!(rebuilt.contains("1 document(s)"), "{rebuilt}");
