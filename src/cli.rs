@@ -40,8 +40,8 @@ enum CliCommand {
         rehash: bool,
         /// Build a new store from the workspace files alone (session files and documents)
         /// and replace the old one in one rename: the repair for a damaged store. Stop
-        /// every `serve` first: a server still running keeps the old file open, answers
-        /// from it and writes to it until restarted
+        /// every `serve` first (it refuses while one has the store open): a server still
+        /// running would keep the old file open, answering from it and writing to it
         #[arg(long, conflicts_with = "rehash")]
         rebuild: bool,
     },

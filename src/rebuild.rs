@@ -1,12 +1,13 @@
 //! `import --rebuild`: a fresh store built from the workspace files alone, put in place
 //! of the old one (damaged, or simply distrusted) in one rename.
 //!
-//! Servers must not be running. One that is keeps the old file open (its inode lives on
-//! after the rename): it goes on answering from the old store, and a write it makes
-//! reaches the card file on disk and the discarded old store, never the new one. The new
-//! store adopts that card file the next time a tool or `import` reads it, but `export`
-//! run before that would overwrite it with the new store's older copy. Stop every
-//! `serve`, rebuild, then start them again.
+//! Servers must not be running, and a rebuild refuses to start while another process has
+//! the store open for writing. One that starts during the rebuild (the check is not a
+//! lock) keeps the old file open, its inode living on after the rename: it goes on
+//! answering from the old store, and a write it makes reaches the card file on disk and
+//! the discarded old store, never the new one. The new store adopts that card file the
+//! next time a tool or `import` reads it, but `export` run before that would overwrite it
+//! with the new store's older copy. Stop every `serve`, rebuild, then start them again.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,12 @@ pub enum RebuildError {
     Open(#[from] OpenError),
     #[error(transparent)]
     Import(#[from] ImportError),
+    #[error(
+        "another process (an `evidence-store serve` or `import`) has {path} open; stop every \
+         server first: a server left running would keep answering from, and writing to, \
+         the replaced file"
+    )]
+    InUse { path: String },
     #[error("cannot put the rebuilt store {temp} in place of {path}: {source}")]
     Replace {
         temp: String,
@@ -45,6 +52,11 @@ pub fn rebuild(
     store_path: &Path,
     progress: &dyn Progress,
 ) -> Result<ImportReport, RebuildError> {
+    if crate::store::open_by_a_writer(store_path) {
+        return Err(RebuildError::InUse {
+            path: store_path.display().to_string(),
+        });
+    }
     let temp = temp_store_path(store_path);
     let _ = std::fs::remove_file(&temp);
     remove_abandoned_scratch(store_path);

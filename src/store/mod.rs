@@ -361,6 +361,17 @@ impl Store {
     }
 }
 
+/// Whether another process has the store at `path` open for writing (a `serve`, an
+/// `import`). A damaged or missing file counts as not in use.
+pub fn open_by_a_writer(path: &Path) -> bool {
+    let shown = path.display().to_string();
+    let probe = guard::guard(&shown, || match Database::builder().open_read_only(path) {
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
+        _ => Ok(false),
+    });
+    probe.unwrap_or(false)
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         let db = match self.db.get_mut() {
