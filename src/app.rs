@@ -9,13 +9,28 @@ use crate::cli::{Command, Config};
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::progress::Bar;
 use crate::service::Service;
-use crate::store::Store;
+use crate::store::{OpenError, Store, verify};
 use crate::{dump, mcp};
 
 pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
     match &config.command {
-        Command::Import { rehash } => run_import(&config, *rehash),
+        Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
+        Command::Verify => {
+            if !config.store.exists() {
+                bail!("no store at {}", config.store.display());
+            }
+            let verified = verify::verify(&config.store);
+            print!(
+                "{}",
+                verify_text(&config.store.display().to_string(), &verified)
+            );
+            Ok(if verified.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         Command::Dump { json, target } => {
             if !config.store.exists() {
                 bail!(
@@ -23,12 +38,21 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                     config.store.display()
                 );
             }
-            let store = Store::open(&config.store)?;
-            let value = dump::dump(&store.reader()?, target)?;
+            // Read-only: a dump works on read-only media and never changes the file, except
+            // that a store a killed writer left is repaired first when the file is writable
+            // (as any writer would), so a dump after a crash still answers.
+            let store = match Store::open_read_only(&config.store) {
+                Err(OpenError::NeedsRepair { .. }) => {
+                    tracing::info!("the store needs repair; opening it for writing");
+                    Store::open(&config.store)?
+                }
+                other => other?,
+            };
+            let value = dump::dump(&store, target)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                print!("{}", dump::to_text(&value));
+                print!("{}", dump::to_text(target, &value));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -83,7 +107,39 @@ fn init_tracing() {
         .try_init();
 }
 
-fn run_import(config: &Config, rehash: bool) -> anyhow::Result<ExitCode> {
+/// `verify`'s report: what was checked, then one line per problem.
+fn verify_text(shown: &str, v: &verify::Verified) -> String {
+    let mut out = format!(
+        "checked {shown}: {} project(s), {} session(s), {} line block(s) ({} lines), {} document(s)\n",
+        v.projects, v.sessions, v.line_blocks, v.lines, v.documents
+    );
+    if v.problems.is_empty() {
+        out.push_str("no problems found\n");
+    } else {
+        out.push_str(&format!("{} problem(s):\n", v.problems.len()));
+        for problem in &v.problems {
+            out.push_str(&format!("- {problem}\n"));
+        }
+        if v.problems.len() > usize::from(v.unclean) {
+            out.push_str("repair: stop every `evidence-store serve`, then run `evidence-store import --rebuild`\n");
+        }
+    }
+    out
+}
+
+fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<ExitCode> {
+    if rebuild {
+        let report =
+            crate::rebuild::rebuild(&config.workspace, &config.store, &Bar::new("rebuild"))
+                .with_context(|| {
+                    format!(
+                        "rebuild of {} failed; the store is unchanged",
+                        config.store.display()
+                    )
+                })?;
+        println!("rebuilt {}: {}", config.store.display(), summary(&report));
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = Store::open(&config.store)?;
     let report = import::import(
         &config.workspace,

@@ -38,7 +38,16 @@ enum CliCommand {
         /// Re-hash every session file, even those whose size and mtime are unchanged
         #[arg(long)]
         rehash: bool,
+        /// Build a new store from the workspace files alone (session files and documents)
+        /// and replace the old one in one rename: the repair for a damaged store. Stop
+        /// every `serve` first (it refuses while one has the store open): a server still
+        /// running would keep the old file open, answering from it and writing to it
+        #[arg(long, conflicts_with = "rehash")]
+        rebuild: bool,
     },
+    /// Check the store without changing it: redb's integrity check, every record decodes,
+    /// line tables match their digests, documents their checksums. Exits 1 on a problem
+    Verify,
     /// Show what the store holds
     Dump(DumpArgs),
     /// Write every evidence card and report the store holds into the workspace, atomically
@@ -54,6 +63,9 @@ struct DumpArgs {
     /// Print JSON instead of text
     #[arg(long, global = true)]
     json: bool,
+    /// Sizes and counts: store size, tables, lines indexed, bytes covered, documents
+    #[arg(long)]
+    stats: bool,
     #[command(subcommand)]
     what: Option<DumpCommand>,
 }
@@ -94,7 +106,8 @@ pub struct Config {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    Import { rehash: bool },
+    Import { rehash: bool, rebuild: bool },
+    Verify,
     Dump { json: bool, target: DumpTarget },
     Serve,
     Export,
@@ -125,13 +138,15 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         .store
         .unwrap_or_else(|| workspace.path.join(".evidence-store").join("store.redb"));
     let command = match cli.command {
-        CliCommand::Import { rehash } => Command::Import { rehash },
+        CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
+        CliCommand::Verify => Command::Verify,
         CliCommand::Serve => Command::Serve,
         CliCommand::Export => Command::Export,
         CliCommand::Build => Command::Build,
-        CliCommand::Dump(DumpArgs { json, what }) => Command::Dump {
+        CliCommand::Dump(DumpArgs { json, stats, what }) => Command::Dump {
             json,
             target: match what.unwrap_or(DumpCommand::Tables) {
+                _ if stats => DumpTarget::Stats,
                 DumpCommand::Tables => DumpTarget::Tables,
                 DumpCommand::Project { project_key } => DumpTarget::Project { project_key },
                 DumpCommand::Session {

@@ -35,12 +35,7 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
                 .is_none_or(|stored| stored.bytes != bytes)
             {
                 tracing::info!(rel, "document changed on disk; adopting it");
-                writer.put_document(
-                    rel,
-                    &DocumentRecord {
-                        bytes: bytes.clone(),
-                    },
-                )?;
+                writer.put_document(rel, &DocumentRecord::new(bytes.clone()))?;
             }
             Ok(Some(bytes))
         }
@@ -108,7 +103,7 @@ pub fn write(
         rel: rel.to_owned(),
         replacement,
     };
-    if let Err(e) = writer.put_document(rel, &DocumentRecord { bytes }) {
+    if let Err(e) = writer.put_document(rel, &DocumentRecord::new(bytes)) {
         undo(written);
         return Err(e.into());
     }

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::lines;
-use crate::store::{FileState, Lookup, Reader, SessionRecord, StoreError};
+use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
@@ -17,6 +17,8 @@ pub enum DumpError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DumpTarget {
     Tables,
+    /// Sizes and counts ([`stats`]).
+    Stats,
     Project {
         project_key: String,
     },
@@ -37,8 +39,11 @@ pub enum DumpTarget {
     },
 }
 
-pub fn dump(reader: &Reader, target: &DumpTarget) -> Result<Value, DumpError> {
+/// The view `target` of the store, as a JSON value.
+pub fn dump(store: &Store, target: &DumpTarget) -> Result<Value, DumpError> {
+    let reader = &store.reader()?;
     match target {
+        DumpTarget::Stats => stats(store),
         DumpTarget::Tables => {
             let tables: serde_json::Map<String, Value> = reader
                 .counts()?
@@ -123,6 +128,84 @@ pub fn dump(reader: &Reader, target: &DumpTarget) -> Result<Value, DumpError> {
     }
 }
 
+/// `dump --stats`: what the store holds and how big it is, in one screen.
+fn stats(store: &Store) -> Result<Value, DumpError> {
+    let reader = store.reader()?;
+    let totals = reader.totals()?;
+    let tables: serde_json::Map<String, Value> = reader
+        .counts()?
+        .into_iter()
+        .map(|(name, n)| (name.to_owned(), json!(n)))
+        .collect();
+    let store_bytes = std::fs::metadata(store.path()).map_or(0, |m| m.len());
+    Ok(json!({
+        "store": store.shown(),
+        "store_bytes": store_bytes,
+        "schema_version": reader.schema_version()?,
+        "workspace": reader.workspace()?.map(|w| w.root_display),
+        "sessions_indexed": totals.sessions_indexed,
+        "sessions_missing": totals.sessions_missing,
+        "lines_indexed": totals.lines_indexed,
+        "bytes_covered": totals.bytes_covered,
+        "documents": totals.documents,
+        "document_bytes": totals.document_bytes,
+        "tables": tables,
+    }))
+}
+
+/// [`stats`] as aligned text for people.
+fn stats_text(stats: &Value) -> String {
+    let n = |key: &str| stats[key].as_u64().unwrap_or(0);
+    let text = |key: &str| stats[key].as_str().unwrap_or("-").to_owned();
+    let mut out = String::new();
+    let mut row = |label: &str, value: String| out.push_str(&format!("{label:<16}{value}\n"));
+    row("store", text("store"));
+    row("store size", size(n("store_bytes")));
+    row(
+        "schema version",
+        stats["schema_version"]
+            .as_u64()
+            .map_or("-".to_owned(), |v| v.to_string()),
+    );
+    row("workspace", text("workspace"));
+    row(
+        "sessions",
+        format!(
+            "{} indexed, {} missing",
+            n("sessions_indexed"),
+            n("sessions_missing")
+        ),
+    );
+    row("lines indexed", n("lines_indexed").to_string());
+    row("bytes covered", size(n("bytes_covered")));
+    row(
+        "documents",
+        format!("{}, {}", n("documents"), size(n("document_bytes"))),
+    );
+    out.push_str("tables\n");
+    if let Some(tables) = stats["tables"].as_object() {
+        for (name, count) in tables {
+            out.push_str(&format!("  {name:<14}{}\n", count.as_u64().unwrap_or(0)));
+        }
+    }
+    out
+}
+
+/// `1234567` → `1234567 bytes (1.2 MiB)`.
+fn size(bytes: u64) -> String {
+    if bytes < 1 << 10 {
+        return format!("{bytes} bytes");
+    }
+    let (unit, scale) = if bytes < 1 << 20 {
+        ("KiB", (1u64 << 10) as f64)
+    } else if bytes < 1 << 30 {
+        ("MiB", (1u64 << 20) as f64)
+    } else {
+        ("GiB", (1u64 << 30) as f64)
+    };
+    format!("{bytes} bytes ({:.1} {unit})", bytes as f64 / scale)
+}
+
 fn not_found(what: &str, name: &str) -> DumpError {
     DumpError::NotFound(format!("{what} {name:?}"))
 }
@@ -159,8 +242,16 @@ fn session_summary(record: &SessionRecord) -> Value {
     })
 }
 
+/// The text people read for the view `target`.
+pub fn to_text(target: &DumpTarget, value: &Value) -> String {
+    if *target == DumpTarget::Stats {
+        return stats_text(value);
+    }
+    indented(value)
+}
+
 /// Indented `key: value` text for people.
-pub fn to_text(value: &Value) -> String {
+fn indented(value: &Value) -> String {
     let mut out = String::new();
     write_text(&mut out, value, 0);
     out

@@ -578,7 +578,7 @@ fn sync_documents(
         // Read only when its real location is inside the workspace.
         match crate::fsutil::read_confined(&root.path, rel) {
             Ok(Some(bytes)) => {
-                writer.put_document(rel, &DocumentRecord { bytes })?;
+                writer.put_document(rel, &DocumentRecord::new(bytes))?;
                 stored += 1;
             }
             Ok(None) => writer.remove_document(rel)?,

@@ -19,6 +19,7 @@ pub mod parallel;
 pub mod progress;
 pub mod pyjson;
 pub mod read;
+pub mod rebuild;
 pub mod report;
 pub mod service;
 pub mod store;

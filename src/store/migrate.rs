@@ -3,8 +3,8 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
-use super::OpenError;
 use super::schema::{self, META, SCHEMA_VERSION};
+use super::{DocumentRecord, OpenError, codec};
 
 /// One upgrade step: from `from` to `from + 1`.
 struct Step {
@@ -13,10 +13,16 @@ struct Step {
 }
 
 /// Upgrade steps in order (`migrations/000<from + 1>-*.md` describes each).
-const STEPS: &[Step] = &[Step {
-    from: 1,
-    run: file_ctime,
-}];
+const STEPS: &[Step] = &[
+    Step {
+        from: 1,
+        run: file_ctime,
+    },
+    Step {
+        from: 2,
+        run: checksum_documents,
+    },
+];
 
 /// 1 → 2: file records gain ctime and inode (0 in every upgraded record). Line blocks no
 /// session refers to (left by concurrent imports of version 1) are dropped.
@@ -45,6 +51,29 @@ fn file_ctime(txn: &WriteTransaction) -> Result<(), redb::Error> {
     }
     txn.open_table(schema::LINE_BLOCKS)?
         .retain(|(file_id, _), _| referenced.contains(&file_id))?;
+    Ok(())
+}
+
+/// Versions 1 and 2 stored a document as its bytes alone.
+#[derive(serde::Deserialize)]
+struct DocumentV1 {
+    bytes: Vec<u8>,
+}
+
+/// 2 → 3: every stored document gets the SHA-256 of its bytes.
+fn checksum_documents(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    let mut table = txn.open_table(schema::DOCUMENTS)?;
+    let mut upgraded = Vec::new();
+    for item in table.iter()? {
+        let (key, value) = item?;
+        let old: DocumentV1 = codec::decode("document", value.value())
+            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        let new = DocumentRecord::new(old.bytes);
+        upgraded.push((key.value().to_owned(), codec::encode(&new)));
+    }
+    for (key, bytes) in upgraded {
+        table.insert(key.as_str(), bytes.as_slice())?;
+    }
     Ok(())
 }
 
@@ -136,12 +165,15 @@ mod tests {
             Some(SCHEMA_VERSION)
         );
         {
-            let txn = store.db.begin_write().unwrap();
-            txn.open_table(META)
+            let writer = store.writer().unwrap();
+            writer
+                .txn()
+                .unwrap()
+                .open_table(META)
                 .unwrap()
                 .insert("schema_version", SCHEMA_VERSION + 1)
                 .unwrap();
-            txn.commit().unwrap();
+            writer.commit().unwrap();
         }
         drop(store);
         let err = crate::store::Store::open(&path)
@@ -188,8 +220,53 @@ mod tests {
             assert_eq!(blocks(&db).len(), kept.len() + 3);
             kept
         };
+        drop(crate::store::Store::open(&path).unwrap());
+        assert_eq!(blocks(&Database::create(&path).unwrap()), kept);
+    }
+
+    /// A version-1 document (bytes alone) gains its checksum on open, and a read-only
+    /// open of the old version is refused instead of misreading it.
+    #[test]
+    fn version_1_documents_get_their_checksum() {
+        #[derive(serde::Serialize)]
+        struct V1<'a> {
+            bytes: &'a [u8],
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
         let store = crate::store::Store::open(&path).unwrap();
-        assert_eq!(blocks(&store.db), kept);
+        {
+            let writer = store.writer().unwrap();
+            let txn = writer.txn().unwrap();
+            txn.open_table(schema::DOCUMENTS)
+                .unwrap()
+                .insert(
+                    "daily-report.json",
+                    codec::encode(&V1 { bytes: b"{}\n" }).as_slice(),
+                )
+                .unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("schema_version", 1)
+                .unwrap();
+            writer.commit().unwrap();
+        }
+        drop(store);
+        let err = crate::store::Store::open_read_only(&path)
+            .err()
+            .expect("an old schema is not read read-only");
+        assert!(
+            matches!(err, OpenError::OlderSchema { found: 1, .. }),
+            "{err}"
+        );
+        let store = crate::store::Store::open(&path).unwrap();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
+        let doc = crate::store::Lookup::document(&reader, "daily-report.json")
+            .unwrap()
+            .expect("kept");
+        assert_eq!(doc, DocumentRecord::new(b"{}\n".to_vec()));
+        assert!(doc.intact());
     }
 
     #[test]

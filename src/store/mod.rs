@@ -5,14 +5,19 @@
 //! are serialised by redb across processes. A killed process leaves no lock behind (the
 //! kernel drops its byte-range locks) and no torn state (redb's commits are atomic).
 
+mod backend;
 pub mod codec;
+mod guard;
 mod migrate;
 pub mod schema;
+pub mod verify;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
+use redb::backends::FileBackend;
 use redb::{
-    ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
+    ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
     ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
 use serde::{Deserialize, Serialize};
@@ -83,6 +88,20 @@ pub struct FileRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocumentRecord {
     pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes`, checked every time the record is read.
+    pub sha256: [u8; 32],
+}
+
+impl DocumentRecord {
+    pub fn new(bytes: Vec<u8>) -> DocumentRecord {
+        let sha256 = Sha256::digest(&bytes).into();
+        DocumentRecord { bytes, sha256 }
+    }
+
+    /// Whether `bytes` still hash to the recorded checksum.
+    pub fn intact(&self) -> bool {
+        <[u8; 32]>::from(Sha256::digest(&self.bytes)) == self.sha256
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +118,8 @@ pub enum OpenError {
     },
     #[error(
         "the store {path} has schema version {found}, newer than this evidence-store supports ({supported}); \
-         upgrade evidence-store or remove the store and import again"
+         upgrade evidence-store, or if no newer one wrote it the store is damaged: \
+         run evidence-store verify or evidence-store import --rebuild"
     )]
     NewerSchema {
         path: String,
@@ -107,9 +127,26 @@ pub enum OpenError {
         supported: u64,
     },
     #[error(
-        "{path} is a redb file but not an evidence-store store (it has tables but no schema version)"
+        "the store {path} has schema version {found}, older than this evidence-store's ({supported}); \
+         a read-only open cannot upgrade it: run `evidence-store import` first"
+    )]
+    OlderSchema {
+        path: String,
+        found: u64,
+        supported: u64,
+    },
+    #[error(
+        "{path} is a redb file but not an evidence-store store (it has tables but no schema version); \
+         if it was one, it is damaged: run evidence-store verify or evidence-store import --rebuild"
     )]
     Foreign { path: String },
+    #[error(
+        "the store {path} was not closed cleanly (a writer was killed) and a read-only open cannot \
+         repair it: run `evidence-store import` once (it repairs the file), then retry"
+    )]
+    NeedsRepair { path: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// A failure reading or writing an open store.
@@ -123,6 +160,27 @@ pub enum StoreError {
     NotImported,
     #[error("the store is inconsistent: {0}")]
     Inconsistent(String),
+    #[error(
+        "the store at {path} is damaged: {detail}; run evidence-store verify or evidence-store import --rebuild"
+    )]
+    Damaged { path: String, detail: String },
+    #[error(
+        "the disk holding the store at {path} is full ({detail}); nothing was written: free space and retry"
+    )]
+    DiskFull { path: String, detail: String },
+    #[error("the store at {path} is open read-only")]
+    ReadOnly { path: String },
+}
+
+impl StoreError {
+    /// redb latched an I/O failure: the database must be closed and opened again.
+    fn needs_reopen(&self) -> bool {
+        match self {
+            StoreError::Db(e) => matches!(e.as_ref(), redb::Error::PreviousIo),
+            StoreError::DiskFull { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// Turns any of redb's per-operation error types into a [`StoreError`].
@@ -136,9 +194,31 @@ impl<T, E: Into<redb::Error>> OrStore<T> for Result<T, E> {
     }
 }
 
+/// The open database: writable (the normal case), or read-only for `dump` and `verify`.
+enum Db {
+    Write(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 /// An open store.
 pub struct Store {
-    db: Database,
+    path: PathBuf,
+    shown: Arc<str>,
+    read_only: bool,
+    /// Replaced by a fresh open when redb latches an I/O error (a full disk), so one
+    /// failed commit does not fail every later call.
+    /// Always `Some` until drop.
+    db: RwLock<Option<Arc<Db>>>,
+    fault: Option<Arc<backend::Fault>>,
 }
 
 impl Store {
@@ -152,34 +232,222 @@ impl Store {
                 source,
             })?;
         }
-        let db_error = |e: redb::Error| OpenError::Database {
-            path: shown.clone(),
-            source: Box::new(e),
+        let fault = backend::Fault::from_env();
+        let db = open_writable(path, &shown, fault.clone())?;
+        let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
+            Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
+            Err(OpenError::Store(e)) => Err(e),
+            Err(other) => Ok(Err(other)),
+            Ok(()) => Ok(Ok(())),
+        });
+        guarded.map_err(|e| open_error(&shown, e))??;
+        Ok(Store {
+            path: path.to_path_buf(),
+            shown: shown.into(),
+            read_only: false,
+            db: RwLock::new(Some(Arc::new(Db::Write(db)))),
+            fault,
+        })
+    }
+
+    /// Opens an existing store without writing to it (no migration, no repair), so that
+    /// it can be inspected on read-only media or while it must not change.
+    pub fn open_read_only(path: &Path) -> Result<Store, OpenError> {
+        let shown = path.display().to_string();
+        let db = open_read_only(path, &shown)?;
+        let store = Store {
+            path: path.to_path_buf(),
+            shown: shown.clone().into(),
+            read_only: true,
+            db: RwLock::new(Some(Arc::new(Db::ReadOnly(db)))),
+            fault: None,
         };
-        let db = Database::builder()
-            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|e| db_error(e.into()))?;
-        let store = Store { db };
-        migrate::ensure_current(&store.db, &shown)?;
-        Ok(store)
+        match store.reader()?.schema_version()? {
+            Some(SCHEMA_VERSION) => Ok(store),
+            Some(found) if found > SCHEMA_VERSION => Err(OpenError::NewerSchema {
+                path: shown,
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+            Some(found) => Err(OpenError::OlderSchema {
+                path: shown,
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+            None => Err(OpenError::Foreign { path: shown }),
+        }
+    }
+
+    /// The store's path as messages print it.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The store file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn current(&self) -> Result<Arc<Db>, StoreError> {
+        let slot = match self.db.read() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        slot.clone()
+            .ok_or_else(|| StoreError::Inconsistent("the store is closed".to_owned()))
+    }
+
+    /// Opens the file again in place of `failed` (unless another caller already did).
+    fn reopen(&self, failed: &Arc<Db>) -> Result<(), StoreError> {
+        let mut slot = match self.db.write() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if !slot.as_ref().is_some_and(|db| Arc::ptr_eq(db, failed)) {
+            return Ok(());
+        }
+        tracing::warn!(store = %self.shown, "reopening the store after an I/O error");
+        let fresh = if self.read_only {
+            Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
+        } else {
+            Db::Write(
+                open_writable(&self.path, &self.shown, self.fault.clone())
+                    .map_err(open_to_store)?,
+            )
+        };
+        if let Some(old) = slot.replace(Arc::new(fresh)) {
+            guarded_drop(&self.shown, old);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the open database; when redb reports that an earlier I/O error (a
+    /// full disk) poisoned it, opens the file again and runs `f` once more.
+    fn with_db<T>(&self, f: impl Fn(&Db) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let db = self.current()?;
+        match guard::guard(&self.shown, || f(&db)) {
+            Err(e) if e.needs_reopen() => {
+                self.reopen(&db)?;
+                let db = self.current()?;
+                guard::guard(&self.shown, || f(&db))
+            }
+            other => other,
+        }
     }
 
     /// A consistent snapshot of the latest commit.
     pub fn reader(&self) -> Result<Reader, StoreError> {
-        Ok(Reader {
-            txn: self.db.begin_read().store()?,
+        self.with_db(|db| {
+            Ok(Reader {
+                txn: Some(db.begin_read().store()?),
+                shown: self.shown.clone(),
+            })
         })
     }
 
     /// Starts the (cross-process) write transaction; waits while another one is open.
     pub fn writer(&self) -> Result<Writer, StoreError> {
-        let mut txn = self.db.begin_write().store()?;
-        // Saves the allocator state with each commit, so that the next open after a crash
-        // does not have to walk the whole file to repair it.
-        txn.set_quick_repair(true);
-        Ok(Writer { txn })
+        self.with_db(|db| {
+            let Db::Write(db) = db else {
+                return Err(StoreError::ReadOnly {
+                    path: self.shown.to_string(),
+                });
+            };
+            let mut txn = db.begin_write().store()?;
+            // Saves the allocator state with each commit, so that the next open after a
+            // crash does not have to walk the whole file to repair it.
+            txn.set_quick_repair(true);
+            Ok(Writer {
+                txn: Some(txn),
+                shown: self.shown.clone(),
+                fault: self.fault.clone(),
+                stores_document: false,
+            })
+        })
+    }
+}
+
+/// Whether another process has the store at `path` open for writing (a `serve`, an
+/// `import`). A damaged or missing file counts as not in use.
+pub fn open_by_a_writer(path: &Path) -> bool {
+    let shown = path.display().to_string();
+    let probe = guard::guard(&shown, || match Database::builder().open_read_only(path) {
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
+        _ => Ok(false),
+    });
+    probe.unwrap_or(false)
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let db = match self.db.get_mut() {
+            Ok(slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        guarded_drop(&self.shown, db);
+    }
+}
+
+fn open_to_store(e: OpenError) -> StoreError {
+    match e {
+        OpenError::Store(e) => e,
+        OpenError::Database { source, .. } => StoreError::Db(source),
+        other => StoreError::Inconsistent(other.to_string()),
+    }
+}
+
+/// Opens (or creates) the file for reading and writing, in multi-writer mode.
+fn open_writable(
+    path: &Path,
+    shown: &str,
+    fault: Option<Arc<backend::Fault>>,
+) -> Result<Database, OpenError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        })?;
+    let opened = guard::guard(shown, || {
+        let backend = backend::Backend::new(FileBackend::new(file).store()?, fault);
+        Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .set_cache_size(CACHE_BYTES)
+            .create_with_backend(backend)
+            .store()
+    });
+    opened.map_err(|e| open_error(shown, e))
+}
+
+/// Opens an existing file without writing to it; a store that needs repair (a writer
+/// was killed) is refused by redb rather than repaired.
+fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
+    let opened = guard::guard(shown, || {
+        Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .set_cache_size(CACHE_BYTES)
+            .open_read_only(path)
+            .store()
+    });
+    opened.map_err(|e| match e {
+        StoreError::Db(db) if matches!(*db, redb::Error::RepairAborted) => OpenError::NeedsRepair {
+            path: shown.to_owned(),
+        },
+        other => open_error(shown, other),
+    })
+}
+
+fn open_error(shown: &str, e: StoreError) -> OpenError {
+    match e {
+        StoreError::Db(source) => OpenError::Database {
+            path: shown.to_owned(),
+            source,
+        },
+        other => OpenError::Store(other),
     }
 }
 
@@ -194,7 +462,7 @@ fn decoded<'k, K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
 }
 
 /// The lookups a snapshot and a write transaction both answer (a write transaction sees
-/// its own uncommitted changes).
+/// its own uncommitted changes). Every lookup runs inside the store boundary's guard.
 pub trait Lookup {
     /// Opens a table for reading.
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -202,22 +470,33 @@ pub trait Lookup {
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError>;
 
+    /// The store's path as messages print it.
+    fn shown(&self) -> &str;
+
     fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
-        decoded(&self.table(WORKSPACE)?, WORKSPACE_KEY, "workspace")
+        guard::guard(self.shown(), || {
+            decoded(&self.table(WORKSPACE)?, WORKSPACE_KEY, "workspace")
+        })
     }
 
     fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        decoded(&self.table(PROJECTS)?, key, "project")
+        guard::guard(self.shown(), || {
+            decoded(&self.table(PROJECTS)?, key, "project")
+        })
     }
 
     /// Whether a workspace was imported, without decoding it.
     fn has_workspace(&self) -> Result<bool, StoreError> {
-        Ok(self.table(WORKSPACE)?.get(WORKSPACE_KEY).store()?.is_some())
+        guard::guard(self.shown(), || {
+            Ok(self.table(WORKSPACE)?.get(WORKSPACE_KEY).store()?.is_some())
+        })
     }
 
     /// Whether the project exists, without decoding it.
     fn has_project(&self, key: &str) -> Result<bool, StoreError> {
-        Ok(self.table(PROJECTS)?.get(key).store()?.is_some())
+        guard::guard(self.shown(), || {
+            Ok(self.table(PROJECTS)?.get(key).store()?.is_some())
+        })
     }
 
     fn session(
@@ -225,11 +504,13 @@ pub trait Lookup {
         project_key: &str,
         session_ref: &str,
     ) -> Result<Option<SessionRecord>, StoreError> {
-        decoded(
-            &self.table(SESSIONS)?,
-            (project_key, session_ref),
-            "session",
-        )
+        guard::guard(self.shown(), || {
+            decoded(
+                &self.table(SESSIONS)?,
+                (project_key, session_ref),
+                "session",
+            )
+        })
     }
 
     /// A session's file and how to read it ([`codec::SessionFile`]), without its turns.
@@ -238,11 +519,13 @@ pub trait Lookup {
         project_key: &str,
         session_ref: &str,
     ) -> Result<Option<codec::SessionFile>, StoreError> {
-        let table = self.table(SESSIONS)?;
-        let value = table.get((project_key, session_ref)).store()?;
-        Ok(value
-            .map(|v| codec::decode_session_file(v.value()))
-            .transpose()?)
+        guard::guard(self.shown(), || {
+            let table = self.table(SESSIONS)?;
+            let value = table.get((project_key, session_ref)).store()?;
+            Ok(value
+                .map(|v| codec::decode_session_file(v.value()))
+                .transpose()?)
+        })
     }
 
     /// How many sessions are stored, over all projects.
@@ -255,17 +538,30 @@ pub trait Lookup {
         self.table(PROJECTS)?.len().store()
     }
 
+    /// The stored document, refused as damaged when its bytes fail their checksum.
     fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
-        decoded(&self.table(DOCUMENTS)?, rel_path, "document")
+        guard::guard(self.shown(), || {
+            let record: Option<DocumentRecord> =
+                decoded(&self.table(DOCUMENTS)?, rel_path, "document")?;
+            match record {
+                Some(doc) if !doc.intact() => Err(StoreError::Damaged {
+                    path: self.shown().to_owned(),
+                    detail: format!("the stored copy of {rel_path} fails its SHA-256 checksum"),
+                }),
+                other => Ok(other),
+            }
+        })
     }
 
     /// Relative paths of every stored document, sorted.
     fn document_paths(&self) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
-        for item in self.table(DOCUMENTS)?.iter().store()? {
-            out.push(item.store()?.0.value().to_owned());
-        }
-        Ok(out)
+        guard::guard(self.shown(), || {
+            let mut out = Vec::new();
+            for item in self.table(DOCUMENTS)?.iter().store()? {
+                out.push(item.store()?.0.value().to_owned());
+            }
+            Ok(out)
+        })
     }
 }
 
@@ -274,7 +570,11 @@ impl Lookup for Reader {
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError> {
-        self.txn.open_table(def).store()
+        self.txn()?.open_table(def).store()
+    }
+
+    fn shown(&self) -> &str {
+        &self.shown
     }
 }
 
@@ -283,109 +583,209 @@ impl Lookup for Writer {
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError> {
-        self.txn.open_table(def).store()
+        self.txn()?.open_table(def).store()
     }
+
+    fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// What [`Reader::totals`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub sessions_indexed: u64,
+    pub sessions_missing: u64,
+    pub lines_indexed: u64,
+    /// Bytes of the session files the line tables cover.
+    pub bytes_covered: u64,
+    pub documents: u64,
+    pub document_bytes: u64,
 }
 
 /// Read access to one snapshot.
 pub struct Reader {
-    txn: ReadTransaction,
+    /// Always `Some` until drop.
+    txn: Option<ReadTransaction>,
+    shown: Arc<str>,
+}
+
+/// Drops a redb value inside the guard: after redb panicked once, its destructors may
+/// panic too (a poisoned lock), and that must not abort the process.
+fn guarded_drop<T>(shown: &str, value: T) {
+    let _ = guard::guard(shown, move || {
+        drop(value);
+        Ok(())
+    });
+}
+
+fn ended() -> StoreError {
+    StoreError::Inconsistent("the transaction has already ended".to_owned())
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        guarded_drop(&self.shown, self.txn.take());
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        guarded_drop(&self.shown, self.txn.take());
+    }
+}
+
+impl Drop for LineSink<'_> {
+    fn drop(&mut self) {
+        guarded_drop(&self.shown, self.table.take());
+    }
 }
 
 impl Reader {
+    fn txn(&self) -> Result<&ReadTransaction, StoreError> {
+        self.txn.as_ref().ok_or_else(ended)
+    }
+
     /// Every session of a project, in index order.
     pub fn sessions(&self, project: &ProjectRecord) -> Result<Vec<SessionRecord>, StoreError> {
-        let mut out = Vec::with_capacity(project.session_refs.len());
-        for session_ref in &project.session_refs {
-            if let Some(record) = self.session(&project.key, session_ref)? {
-                out.push(record);
+        guard::guard(&self.shown.clone(), || {
+            let mut out = Vec::with_capacity(project.session_refs.len());
+            for session_ref in &project.session_refs {
+                if let Some(record) = self.session(&project.key, session_ref)? {
+                    out.push(record);
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Line entries `first..=last` (1-based) of an indexed file.
     pub fn lines(&self, file_id: u64, first: u64, last: u64) -> Result<Vec<LineEntry>, StoreError> {
-        let mut out = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
-        if first == 0 || last < first {
-            return Ok(out);
-        }
-        let table = self.txn.open_table(LINE_BLOCKS).store()?;
-        let (first_block, last_block) =
-            ((first - 1) / LINES_PER_BLOCK, (last - 1) / LINES_PER_BLOCK);
-        for item in table
-            .range((file_id, first_block)..=(file_id, last_block))
-            .store()?
-        {
-            let (key, value) = item.store()?;
-            let block_first = key.value().1 * LINES_PER_BLOCK + 1;
-            // The entries of lines first..=last that this block holds, decoded alone.
-            let skip = first.saturating_sub(block_first);
-            let take = (last + 1).saturating_sub(block_first.max(first));
-            out.extend(codec::decode_lines_range(value.value(), skip, take)?);
-        }
-        Ok(out)
+        guard::guard(&self.shown.clone(), || {
+            let mut out = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
+            if first == 0 || last < first {
+                return Ok(out);
+            }
+            let table = self.txn()?.open_table(LINE_BLOCKS).store()?;
+            let (first_block, last_block) =
+                ((first - 1) / LINES_PER_BLOCK, (last - 1) / LINES_PER_BLOCK);
+            for item in table
+                .range((file_id, first_block)..=(file_id, last_block))
+                .store()?
+            {
+                let (key, value) = item.store()?;
+                let block_first = key.value().1 * LINES_PER_BLOCK + 1;
+                // The entries of lines first..=last that this block holds, decoded alone.
+                let skip = first.saturating_sub(block_first);
+                let take = (last + 1).saturating_sub(block_first.max(first));
+                out.extend(codec::decode_lines_range(value.value(), skip, take)?);
+            }
+            Ok(out)
+        })
     }
 
     /// Entry count of every table, for `dump`.
     pub fn counts(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
-        Ok(vec![
-            ("meta", self.txn.open_table(META).store()?.len().store()?),
-            (
-                "workspace",
-                self.txn.open_table(WORKSPACE).store()?.len().store()?,
-            ),
-            (
-                "projects",
-                self.txn.open_table(PROJECTS).store()?.len().store()?,
-            ),
-            (
-                "sessions",
-                self.txn.open_table(SESSIONS).store()?.len().store()?,
-            ),
-            (
-                "line_blocks",
-                self.txn.open_table(LINE_BLOCKS).store()?.len().store()?,
-            ),
-            (
-                "documents",
-                self.txn.open_table(DOCUMENTS).store()?.len().store()?,
-            ),
-        ])
+        guard::guard(&self.shown.clone(), || {
+            Ok(vec![
+                ("meta", self.txn()?.open_table(META).store()?.len().store()?),
+                (
+                    "workspace",
+                    self.txn()?.open_table(WORKSPACE).store()?.len().store()?,
+                ),
+                (
+                    "projects",
+                    self.txn()?.open_table(PROJECTS).store()?.len().store()?,
+                ),
+                (
+                    "sessions",
+                    self.txn()?.open_table(SESSIONS).store()?.len().store()?,
+                ),
+                (
+                    "line_blocks",
+                    self.txn()?.open_table(LINE_BLOCKS).store()?.len().store()?,
+                ),
+                (
+                    "documents",
+                    self.txn()?.open_table(DOCUMENTS).store()?.len().store()?,
+                ),
+            ])
+        })
+    }
+
+    /// Totals over every session's file record and every document, for `dump --stats`.
+    pub fn totals(&self) -> Result<Totals, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut totals = Totals::default();
+            for item in self.txn()?.open_table(SESSIONS).store()?.iter().store()? {
+                let (_, value) = item.store()?;
+                match codec::decode_session_file(value.value())?.file {
+                    FileState::Indexed(file) => {
+                        totals.sessions_indexed += 1;
+                        totals.lines_indexed += file.lines;
+                        totals.bytes_covered += file.size;
+                    }
+                    FileState::Missing => totals.sessions_missing += 1,
+                }
+            }
+            for item in self.txn()?.open_table(DOCUMENTS).store()?.iter().store()? {
+                let (_, value) = item.store()?;
+                let doc: DocumentRecord = codec::decode("document", value.value())?;
+                totals.documents += 1;
+                totals.document_bytes += doc.bytes.len() as u64;
+            }
+            Ok(totals)
+        })
     }
 
     pub fn schema_version(&self) -> Result<Option<u64>, StoreError> {
-        let table = self.txn.open_table(META).store()?;
-        Ok(table.get("schema_version").store()?.map(|v| v.value()))
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(META).store()?;
+            Ok(table.get("schema_version").store()?.map(|v| v.value()))
+        })
     }
 }
 
 /// One write transaction: nothing is visible to anyone until [`Writer::commit`].
 pub struct Writer {
-    txn: WriteTransaction,
+    /// Always `Some` until commit or drop.
+    txn: Option<WriteTransaction>,
+    shown: Arc<str>,
+    fault: Option<Arc<backend::Fault>>,
+    stores_document: bool,
 }
 
 impl Writer {
+    fn txn(&self) -> Result<&WriteTransaction, StoreError> {
+        self.txn.as_ref().ok_or_else(ended)
+    }
+
     pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(WORKSPACE).store()?;
-        table
-            .insert(WORKSPACE_KEY, codec::encode(record).as_slice())
-            .store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(WORKSPACE).store()?;
+            table
+                .insert(WORKSPACE_KEY, codec::encode(record).as_slice())
+                .store()?;
+            Ok(())
+        })
     }
 
     pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(PROJECTS).store()?;
-        table
-            .insert(record.key.as_str(), codec::encode(record).as_slice())
-            .store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(PROJECTS).store()?;
+            table
+                .insert(record.key.as_str(), codec::encode(record).as_slice())
+                .store()?;
+            Ok(())
+        })
     }
 
     pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(PROJECTS).store()?;
-        table.remove(key).store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(PROJECTS).store()?;
+            table.remove(key).store()?;
+            Ok(())
+        })
     }
 
     pub fn put_session(
@@ -393,33 +793,39 @@ impl Writer {
         project_key: &str,
         record: &SessionRecord,
     ) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(SESSIONS).store()?;
-        let key = (project_key, record.session.session_ref.as_str());
-        table
-            .insert(key, codec::encode(record).as_slice())
-            .store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(SESSIONS).store()?;
+            let key = (project_key, record.session.session_ref.as_str());
+            table
+                .insert(key, codec::encode(record).as_slice())
+                .store()?;
+            Ok(())
+        })
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
     pub fn all_sessions(&self) -> Result<Vec<(String, SessionRecord)>, StoreError> {
-        let table = self.txn.open_table(SESSIONS).store()?;
-        let mut out = Vec::new();
-        for item in table.iter().store()? {
-            let (key, value) = item.store()?;
-            let record: SessionRecord = codec::decode("session", value.value())?;
-            out.push((key.value().0.to_owned(), record));
-        }
-        Ok(out)
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(SESSIONS).store()?;
+            let mut out = Vec::new();
+            for item in table.iter().store()? {
+                let (key, value) = item.store()?;
+                let record: SessionRecord = codec::decode("session", value.value())?;
+                out.push((key.value().0.to_owned(), record));
+            }
+            Ok(out)
+        })
     }
 
     pub fn all_projects(&self) -> Result<Vec<String>, StoreError> {
-        let table = self.txn.open_table(PROJECTS).store()?;
-        let mut out = Vec::new();
-        for item in table.iter().store()? {
-            out.push(item.store()?.0.value().to_owned());
-        }
-        Ok(out)
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(PROJECTS).store()?;
+            let mut out = Vec::new();
+            for item in table.iter().store()? {
+                out.push(item.store()?.0.value().to_owned());
+            }
+            Ok(out)
+        })
     }
 
     pub fn remove_session(
@@ -427,37 +833,46 @@ impl Writer {
         project_key: &str,
         session_ref: &str,
     ) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(SESSIONS).store()?;
-        table.remove((project_key, session_ref)).store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(SESSIONS).store()?;
+            table.remove((project_key, session_ref)).store()?;
+            Ok(())
+        })
     }
 
     /// A fresh file id for a new line table.
     pub fn new_file_id(&mut self) -> Result<u64, StoreError> {
-        let mut table = self.txn.open_table(META).store()?;
-        let id = table.get("next_file_id").store()?.map_or(1, |v| v.value());
-        table.insert("next_file_id", id + 1).store()?;
-        Ok(id)
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(META).store()?;
+            let id = table.get("next_file_id").store()?.map_or(1, |v| v.value());
+            table.insert("next_file_id", id + 1).store()?;
+            Ok(id)
+        })
     }
 
     /// Starts writing the line table of `file_id`, block by block as lines arrive.
     pub fn line_sink(&mut self, file_id: u64) -> Result<LineSink<'_>, StoreError> {
-        Ok(LineSink {
-            table: self.txn.open_table(LINE_BLOCKS).store()?,
-            file_id,
-            next_block: 0,
-            pending: Vec::with_capacity(LINES_PER_BLOCK as usize),
-            digest: Sha256::new(),
+        guard::guard(&self.shown.clone(), || {
+            Ok(LineSink {
+                shown: self.shown.clone(),
+                table: Some(self.txn()?.open_table(LINE_BLOCKS).store()?),
+                file_id,
+                next_block: 0,
+                pending: Vec::with_capacity(LINES_PER_BLOCK as usize),
+                digest: Sha256::new(),
+            })
         })
     }
 
     /// Deletes the line table of `file_id`.
     pub fn delete_lines(&mut self, file_id: u64) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(LINE_BLOCKS).store()?;
-        table
-            .retain_in((file_id, 0)..=(file_id, u64::MAX), |_, _| false)
-            .store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(LINE_BLOCKS).store()?;
+            table
+                .retain_in((file_id, 0)..=(file_id, u64::MAX), |_, _| false)
+                .store()?;
+            Ok(())
+        })
     }
 
     pub fn put_document(
@@ -465,28 +880,42 @@ impl Writer {
         rel_path: &str,
         record: &DocumentRecord,
     ) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(DOCUMENTS).store()?;
-        table
-            .insert(rel_path, codec::encode(record).as_slice())
-            .store()?;
-        Ok(())
+        self.stores_document = true;
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(DOCUMENTS).store()?;
+            table
+                .insert(rel_path, codec::encode(record).as_slice())
+                .store()?;
+            Ok(())
+        })
     }
 
     pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
-        let mut table = self.txn.open_table(DOCUMENTS).store()?;
-        table.remove(rel_path).store()?;
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(DOCUMENTS).store()?;
+            table.remove(rel_path).store()?;
+            Ok(())
+        })
     }
 
     /// Makes everything written visible, durably, as one step.
-    pub fn commit(self) -> Result<(), StoreError> {
-        self.txn.commit().store()
+    pub fn commit(mut self) -> Result<(), StoreError> {
+        if let Some(fault) = self.fault.as_ref().filter(|_| self.stores_document) {
+            fault.before_commit();
+        }
+        let shown = self.shown.clone();
+        guard::guard(&shown, move || match self.txn.take() {
+            Some(txn) => txn.commit().store(),
+            None => Err(ended()),
+        })
     }
 }
 
 /// Receives a file's line entries in order and stores them in blocks.
 pub struct LineSink<'w> {
-    table: redb::Table<'w, (u64, u64), &'static [u8]>,
+    shown: Arc<str>,
+    /// Always `Some` until drop.
+    table: Option<redb::Table<'w, (u64, u64), &'static [u8]>>,
     file_id: u64,
     next_block: u64,
     pending: Vec<LineEntry>,
@@ -503,23 +932,30 @@ impl LineSink<'_> {
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let bytes = codec::encode_lines(&self.pending);
-        self.digest.update(&bytes);
-        self.table
-            .insert((self.file_id, self.next_block), bytes.as_slice())
-            .store()?;
-        self.next_block += 1;
-        self.pending.clear();
-        Ok(())
+        guard::guard(&self.shown.clone(), || {
+            if self.pending.is_empty() {
+                return Ok(());
+            }
+            let bytes = codec::encode_lines(&self.pending);
+            self.digest.update(&bytes);
+            self.table
+                .as_mut()
+                .ok_or_else(ended)?
+                .insert((self.file_id, self.next_block), bytes.as_slice())
+                .store()?;
+            self.next_block += 1;
+            self.pending.clear();
+            Ok(())
+        })
     }
 
     /// Stores the last partial block; returns the digest of the whole line table.
     pub fn finish(mut self) -> Result<[u8; 32], StoreError> {
-        self.flush()?;
-        Ok(self.digest.finalize().into())
+        let shown = self.shown.clone();
+        guard::guard(&shown, move || {
+            self.flush()?;
+            Ok(std::mem::take(&mut self.digest).finalize().into())
+        })
     }
 }
 
@@ -627,6 +1063,7 @@ mod tests {
         std::fs::copy(&fixture, &copy).unwrap();
         let store = Store::open(&copy).unwrap();
         let reader = store.reader().unwrap();
+        // Opening migrates it to the current schema.
         assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
         let workspace = reader.workspace().unwrap().expect("imported workspace");
         assert_eq!(workspace.project_keys, ["Demo-0123456789ab"]);

@@ -6,7 +6,7 @@
 use redb::TableDefinition;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Store-level counters: `schema_version`, `next_file_id`.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");

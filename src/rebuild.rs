@@ -1,0 +1,131 @@
+//! `import --rebuild`: a fresh store built from the workspace files alone, put in place
+//! of the old one (damaged, or simply distrusted) in one rename.
+//!
+//! Servers must not be running, and a rebuild refuses to start while another process has
+//! the store open for writing. One that starts during the rebuild (the check is not a
+//! lock) keeps the old file open, its inode living on after the rename: it goes on
+//! answering from the old store, and a write it makes reaches the card file on disk and
+//! the discarded old store, never the new one. The new store adopts that card file the
+//! next time a tool or `import` reads it, but `export` run before that would overwrite it
+//! with the new store's older copy. Stop every `serve`, rebuild, then start them again.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::import::{self, ImportError, ImportOptions, ImportReport, Progress};
+use crate::store::{OpenError, Store};
+use crate::workspace::WorkspaceRoot;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    #[error(
+        "another process (an `evidence-store serve` or `import`) has {path} open; stop every \
+         server first: a server left running would keep answering from, and writing to, \
+         the replaced file"
+    )]
+    InUse { path: String },
+    #[error("cannot put the rebuilt store {temp} in place of {path}: {source}")]
+    Replace {
+        temp: String,
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The scratch file a rebuild of `store` writes before renaming it into place.
+pub fn temp_store_path(store: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(store.file_name().unwrap_or_default());
+    name.push(format!(".rebuild-{}", std::process::id()));
+    store.with_file_name(name)
+}
+
+/// Builds a new store from the workspace (every session file hashed, every document
+/// adopted from disk) beside `store_path`, then renames it over `store_path`. On any
+/// failure the old store is left as it was and the scratch file is removed.
+pub fn rebuild(
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    progress: &dyn Progress,
+) -> Result<ImportReport, RebuildError> {
+    if crate::store::open_by_a_writer(store_path) {
+        return Err(RebuildError::InUse {
+            path: store_path.display().to_string(),
+        });
+    }
+    let temp = temp_store_path(store_path);
+    let _ = std::fs::remove_file(&temp);
+    remove_abandoned_scratch(store_path);
+    let result = build_and_replace(root, store_path, &temp, progress);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn build_and_replace(
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    temp: &Path,
+    progress: &dyn Progress,
+) -> Result<ImportReport, RebuildError> {
+    let report = {
+        let store = Store::open(temp)?;
+        import::import(root, &store, ImportOptions { rehash: true }, progress)?
+    };
+    let replace_error = |source| RebuildError::Replace {
+        temp: temp.display().to_string(),
+        path: store_path.display().to_string(),
+        source,
+    };
+    File::open(temp)
+        .and_then(|f| f.sync_all())
+        .map_err(replace_error)?;
+    std::fs::rename(temp, store_path).map_err(replace_error)?;
+    let dir = store_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(replace_error)?;
+    Ok(report)
+}
+
+/// Removes scratch files of rebuilds that were killed: those whose process is gone. (A
+/// reused process id only leaves a file behind for a later rebuild to remove.)
+fn remove_abandoned_scratch(store_path: &Path) {
+    let (Some(dir), Some(name)) = (store_path.parent(), store_path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.rebuild-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_string_lossy()
+            .strip_prefix(&prefix)
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let alive = pid.parse::<u32>().is_ok_and(|pid| {
+            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if !alive {
+            tracing::info!(path = %entry.path().display(), "removing an abandoned rebuild");
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
