@@ -7,6 +7,8 @@
 pub mod args;
 mod stdio;
 
+pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
+
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
@@ -58,7 +60,7 @@ pub struct ReadSessionLinesArgs {
     start_line: Arg<i64>,
     #[schemars(title = "End Line")]
     end_line: Arg<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "args::present")]
     #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
     mode: Arg<ModeArg>,
 }
@@ -160,8 +162,6 @@ impl Lazy {
 pub struct Server {
     service: Arc<Lazy>,
     tool_router: ToolRouter<Server>,
-    /// The transport's table of streamed results, when it has one ([`stdio::Stdio`]).
-    prepared: Option<Arc<stdio::Prepared>>,
 }
 
 impl Server {
@@ -174,7 +174,6 @@ impl Server {
                 start: Mutex::new(Some(Box::new(start))),
             }),
             tool_router: Self::tool_router(),
-            prepared: None,
         }
     }
 
@@ -417,24 +416,10 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Over
-        // this server's own stdio it is printed directly as the JSON string the message
-        // carries, and streamed: the transport sends each piece as it is printed.
-        let text = match &self.prepared {
-            Some(prepared) => {
-                let service = self.service.get().await?;
-                let (placeholder, sender) = prepared.stream();
-                tokio::task::spawn_blocking(move || {
-                    service.read_session_json_pieces(&request, |piece| sender.send(piece));
-                    sender.finish();
-                });
-                placeholder
-            }
-            None => {
-                self.call(move |service| service.read_session_text(&request))
-                    .await?
-            }
-        };
+        // Made on the blocking pool: a 2000-line answer is over a megabyte.
+        let text = self
+            .call(move |service| service.read_session_text(&request))
+            .await?;
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
@@ -495,10 +480,14 @@ pub async fn serve_stdio(
     if let Err(e) = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20) {
         tracing::debug!(error = %e, "stdout keeps its buffer size");
     }
-    let transport = stdio::Stdio::new(tokio::io::stdin(), stdout)?;
-    let mut server = Server::new(start);
-    server.prepared = Some(transport.prepared());
-    run(server, transport, shutdown).await
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let transport = stdio::Stdio::new(stdin, stdout)?;
+    let output_failed = transport.output_failed();
+    run(Server::new(start), transport, shutdown).await?;
+    if output_failed() {
+        anyhow::bail!("stdout failed before every answer was written");
+    }
+    Ok(())
 }
 
 /// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.
