@@ -77,21 +77,6 @@ impl Service {
         }
     }
 
-    /// The JSON string of that text, without its quotes, in pieces as they are printed
-    /// ([`read::read_session_json_pieces`]).
-    pub fn read_session_json_pieces(
-        &self,
-        request: &ReadRequest,
-        mut emit: impl FnMut(String) -> bool,
-    ) {
-        match &self.state {
-            Ok(store) => read::read_session_json_pieces(store, &self.root.path, request, emit),
-            Err(problem) => {
-                emit(unavailable(problem).to_json_content());
-            }
-        }
-    }
-
     /// `write_evidence`: parse the chain, then in one store transaction resolve it, sync
     /// and check the existing card, replace the card file and commit.
     pub fn write_evidence(
