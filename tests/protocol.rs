@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{BIN, PROJECT, Workspace};
+use evidence_store::mcp::DEPTH_MAX;
 use serde_json::{Value, json};
 
 /// A `serve` process spoken to line by line.
@@ -235,7 +236,7 @@ fn deeply_nested_arguments_are_answered() {
     let mut raw = Raw::start(&ws);
     // 200 levels inside a tool argument, and nearly the most a message may have: each is
     // taken whole through the write path (parse, convert, validate, store, drop).
-    for (id, depth) in [(1, 200), (2, stdio_depth_max() - 10)] {
+    for (id, depth) in [(1, 200), (2, DEPTH_MAX - 10)] {
         raw.send(&call(
             id,
             "write_evidence",
@@ -267,11 +268,6 @@ fn deeply_nested_arguments_are_answered() {
     );
     let (_, status) = raw.finish();
     assert!(status.success());
-}
-
-fn stdio_depth_max() -> usize {
-    // Kept in step with `DEPTH_MAX` in src/mcp/stdio.rs.
-    1000
 }
 
 fn read_args(id: u64, pad: usize) -> String {

@@ -19,7 +19,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rmcp::RoleServer;
-use rmcp::model::{JsonRpcMessage, RequestId};
+use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -36,7 +36,7 @@ pub const LINE_MAX: usize = 16 << 20;
 pub const DEPTH_MAX: usize = 1000;
 /// Stack of the reader and writer threads: parsing, converting and dropping a message
 /// recurse once per level of nesting, up to [`DEPTH_MAX`].
-pub const STACK_BYTES: usize = 64 << 20;
+pub const STACK_BYTES: usize = 16 << 20;
 /// Bytes of an over-long line kept to find its `id`.
 const HEAD_KEPT: usize = 64 << 10;
 
@@ -152,10 +152,10 @@ enum Outgoing {
     Line(Vec<u8>),
 }
 
-/// The writer thread: each message encoded whole, then written with one `write_all`, so
-/// a line is either whole or the output has failed (and nothing follows it).
+/// The writer thread: each message encoded whole, then written, so a line is either
+/// whole or the output has failed (and nothing follows it).
 fn write_all_in_order(mut out: impl Write, jobs: std::sync::mpsc::Receiver<Job>, gate: &Gate) {
-    let mut line = Vec::new();
+    let mut buf = Vec::new();
     while let Ok(job) = jobs.recv() {
         let result = if gate.failed() {
             Err(io::Error::new(
@@ -163,20 +163,11 @@ fn write_all_in_order(mut out: impl Write, jobs: std::sync::mpsc::Receiver<Job>,
                 "the output failed",
             ))
         } else {
-            let encoded = match job.message {
-                Outgoing::Message(message) => {
-                    line.clear();
-                    serde_json::to_writer(&mut line, &message)
-                        .map(|()| line.push(b'\n'))
-                        .map_err(io::Error::other)
-                        .map(|()| line.as_slice())
-                }
-                Outgoing::Line(ref bytes) => Ok(bytes.as_slice()),
-            };
-            let written = encoded.and_then(|bytes| {
-                out.write_all(bytes)?;
-                out.flush()
-            });
+            let written = match job.message {
+                Outgoing::Message(message) => write_message(&mut out, *message, &mut buf),
+                Outgoing::Line(bytes) => out.write_all(&bytes),
+            }
+            .and_then(|()| out.flush());
             if let Err(e) = &written {
                 tracing::error!(error = %e, "cannot write to stdout");
                 gate.fail();
@@ -184,14 +175,83 @@ fn write_all_in_order(mut out: impl Write, jobs: std::sync::mpsc::Receiver<Job>,
             written
         };
         // A huge answer does not keep its buffer.
-        if line.capacity() > 4 << 20 {
-            line = Vec::new();
+        if buf.capacity() > 4 << 20 {
+            buf = Vec::new();
         }
         gate.release(job.release);
         if let Some(done) = job.done {
             let _ = done.send(result);
         }
     }
+}
+
+/// Texts at least this long are escaped apart from their message (see [`write_message`]).
+const SPLICE_MIN: usize = 64 << 10;
+
+/// Writes what serde_json writes for `message`, and a newline. A tool result whose only
+/// content is one long text (a read's answer, megabytes) is written as serde_json's
+/// message with an empty text, with the text's escaped content put between that
+/// member's quotes: the same bytes, escaped by [`crate::pyjson::write_string_content`],
+/// which tests whole blocks of bytes at once, several times faster than serde_json's
+/// byte-by-byte escaping.
+fn write_message(
+    out: &mut impl Write,
+    mut message: TxJsonRpcMessage<RoleServer>,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    buf.clear();
+    let text = match only_text(&mut message) {
+        Some(text) if text.len() >= SPLICE_MIN => std::mem::take(text),
+        _ => String::new(),
+    };
+    serde_json::to_writer(&mut *buf, &message).map_err(io::Error::other)?;
+    buf.push(b'\n');
+    if text.is_empty() {
+        return out.write_all(buf);
+    }
+    // `"text":""` outside a string is only the emptied member: inside a string every
+    // quote is escaped. A message holding it twice (a key of other content) never
+    // happens for a single-text result, and would not be spliced.
+    const MEMBER: &[u8] = b"\"text\":\"\"";
+    let mut found = memchr::memmem::find_iter(buf.as_slice(), MEMBER);
+    let (Some(at), None) = (found.next(), found.next()) else {
+        let restored = restore_text(message, text);
+        buf.clear();
+        serde_json::to_writer(&mut *buf, &restored).map_err(io::Error::other)?;
+        buf.push(b'\n');
+        return out.write_all(buf);
+    };
+    let split = at + MEMBER.len() - 1;
+    let mut escaped = String::with_capacity(text.len() + text.len() / 8);
+    crate::pyjson::write_string_content(&mut escaped, &text);
+    drop(text);
+    out.write_all(&buf[..split])?;
+    out.write_all(escaped.as_bytes())?;
+    out.write_all(&buf[split..])
+}
+
+/// The text of a tool result whose only content is one text.
+fn only_text(message: &mut TxJsonRpcMessage<RoleServer>) -> Option<&mut String> {
+    let JsonRpcMessage::Response(response) = message else {
+        return None;
+    };
+    let ServerResult::CallToolResult(result) = &mut response.result else {
+        return None;
+    };
+    let [ContentBlock::Text(content)] = result.content.as_mut_slice() else {
+        return None;
+    };
+    Some(&mut content.text)
+}
+
+fn restore_text(
+    mut message: TxJsonRpcMessage<RoleServer>,
+    text: String,
+) -> TxJsonRpcMessage<RoleServer> {
+    if let Some(slot) = only_text(&mut message) {
+        *slot = text;
+    }
+    message
 }
 
 /// A server transport over `read` and `write` (stdin and stdout in `serve`).
@@ -788,6 +848,43 @@ mod tests {
                 expect,
                 "{}",
                 String::from_utf8_lossy(&line[..line.len().min(200)])
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_written_as_serde_json_writes_it() {
+        use rmcp::model::{CallToolResult, NumberOrString};
+        let awkward = "quote \" backslash \\ newline \n nul \0 us \u{1f} del \u{7f} é 😀 \u{2028} ";
+        let big = awkward.repeat(4000);
+        let response = |text: String, id: NumberOrString| -> TxJsonRpcMessage<RoleServer> {
+            JsonRpcMessage::response(
+                ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(
+                    text,
+                )])),
+                id,
+            )
+        };
+        let cases = [
+            (big.clone(), NumberOrString::Number(7)),
+            ("small".to_owned(), NumberOrString::Number(8)),
+            // The member's spelling inside the text or the id does not move the splice.
+            (
+                format!("\"text\":\"\"{big}"),
+                NumberOrString::String("\"text\":\"\"".into()),
+            ),
+            (String::new(), NumberOrString::Number(9)),
+        ];
+        for (text, id) in cases {
+            let message = response(text, id);
+            let mut expect = serde_json::to_vec(&message).unwrap();
+            expect.push(b'\n');
+            let mut got = Vec::new();
+            write_message(&mut got, message, &mut Vec::new()).unwrap();
+            assert!(
+                got == expect,
+                "{}",
+                String::from_utf8_lossy(&got[..80.min(got.len())])
             );
         }
     }
