@@ -156,37 +156,63 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
 }
 
 /// [`read_session_lines`]'s result as prompt-diary prints it: JSON indented by two
-/// spaces, byte-identical to `serde_json::to_string_pretty` of the result. Every
-/// requested line is read and checked first (on two threads, chunk by chunk, each chunk
-/// one positioned read of exactly its lines' bytes); then the records are printed
-/// straight from the lines, chunk by chunk on two threads, and joined in order.
+/// spaces, byte-identical to `serde_json::to_string_pretty` of the result.
 pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
+    let mut out = String::new();
+    read_session_pieces(store, root, req, |piece| {
+        out.push_str(piece);
+        true
+    });
+    out
+}
+
+/// [`read_session_text`] handed to `emit` in pieces, in order, each as soon as it is
+/// printed, so that a transport can send the first while the rest are made. Every
+/// requested line is read and checked first (on two threads, chunk by chunk, each chunk
+/// one positioned read of exactly its lines' bytes): a rejected read is one whole
+/// answer, and no piece is ever taken back. Then the records are printed straight from
+/// the lines, chunk by chunk on two threads. `emit` returns false when the rest is not
+/// wanted.
+pub fn read_session_pieces(
+    store: &Store,
+    root: &Path,
+    req: &ReadRequest,
+    mut emit: impl FnMut(&str) -> bool,
+) {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
-        Planned::Answer(answer) => return answer.to_pretty_json(),
+        Planned::Answer(answer) => {
+            emit(&answer.to_pretty_json());
+            return;
+        }
     };
     let mut buf = Vec::new();
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
-        Err(failure) => return failure.answer(req).to_pretty_json(),
+        Err(failure) => {
+            emit(&failure.answer(req).to_pretty_json());
+            return;
+        }
     };
-    let held: usize = chunks.iter().map(|c| c.bytes.len()).sum();
-    let mut out = String::with_capacity(held / 2 + held / 8 + 1024);
-    pretty::ok_members(&mut out, &ReadOk::new(req, Records::Full(Vec::new())));
-    out.push('[');
-    parallel::for_each_ordered(
+    let mut head = String::new();
+    pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
+    head.push('[');
+    if !emit(&head) {
+        return;
+    }
+    let all = parallel::for_each_ordered(
         chunks.len(),
         || (),
         |(), i| plan.print_checked(&chunks[i], req.mode),
-        |piece| {
-            out.push_str(&piece);
-            true
-        },
+        |piece| emit(&piece),
     );
-    out.newline(2);
-    out.push(']');
-    pretty::close_ok(&mut out);
-    out
+    if all {
+        let mut tail = String::new();
+        tail.newline(2);
+        tail.push(']');
+        pretty::close_ok(&mut tail);
+        emit(&tail);
+    }
 }
 
 /// Either the lines to read or the answer without reading them.

@@ -77,6 +77,17 @@ impl Service {
         }
     }
 
+    /// [`Service::read_session_text`] in pieces as they are printed
+    /// ([`read::read_session_pieces`]).
+    pub fn read_session_pieces(&self, request: &ReadRequest, mut emit: impl FnMut(&str) -> bool) {
+        match &self.state {
+            Ok(store) => read::read_session_pieces(store, &self.root.path, request, emit),
+            Err(problem) => {
+                emit(&unavailable(problem).to_pretty_json());
+            }
+        }
+    }
+
     /// `write_evidence`: parse the chain, then in one store transaction resolve it, sync
     /// and check the existing card, replace the card file and commit.
     pub fn write_evidence(

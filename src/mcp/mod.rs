@@ -162,6 +162,8 @@ impl Lazy {
 pub struct Server {
     service: Arc<Lazy>,
     tool_router: ToolRouter<Server>,
+    /// Streams a read's text to this server's own stdio ([`stdio::Streamer`]).
+    streamer: Option<stdio::Streamer>,
 }
 
 impl Server {
@@ -174,6 +176,7 @@ impl Server {
                 start: Mutex::new(Some(Box::new(start))),
             }),
             tool_router: Self::tool_router(),
+            streamer: None,
         }
     }
 
@@ -396,6 +399,7 @@ impl Server {
     )]
     async fn read_session_lines(
         &self,
+        context: RequestContext<RoleServer>,
         Parameters(args): Parameters<ReadSessionLinesArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut errors = ArgErrors::default();
@@ -416,10 +420,25 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        // Made on the blocking pool: a 2000-line answer is over a megabyte.
-        let text = self
-            .call(move |service| service.read_session_text(&request))
-            .await?;
+        // Made on the blocking pool: a 2000-line answer is over a megabyte. Over this
+        // server's stdio it is streamed: the transport sends the message up to the text
+        // at once, then each piece as it is printed, overlapping the making, the writing
+        // and the client's reading.
+        let stream = self.streamer.as_ref().and_then(|s| s.stream(&context.id));
+        let text = match stream {
+            Some((text, sender)) => {
+                let service = self.service.get().await?;
+                tokio::task::spawn_blocking(move || {
+                    service.read_session_pieces(&request, |piece| sender.send(piece));
+                    sender.finish();
+                });
+                text
+            }
+            None => {
+                self.call(move |service| service.read_session_text(&request))
+                    .await?
+            }
+        };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
@@ -483,7 +502,9 @@ pub async fn serve_stdio(
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let transport = stdio::Stdio::new(stdin, stdout)?;
     let output_failed = transport.output_failed();
-    run(Server::new(start), transport, shutdown).await?;
+    let mut server = Server::new(start);
+    server.streamer = Some(transport.streamer());
+    run(server, transport, shutdown).await?;
     if output_failed() {
         anyhow::bail!("stdout failed before every answer was written");
     }

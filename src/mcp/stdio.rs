@@ -13,9 +13,10 @@
 //! back, then reports the end to rmcp: every started answer is written before `serve`
 //! returns, and a failed write is reported as an error.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rmcp::RoleServer;
@@ -58,6 +59,8 @@ struct GateState {
     ids: HashSet<RequestId>,
     /// The output failed: nothing more can be answered.
     failed: bool,
+    /// Texts being made for the answers to these requests (see [`Streamer`]).
+    streams: HashMap<RequestId, Receiver<Piece>>,
 }
 
 /// Which slot a written message gives back.
@@ -118,6 +121,8 @@ impl Gate {
             Release::None => return,
             Release::Slot => state.taken = state.taken.saturating_sub(1),
             Release::Id(id) => {
+                // An unanswered text's maker learns that nobody listens.
+                state.streams.remove(&id);
                 if !state.ids.remove(&id) {
                     return;
                 }
@@ -164,7 +169,11 @@ fn write_all_in_order(mut out: impl Write, jobs: std::sync::mpsc::Receiver<Job>,
             ))
         } else {
             let written = match job.message {
-                Outgoing::Message(message) => write_message(&mut out, *message, &mut buf),
+                Outgoing::Message(message) => {
+                    let stream =
+                        streamed_id(&message).and_then(|id| gate.lock().streams.remove(&id));
+                    write_message(&mut out, *message, stream, &mut buf)
+                }
                 Outgoing::Line(bytes) => out.write_all(&bytes),
             }
             .and_then(|()| out.flush());
@@ -197,16 +206,17 @@ const SPLICE_MIN: usize = 64 << 10;
 fn write_message(
     out: &mut impl Write,
     mut message: TxJsonRpcMessage<RoleServer>,
+    stream: Option<Receiver<Piece>>,
     buf: &mut Vec<u8>,
 ) -> io::Result<()> {
     buf.clear();
     let text = match only_text(&mut message) {
-        Some(text) if text.len() >= SPLICE_MIN => std::mem::take(text),
+        Some(text) if stream.is_some() || text.len() >= SPLICE_MIN => std::mem::take(text),
         _ => String::new(),
     };
     serde_json::to_writer(&mut *buf, &message).map_err(io::Error::other)?;
     buf.push(b'\n');
-    if text.is_empty() {
+    if text.is_empty() && stream.is_none() {
         return out.write_all(buf);
     }
     // `"text":""` outside a string is only the emptied member: inside a string every
@@ -222,6 +232,21 @@ fn write_message(
         return out.write_all(buf);
     };
     let split = at + MEMBER.len() - 1;
+    if let Some(pieces) = stream {
+        out.write_all(&buf[..split])?;
+        loop {
+            match pieces.recv() {
+                Ok(Some(piece)) => out.write_all(piece.as_bytes())?,
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::error!("a streamed tool result ended unfinished");
+                    out.write_all(UNFINISHED.as_bytes())?;
+                    break;
+                }
+            }
+        }
+        return out.write_all(&buf[split..]);
+    }
     let mut escaped = String::with_capacity(text.len() + text.len() / 8);
     crate::pyjson::write_string_content(&mut escaped, &text);
     drop(text);
@@ -252,6 +277,73 @@ fn restore_text(
         *slot = text;
     }
     message
+}
+
+/// One piece of a streamed text (JSON string content), or its end.
+type Piece = Option<String>;
+
+/// Ends a text whose maker stopped before finishing it (a bug: it panicked), so that the
+/// message is still valid JSON and the client sees what happened.
+const UNFINISHED: &str =
+    "\\n[evidence-store: this result could not be completed; see the server log]";
+/// The text of a tool result whose text is streamed: any text the writer would not
+/// take for a finished answer's (an answer's text starts with `{`).
+const STREAMED: &str = "\0evidence-store:streamed\0";
+/// Pieces a text's maker may be ahead of the writer.
+const PIECES_AHEAD: usize = 8;
+
+/// Lets a tool stream its result's text: the writer sends the message up to the text as
+/// soon as the tool returns, then each piece as it is made. Keyed by the request's id,
+/// whose slot bounds the streams; a cancelled request's stream is dropped with its
+/// slot, and its maker learns that nobody listens.
+#[derive(Clone)]
+pub struct Streamer(Arc<Gate>);
+
+/// Where a tool sends the pieces of its streamed text.
+pub struct PieceSender(SyncSender<Piece>);
+
+impl PieceSender {
+    /// Sends the next piece: text, escaped here as JSON string content. False when the
+    /// text is no longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
+    pub fn send(&self, text: &str) -> bool {
+        let mut piece = String::with_capacity(text.len() + text.len() / 8);
+        crate::pyjson::write_string_content(&mut piece, text);
+        self.0.send(Some(piece)).is_ok()
+    }
+
+    /// Marks the text complete. A sender dropped without it leaves the text unfinished.
+    pub fn finish(self) {
+        let _ = self.0.send(None);
+    }
+}
+
+impl Streamer {
+    /// The text to return as the tool result's only content, and where to send its
+    /// pieces; `None` unless the request `id` is in flight on this transport (then the
+    /// tool answers with its whole text instead).
+    pub fn stream(&self, id: &RequestId) -> Option<(String, PieceSender)> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+        let mut state = self.0.lock();
+        if !state.ids.contains(id) {
+            return None;
+        }
+        state.streams.insert(id.clone(), rx);
+        Some((STREAMED.to_owned(), PieceSender(tx)))
+    }
+}
+
+/// The id of a response whose text is [`STREAMED`].
+fn streamed_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    let JsonRpcMessage::Response(response) = message else {
+        return None;
+    };
+    let ServerResult::CallToolResult(result) = &response.result else {
+        return None;
+    };
+    let [ContentBlock::Text(content)] = result.content.as_slice() else {
+        return None;
+    };
+    (content.text == STREAMED).then(|| response.id.clone())
 }
 
 /// A server transport over `read` and `write` (stdin and stdout in `serve`).
@@ -292,6 +384,11 @@ impl Stdio {
             jobs,
             gate,
         })
+    }
+
+    /// Lets tools stream their results over this transport.
+    pub fn streamer(&self) -> Streamer {
+        Streamer(self.gate.clone())
     }
 
     /// Whether every answer could be written so far.
@@ -880,13 +977,93 @@ mod tests {
             let mut expect = serde_json::to_vec(&message).unwrap();
             expect.push(b'\n');
             let mut got = Vec::new();
-            write_message(&mut got, message, &mut Vec::new()).unwrap();
+            write_message(&mut got, message, None, &mut Vec::new()).unwrap();
             assert!(
                 got == expect,
                 "{}",
                 String::from_utf8_lossy(&got[..80.min(got.len())])
             );
         }
+    }
+
+    fn gate() -> Arc<Gate> {
+        Arc::new(Gate {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn read_response(text: String, id: i64) -> TxJsonRpcMessage<RoleServer> {
+        use rmcp::model::CallToolResult;
+        JsonRpcMessage::response(
+            ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(text)])),
+            RequestId::Number(id),
+        )
+    }
+
+    /// What the writer sends for the streamed answer to request `id`.
+    fn written_streamed(gate: &Arc<Gate>, id: i64, placeholder: String) -> Value {
+        let message = read_response(placeholder, id);
+        let stream = streamed_id(&message).and_then(|id| gate.lock().streams.remove(&id));
+        assert!(stream.is_some());
+        let mut got = Vec::new();
+        write_message(&mut got, message, stream, &mut Vec::new()).unwrap();
+        assert_eq!(got.last(), Some(&b'\n'));
+        serde_json::from_slice(&got).unwrap()
+    }
+
+    #[test]
+    fn a_streamed_text_is_sent_as_serde_json_writes_the_text() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(3)));
+        assert!(
+            streamer.stream(&RequestId::Number(4)).is_none(),
+            "not in flight"
+        );
+        let text = "quote \" backslash \\ nul \0 é 😀 \u{2028} ".repeat(3000);
+        let (placeholder, sender) = streamer.stream(&RequestId::Number(3)).unwrap();
+        let cuts = [0, text.len() / 3, text.len()].map(|at| text.floor_char_boundary(at));
+        let pieces: Vec<String> = cuts
+            .windows(2)
+            .map(|w| text[w[0]..w[1]].to_owned())
+            .collect();
+        let maker = std::thread::spawn(move || {
+            for piece in pieces {
+                assert!(sender.send(&piece));
+            }
+            sender.finish();
+        });
+        let got = written_streamed(&gate, 3, placeholder);
+        maker.join().unwrap();
+        let expect = serde_json::to_value(read_response(text, 3)).unwrap();
+        assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn an_unfinished_text_still_makes_a_valid_message() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(1)));
+        let (placeholder, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
+        assert!(sender.send("{\n  \"status\": "));
+        drop(sender);
+        let got = written_streamed(&gate, 1, placeholder);
+        assert_eq!(
+            got["result"]["content"][0]["text"],
+            "{\n  \"status\": \n[evidence-store: this result could not be completed; see the server log]"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_request_drops_its_stream() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(1)));
+        let (_, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
+        gate.release(Release::Id(RequestId::Number(1)));
+        assert!(!sender.send("late"), "its maker learns that nobody listens");
+        assert_eq!(gate.lock().taken, 0);
     }
 
     #[test]
