@@ -159,10 +159,16 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
 /// spaces, byte-identical to `serde_json::to_string_pretty` of the result.
 pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
     let mut out = String::new();
-    read_session_pieces(store, root, req, |piece| {
-        out.push_str(piece);
-        true
-    });
+    read_session_pieces(
+        store,
+        root,
+        req,
+        |piece| piece,
+        |piece| {
+            out.push_str(&piece);
+            true
+        },
+    );
     out
 }
 
@@ -171,18 +177,20 @@ pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> Strin
 /// requested line is read and checked first (on two threads, chunk by chunk, each chunk
 /// one positioned read of exactly its lines' bytes): a rejected read is one whole
 /// answer, and no piece is ever taken back. Then the records are printed straight from
-/// the lines, chunk by chunk on two threads. `emit` returns false when the rest is not
-/// wanted.
+/// the lines, chunk by chunk on two threads, each piece passed through `finish` on the
+/// thread that printed it (a transport escapes it there as JSON string content).
+/// `emit` returns false when the rest is not wanted.
 pub fn read_session_pieces(
     store: &Store,
     root: &Path,
     req: &ReadRequest,
-    mut emit: impl FnMut(&str) -> bool,
+    finish: impl Fn(String) -> String + Sync,
+    mut emit: impl FnMut(String) -> bool,
 ) {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
         Planned::Answer(answer) => {
-            emit(&answer.to_pretty_json());
+            emit(finish(answer.to_pretty_json()));
             return;
         }
     };
@@ -190,28 +198,28 @@ pub fn read_session_pieces(
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
         Err(failure) => {
-            emit(&failure.answer(req).to_pretty_json());
+            emit(finish(failure.answer(req).to_pretty_json()));
             return;
         }
     };
     let mut head = String::new();
     pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
     head.push('[');
-    if !emit(&head) {
+    if !emit(finish(head)) {
         return;
     }
     let all = parallel::for_each_ordered(
         chunks.len(),
         || (),
-        |(), i| plan.print_checked(&chunks[i], req.mode),
-        |piece| emit(&piece),
+        |(), i| finish(plan.print_checked(&chunks[i], req.mode)),
+        &mut emit,
     );
     if all {
         let mut tail = String::new();
         tail.newline(2);
         tail.push(']');
         pretty::close_ok(&mut tail);
-        emit(&tail);
+        emit(finish(tail));
     }
 }
 

@@ -79,11 +79,16 @@ impl Service {
 
     /// [`Service::read_session_text`] in pieces as they are printed
     /// ([`read::read_session_pieces`]).
-    pub fn read_session_pieces(&self, request: &ReadRequest, mut emit: impl FnMut(&str) -> bool) {
+    pub fn read_session_pieces(
+        &self,
+        request: &ReadRequest,
+        finish: impl Fn(String) -> String + Sync,
+        mut emit: impl FnMut(String) -> bool,
+    ) {
         match &self.state {
-            Ok(store) => read::read_session_pieces(store, &self.root.path, request, emit),
+            Ok(store) => read::read_session_pieces(store, &self.root.path, request, finish, emit),
             Err(problem) => {
-                emit(&unavailable(problem).to_pretty_json());
+                emit(finish(unavailable(problem).to_pretty_json()));
             }
         }
     }

@@ -429,7 +429,9 @@ impl Server {
             Some((text, sender)) => {
                 let service = self.service.get().await?;
                 tokio::task::spawn_blocking(move || {
-                    service.read_session_pieces(&request, |piece| sender.send(piece));
+                    service.read_session_pieces(&request, stdio::PieceSender::escape, |piece| {
+                        sender.send(piece)
+                    });
                     sender.finish();
                 });
                 text

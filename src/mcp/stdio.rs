@@ -303,11 +303,16 @@ pub struct Streamer(Arc<Gate>);
 pub struct PieceSender(SyncSender<Piece>);
 
 impl PieceSender {
-    /// Sends the next piece: text, escaped here as JSON string content. False when the
-    /// text is no longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
-    pub fn send(&self, text: &str) -> bool {
+    /// A piece of text as [`PieceSender::send`] takes it: escaped as JSON string content.
+    pub fn escape(text: String) -> String {
         let mut piece = String::with_capacity(text.len() + text.len() / 8);
-        crate::pyjson::write_string_content(&mut piece, text);
+        crate::pyjson::write_string_content(&mut piece, &text);
+        piece
+    }
+
+    /// Sends the next piece, made by [`PieceSender::escape`]. False when the text is no
+    /// longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
+    pub fn send(&self, piece: String) -> bool {
         self.0.send(Some(piece)).is_ok()
     }
 
@@ -1030,7 +1035,7 @@ mod tests {
             .collect();
         let maker = std::thread::spawn(move || {
             for piece in pieces {
-                assert!(sender.send(&piece));
+                assert!(sender.send(PieceSender::escape(piece)));
             }
             sender.finish();
         });
@@ -1046,7 +1051,7 @@ mod tests {
         let streamer = Streamer(gate.clone());
         assert!(gate.take_id(RequestId::Number(1)));
         let (placeholder, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
-        assert!(sender.send("{\n  \"status\": "));
+        assert!(sender.send(PieceSender::escape("{\n  \"status\": ".into())));
         drop(sender);
         let got = written_streamed(&gate, 1, placeholder);
         assert_eq!(
@@ -1062,7 +1067,10 @@ mod tests {
         assert!(gate.take_id(RequestId::Number(1)));
         let (_, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
         gate.release(Release::Id(RequestId::Number(1)));
-        assert!(!sender.send("late"), "its maker learns that nobody listens");
+        assert!(
+            !sender.send("late".into()),
+            "its maker learns that nobody listens"
+        );
         assert_eq!(gate.lock().taken, 0);
     }
 
