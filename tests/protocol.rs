@@ -361,3 +361,32 @@ fn end_of_input_finishes_every_started_answer() {
     }
     assert_eq!(ids, (1..=N).collect());
 }
+
+/// Answers that cannot be written (the client closed its end of stdout) end the server
+/// with a failure, never a clean exit.
+#[test]
+fn answers_that_cannot_be_written_make_a_failed_exit() {
+    let ws = Workspace::example();
+    ws.add_large_session();
+    let raw = Raw::start(&ws);
+    // Nobody reads stdout any more: every later write fails.
+    let Raw {
+        mut child,
+        stdin,
+        stdout,
+    } = raw;
+    drop(stdout);
+    let mut stdin = stdin.expect("stdin");
+    for id in 1..=4 {
+        // The server may already have stopped reading: a failed write here is fine.
+        if stdin
+            .write_all(format!("{}\n", read_args(id, 0)).as_bytes())
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().expect("exit");
+    assert!(!status.success(), "{status}");
+}
