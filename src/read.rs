@@ -319,7 +319,7 @@ fn changed(session_ref: &str, what: &str) -> ReadResult {
     )
 }
 
-/// prompt-diary's range checks, in its order (spec reading-and-evidence.md §2.2).
+/// prompt-diary's range checks, in its order.
 fn check_range(req: &ReadRequest, lines: u64) -> Option<ReadResult> {
     let (start, end) = (req.start_line, req.end_line);
     let n = i64::try_from(lines).unwrap_or(i64::MAX);

@@ -9,7 +9,9 @@
 //! [`IN_FLIGHT_MAX`] slots, given back once its answer is written (or the client cancels
 //! the request), and the reader reads nothing while every slot is taken. So at most that
 //! many requests and their answers are held, whatever the client sends and however
-//! slowly it reads. At the end of input the reader waits until every taken slot is given
+//! slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
+//! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
+//! request the stream is keyed by. At the end of input the reader waits until every taken slot is given
 //! back, then reports the end to rmcp: every started answer is written before `serve`
 //! returns, and a failed write is reported as an error.
 
