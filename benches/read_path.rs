@@ -1,9 +1,9 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server answers it (`read_session_json_pieces`: chunks read and checked, then
-//! compacted and printed as the JSON string the MCP message carries, on two threads;
-//! the pieces are collected, not sent), the same as
-//! plain text, the records path printed afterwards, and printing alone.
+//! the server answers it (`read_session_text`: chunks read and checked, then compacted
+//! and printed on two threads), then the JSON string the MCP message carries (the
+//! server's writer encodes the text once more), the records path printed afterwards,
+//! and printing alone.
 //!
 //! Uses the workspace `tools/bench.py read` generates (200 MB session):
 //!   tools/.venv/bin/python tools/bench.py read && cargo bench --bench read_path
@@ -22,14 +22,10 @@ use evidence_store::{compact, lines, pyjson};
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
 const WIDTH: i64 = 2000;
 
-/// The read as the server makes it: the JSON string's content, in pieces.
-fn server_path(service: &Service, request: &ReadRequest) -> Vec<String> {
-    let mut pieces = Vec::new();
-    service.read_session_json_pieces(request, |piece| {
-        pieces.push(piece);
-        true
-    });
-    pieces
+/// The read as the server makes it: the text, then the JSON string its message carries.
+fn server_path(service: &Service, request: &ReadRequest) -> String {
+    let text = service.read_session_text(request);
+    serde_json::to_string(&text).unwrap_or_default()
 }
 
 fn main() {
@@ -108,21 +104,22 @@ fn main() {
         std::hint::black_box(service.read_session_lines(&request).to_pretty_json());
         records.push(t.elapsed());
     }
-    print_stats("JSON string (server path)", &mut json);
+    print_stats("text + JSON string (server)", &mut json);
     print_stats("text", &mut text);
     print_stats("records, then printed", &mut records);
     let result = service.read_session_lines(&request);
+    let text = result.to_pretty_json();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..40 {
         let t = Instant::now();
         std::hint::black_box(result.to_pretty_json());
         a.push(t.elapsed());
         let t = Instant::now();
-        std::hint::black_box(result.to_json_content());
+        std::hint::black_box(serde_json::to_string(&text).unwrap_or_default());
         b.push(t.elapsed());
     }
     print_stats("print records as text", &mut a);
-    print_stats("print as JSON string", &mut b);
+    print_stats("text as JSON string", &mut b);
 }
 
 fn report(name: &str, runs: usize, f: impl Fn()) {

@@ -179,6 +179,9 @@ fn summary(r: &ImportReport) -> String {
 fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
+        // them recurses once per level, on these threads too.
+        .thread_stack_size(mcp::STACK_BYTES)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -134,142 +134,92 @@ const RANGE_HINT: &str = "request a 1-based line range contained by the session"
 const REIMPORT_HINT: &str =
     "run `evidence-store import` to re-index the prepared workspace, then read again";
 
-/// Answers one read from `store`; session files are found under `root`.
+/// Answers one read from `store`; session files are found under `root`. The same
+/// pipeline as [`read_session_text`], ending in records instead of text.
 pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> ReadResult {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
         Planned::Answer(answer) => return answer,
     };
-    let records = match req.mode {
-        Mode::Compact => plan
-            .map_lines(|line, entry, text| plan.compact(line, entry, text))
-            .map(Records::Compact),
-        Mode::Full => plan.map_lines(full_record).map(Records::Full),
+    let mut buf = Vec::new();
+    let chunks = match plan.check_all(&mut buf) {
+        Ok(chunks) => chunks,
+        Err(failure) => return failure.answer(req),
     };
-    match records {
-        Ok(records) => ReadResult::Ok(ReadOk::new(req, records)),
-        Err(failure) => failure.answer(req),
-    }
+    let records = match req.mode {
+        Mode::Compact => Records::Compact(
+            plan.map_checked(&chunks, |line, entry, text| plan.compact(line, entry, text)),
+        ),
+        Mode::Full => Records::Full(plan.map_checked(&chunks, full_record)),
+    };
+    ReadResult::Ok(ReadOk::new(req, records))
 }
 
-/// [`read_session_lines`]'s result as prompt-diary prints it ([`ReadResult::to_pretty_json`]).
+/// [`read_session_lines`]'s result as prompt-diary prints it: JSON indented by two
+/// spaces, byte-identical to `serde_json::to_string_pretty` of the result.
 pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
-    render::<String>(store, root, req, HELD_MAX)
+    let mut out = String::new();
+    read_session_pieces(
+        store,
+        root,
+        req,
+        |piece| piece,
+        |piece| {
+            out.push_str(&piece);
+            true
+        },
+    );
+    out
 }
 
-/// [`read_session_text`] as the content of the JSON string that carries it (what a JSON
-/// writer puts between the quotes: an MCP transport, say), printed in that form directly,
-/// each value escaped twice, so the text is neither built nor scanned again. Handed to
-/// `emit` in pieces, in order, each as soon as it is printed, so that a transport can
-/// send the first while the rest are made. Every requested line is read
-/// and checked before the first piece: a rejected read is one whole answer, and no piece
-/// is ever taken back.
-/// `emit` returns false when the rest is not wanted (the client is gone).
-pub fn read_session_json_pieces(
+/// [`read_session_text`] handed to `emit` in pieces, in order, each as soon as it is
+/// printed, so that a transport can send the first while the rest are made. Every
+/// requested line is read and checked first (on two threads, chunk by chunk, each chunk
+/// one positioned read of exactly its lines' bytes): a rejected read is one whole
+/// answer, and no piece is ever taken back. Then the records are printed straight from
+/// the lines, chunk by chunk on two threads, each piece passed through `finish` on the
+/// thread that printed it (a transport escapes it there as JSON string content).
+/// `emit` returns false when the rest is not wanted.
+pub fn read_session_pieces(
     store: &Store,
     root: &Path,
     req: &ReadRequest,
-    emit: impl FnMut(String) -> bool,
-) {
-    render_pieces::<pretty::JsonString>(store, root, req, HELD_MAX, emit);
-}
-
-/// [`read_session_text`] as it is made for a range of more than `held_max` bytes (each
-/// chunk read, checked and printed in one go, and handed on once the last is checked), for
-/// tests of that path.
-#[doc(hidden)]
-pub fn read_session_text_holding(
-    store: &Store,
-    root: &Path,
-    req: &ReadRequest,
-    held_max: u64,
-) -> String {
-    render::<String>(store, root, req, held_max)
-}
-
-fn render<S: pretty::Sink>(store: &Store, root: &Path, req: &ReadRequest, held_max: u64) -> String {
-    let mut whole = String::new();
-    render_pieces::<S>(store, root, req, held_max, |piece| {
-        if whole.is_empty() {
-            whole = piece;
-        } else {
-            whole.push_str(&piece);
-        }
-        true
-    });
-    whole
-}
-
-/// Most bytes of session lines a read holds in memory to check them all before printing
-/// any. A larger range (long lines) is checked and printed chunk by chunk instead, and
-/// handed on once its last line is checked: memory then stays bounded by the
-/// longest line, not by the range.
-const HELD_MAX: u64 = 32 << 20;
-
-/// The answer as pieces (see [`read_session_json_pieces`]): every line read and checked
-/// on two threads; then the result's members, then each chunk's records printed (on two
-/// threads, handed on in order), then the end of the object.
-fn render_pieces<S: pretty::Sink>(
-    store: &Store,
-    root: &Path,
-    req: &ReadRequest,
-    held_max: u64,
+    finish: impl Fn(String) -> String + Sync,
     mut emit: impl FnMut(String) -> bool,
 ) {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
         Planned::Answer(answer) => {
-            emit(answer.render::<S>());
+            emit(finish(answer.to_pretty_json()));
             return;
         }
     };
-    if plan.span() > held_max {
-        match plan.print_lines(|out: &mut S, line, entry, text| {
-            plan.print_line(out, req.mode, line, entry, text);
-        }) {
-            Ok(pieces) => emit_ok::<S, _>(req, &mut emit, |emit| {
-                pieces.into_iter().all(|piece| emit(piece.finish()))
-            }),
-            Err(failure) => {
-                emit(failure.answer(req).render::<S>());
-            }
-        }
-        return;
-    }
     let mut buf = Vec::new();
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
         Err(failure) => {
-            emit(failure.answer(req).render::<S>());
+            emit(finish(failure.answer(req).to_pretty_json()));
             return;
         }
     };
-    emit_ok::<S, _>(req, &mut emit, |emit| {
-        parallel::for_each_ordered(
-            chunks.len(),
-            || (),
-            |(), i| plan.print_checked::<S>(&chunks[i], req.mode).finish(),
-            emit,
-        )
-    });
-}
-
-/// An `ok` answer: the result's members and the start of the records array, then what
-/// `records` emits (the array's items; false if it stopped), then the end of the object.
-fn emit_ok<S: pretty::Sink, E: FnMut(String) -> bool>(
-    req: &ReadRequest,
-    emit: &mut E,
-    records: impl FnOnce(&mut E) -> bool,
-) {
-    let mut head = S::piece(1024);
+    let mut head = String::new();
     pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
-    head.plain("[");
-    if emit(head.finish()) && records(emit) {
-        let mut tail = S::piece(16);
+    head.push('[');
+    if !emit(finish(head)) {
+        return;
+    }
+    let all = parallel::for_each_ordered(
+        chunks.len(),
+        || (),
+        |(), i| finish(plan.print_checked(&chunks[i], req.mode)),
+        &mut emit,
+    );
+    if all {
+        let mut tail = String::new();
         tail.newline(2);
-        tail.plain("]");
+        tail.push(']');
         pretty::close_ok(&mut tail);
-        emit(tail.finish());
+        emit(finish(tail));
     }
 }
 
@@ -369,7 +319,7 @@ fn changed(session_ref: &str, what: &str) -> ReadResult {
     )
 }
 
-/// prompt-diary's range checks, in its order (spec reading-and-evidence.md §2.2).
+/// prompt-diary's range checks, in its order.
 fn check_range(req: &ReadRequest, lines: u64) -> Option<ReadResult> {
     let (start, end) = (req.start_line, req.end_line);
     let n = i64::try_from(lines).unwrap_or(i64::MAX);
@@ -545,11 +495,9 @@ impl Plan {
             .collect())
     }
 
-    /// A checked chunk's lines printed as items of the records array (see
-    /// [`Plan::print_lines`]).
-    fn print_checked<S: pretty::Sink>(&self, chunk: &Checked, mode: Mode) -> S {
+    /// Calls `f` with each line of a checked chunk: its number, entry and text.
+    fn each_checked(&self, chunk: &Checked, mut f: impl FnMut(u64, &LineEntry, &str)) {
         let bytes = chunk.bytes;
-        let mut out = S::piece(piece_capacity(bytes));
         let entries = self.entries.get(chunk.entries.clone()).unwrap_or_default();
         // Valid UTF-8 (the common case) is checked once for the chunk. A line is decoded
         // alone, as Python decodes invalid bytes, when the chunk is not valid UTF-8 or the
@@ -561,34 +509,47 @@ impl Plan {
                 Some(text) => Cow::Borrowed(text),
                 None => lines::decode(bytes.get(span).unwrap_or_default()),
             };
-            self.item(&mut out, line);
-            self.print_line(&mut out, mode, line, entry, &text);
+            f(line, entry, &text);
             Ok(())
+        });
+    }
+
+    /// A checked chunk's lines printed as items of the records array, each on its own
+    /// line after its separator (none before the first requested line).
+    fn print_checked(&self, chunk: &Checked, mode: Mode) -> String {
+        let mut out = String::with_capacity(piece_capacity(chunk.bytes));
+        self.each_checked(chunk, |line, entry, text| {
+            if line != self.first_line {
+                out.push(',');
+            }
+            out.newline(4);
+            match mode {
+                Mode::Compact => pretty::compact(&mut out, &self.compact(line, entry, text), 4),
+                Mode::Full => pretty::full(&mut out, &full_record(line, entry, text), 4),
+            }
         });
         out
     }
 
-    /// What comes before a line's record in the records array: a separator (none before
-    /// the first) and its own line.
-    fn item<S: pretty::Sink>(&self, out: &mut S, line: u64) {
-        if line != self.first_line {
-            out.plain(",");
-        }
-        out.newline(4);
-    }
-
-    fn print_line<S: pretty::Sink>(
+    /// `make` applied to every line of the checked chunks, in order (chunks on two
+    /// threads).
+    fn map_checked<T: Send>(
         &self,
-        out: &mut S,
-        mode: Mode,
-        line: u64,
-        entry: &LineEntry,
-        text: &str,
-    ) {
-        match mode {
-            Mode::Compact => pretty::compact(out, &self.compact(line, entry, text), 4),
-            Mode::Full => pretty::full(out, &full_record(line, entry, text), 4),
-        }
+        chunks: &[Checked],
+        make: impl Fn(u64, &LineEntry, &str) -> T + Sync,
+    ) -> Vec<T> {
+        let per_chunk = parallel::map_claimed(
+            chunks.len(),
+            || (),
+            |(), i| {
+                let mut out = Vec::new();
+                self.each_checked(&chunks[i], |line, entry, text| {
+                    out.push(make(line, entry, text));
+                });
+                out
+            },
+        );
+        per_chunk.into_iter().flatten().collect()
     }
 
     fn compact(&self, line: u64, entry: &LineEntry, text: &str) -> CompactRecord {
@@ -626,59 +587,6 @@ impl Plan {
         }
         chunks
     }
-
-    /// What `per_chunk` makes of each chunk's lines, in chunk order. Chunks are claimed
-    /// by the calling thread and a helper ([`parallel::map_claimed`]); each is one
-    /// positioned read of exactly its lines' bytes. Of several failures, the first
-    /// line's is reported.
-    fn map_chunks<T: Send>(
-        &self,
-        per_chunk: impl Fn(&ChunkLines<'_>) -> Result<T, ReadFailure> + Sync,
-    ) -> Result<Vec<T>, ReadFailure> {
-        let file = File::open(&self.path).map_err(ReadFailure::Io)?;
-        let chunks = self.chunks();
-        let results = parallel::map_claimed(chunks.len(), Vec::new, |buf: &mut Vec<u8>, i| {
-            let range = chunks[i].clone();
-            let first_line = self.first_line + range.start as u64;
-            let entries = &self.entries[range];
-            read_span(&file, entries, first_line, buf)?;
-            per_chunk(&ChunkLines {
-                first_line,
-                entries,
-                bytes: buf,
-            })
-        });
-        results.into_iter().collect()
-    }
-
-    /// `make` applied to every requested line, in order.
-    fn map_lines<T: Send>(
-        &self,
-        make: impl Fn(u64, &LineEntry, &str) -> T + Sync,
-    ) -> Result<Vec<T>, ReadFailure> {
-        let chunks = self.map_chunks(|lines| {
-            let mut out = Vec::new();
-            lines.for_each(|line, entry, text| out.push(make(line, entry, text)))?;
-            Ok(out)
-        })?;
-        Ok(chunks.into_iter().flatten().collect())
-    }
-
-    /// Every requested line printed by `print` as an item of the records array, chunk by
-    /// chunk, each item on its own line after its separator (none before the first).
-    fn print_lines<S: pretty::Sink>(
-        &self,
-        print: impl Fn(&mut S, u64, &LineEntry, &str) + Sync,
-    ) -> Result<Vec<S>, ReadFailure> {
-        self.map_chunks(|lines| {
-            let mut out = S::piece(piece_capacity(lines.bytes));
-            lines.for_each(|line, entry, line_text| {
-                self.item(&mut out, line);
-                print(&mut out, line, entry, line_text);
-            })?;
-            Ok(out)
-        })
-    }
 }
 
 /// Room to print the records of lines of `bytes`: compact records print to about half
@@ -686,53 +594,6 @@ impl Plan {
 /// records grow from it).
 fn piece_capacity(bytes: &[u8]) -> usize {
     bytes.len() / 2 + bytes.len() / 8 + 256
-}
-
-/// A run of adjacent requested lines and, once read, their bytes.
-struct ChunkLines<'a> {
-    first_line: u64,
-    entries: &'a [LineEntry],
-    /// The file's bytes from the first entry's offset to the last entry's end.
-    bytes: &'a [u8],
-}
-
-/// Reads the bytes spanning `entries` (lines from `first_line` on) into `buf`, reusing
-/// its allocation: one positioned read.
-fn read_span(
-    file: &File,
-    entries: &[LineEntry],
-    first_line: u64,
-    buf: &mut Vec<u8>,
-) -> Result<(), ReadFailure> {
-    buf.clear();
-    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(());
-    };
-    let span = usize::try_from(last.offset + last.len - first.offset)
-        .map_err(|_| ReadFailure::Changed(first_line))?;
-    buf.resize(span, 0);
-    file.read_exact_at(buf, first.offset)
-        .map_err(ReadFailure::Io)
-}
-
-impl ChunkLines<'_> {
-    /// Calls `f` with each line's number, entry and text, in order, after checking the
-    /// text against the entry's stored digest and decoded length.
-    fn for_each(&self, mut f: impl FnMut(u64, &LineEntry, &str)) -> Result<(), ReadFailure> {
-        for_each_line(
-            self.bytes,
-            self.entries,
-            self.first_line,
-            |line, entry, span| {
-                let (text, sha, decoded_len) = lines::decode_and_hash(&self.bytes[span]);
-                if sha != entry.sha256 || decoded_len != entry.decoded_len {
-                    return Err(ReadFailure::Changed(line));
-                }
-                f(line, entry, &text);
-                Ok(())
-            },
-        )
-    }
 }
 
 /// A run of adjacent requested lines whose bytes have been read and checked.
@@ -780,42 +641,29 @@ fn full_record(line: u64, entry: &LineEntry, text: &str) -> FullRecord {
 impl ReadResult {
     /// The result as prompt-diary prints a tool result: JSON indented by two spaces,
     /// byte-identical to `serde_json::to_string_pretty` of this value. Written directly
-    /// rather than through serde; the server prints large reads chunk by chunk instead
-    /// ([`read_session_text`]).
+    /// rather than through serde, so that a read's records can be printed straight from
+    /// its lines, chunk by chunk ([`read_session_text`]).
     pub fn to_pretty_json(&self) -> String {
-        self.render::<String>()
-    }
-
-    /// [`ReadResult::to_pretty_json`] as the content of a JSON string (no quotes).
-    pub fn to_json_content(&self) -> String {
-        self.render::<pretty::JsonString>()
-    }
-
-    fn render<S: pretty::Sink>(&self) -> String {
-        let mut out = S::piece(0);
+        let mut out = String::new();
         match self {
             ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
             ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
         }
-        out.finish()
+        out
     }
 }
+
+use pretty::Out as _;
 
 /// Pretty JSON writers for the read result's shapes. Each writes a value whose first line
 /// continues the current one and whose inner lines are indented from `indent`.
 mod pretty {
     use super::{CompactRecord, FullRecord, Invalid, ReadOk, Records};
     use crate::compact::{ToolResult, ToolUse};
-    use crate::pyjson::{write_string, write_string_content_twice};
+    use crate::pyjson::write_string;
 
-    /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
-    /// holds the text ([`JsonString`], without its quotes). Output starts with
-    /// [`Sink::piece`] and ends with [`Sink::finish`].
-    pub(super) trait Sink: Send {
-        /// An empty piece with room for `capacity` bytes.
-        fn piece(capacity: usize) -> Self;
-        /// What was written.
-        fn finish(self) -> String;
+    /// Printing pretty JSON into a `String`.
+    pub(super) trait Out {
         /// ASCII no JSON string escapes: punctuation, numbers, literals.
         fn plain(&mut self, s: &str);
         /// A line break, then `indent` spaces.
@@ -833,31 +681,19 @@ mod pretty {
 
     const SPACES: &str = "                                ";
 
-    fn spaces(out: &mut String, n: usize) {
-        let mut n = n;
-        while n > 0 {
-            let k = n.min(SPACES.len());
-            out.push_str(&SPACES[..k]);
-            n -= k;
-        }
-    }
-
-    impl Sink for String {
-        fn piece(capacity: usize) -> Self {
-            String::with_capacity(capacity)
-        }
-
-        fn finish(self) -> String {
-            self
-        }
-
+    impl Out for String {
         fn plain(&mut self, s: &str) {
             self.push_str(s);
         }
 
         fn newline(&mut self, indent: usize) {
             self.push('\n');
-            spaces(self, indent);
+            let mut n = indent;
+            while n > 0 {
+                let k = n.min(SPACES.len());
+                self.push_str(&SPACES[..k]);
+                n -= k;
+            }
         }
 
         fn string(&mut self, s: &str) {
@@ -872,50 +708,15 @@ mod pretty {
         }
     }
 
-    /// The text written as the JSON string that holds it: structure in its escaped
-    /// spelling, each value escaped twice; the quotes around it are not written.
-    pub(super) struct JsonString(String);
-
-    impl Sink for JsonString {
-        fn piece(capacity: usize) -> Self {
-            JsonString(String::with_capacity(capacity))
-        }
-
-        fn finish(self) -> String {
-            self.0
-        }
-
-        fn plain(&mut self, s: &str) {
-            self.0.push_str(s);
-        }
-
-        fn newline(&mut self, indent: usize) {
-            self.0.push_str("\\n");
-            spaces(&mut self.0, indent);
-        }
-
-        fn string(&mut self, s: &str) {
-            self.0.push_str("\\\"");
-            write_string_content_twice(&mut self.0, s);
-            self.0.push_str("\\\"");
-        }
-
-        fn key(&mut self, key: &'static str) {
-            self.0.push_str("\\\"");
-            self.0.push_str(key);
-            self.0.push_str("\\\": ");
-        }
-    }
-
     /// An object being written: `{`, members, then `}` on its own line.
-    struct Object<'o, S: Sink> {
-        out: &'o mut S,
+    struct Object<'o> {
+        out: &'o mut String,
         indent: usize,
         empty: bool,
     }
 
-    impl<'o, S: Sink> Object<'o, S> {
-        fn open(out: &'o mut S, indent: usize) -> Self {
+    impl<'o> Object<'o> {
+        fn open(out: &'o mut String, indent: usize) -> Self {
             out.plain("{");
             Object {
                 out,
@@ -925,7 +726,7 @@ mod pretty {
         }
 
         /// Starts the member `key` and returns the output for its value.
-        fn key(&mut self, key: &'static str) -> &mut S {
+        fn key(&mut self, key: &'static str) -> &mut String {
             if !self.empty {
                 self.out.plain(",");
             }
@@ -955,7 +756,12 @@ mod pretty {
         }
 
         /// An array member whose items `item` writes at the given indent.
-        fn array<T>(&mut self, key: &'static str, items: &[T], item: impl Fn(&mut S, &T, usize)) {
+        fn array<T>(
+            &mut self,
+            key: &'static str,
+            items: &[T],
+            item: impl Fn(&mut String, &T, usize),
+        ) {
             let indent = self.indent + 2;
             let out = self.key(key);
             array(out, indent, items, item);
@@ -969,11 +775,11 @@ mod pretty {
         }
     }
 
-    pub(super) fn array<S: Sink, T>(
-        out: &mut S,
+    pub(super) fn array<T>(
+        out: &mut String,
         indent: usize,
         items: &[T],
-        item: impl Fn(&mut S, &T, usize),
+        item: impl Fn(&mut String, &T, usize),
     ) {
         if items.is_empty() {
             out.plain("[]");
@@ -991,7 +797,7 @@ mod pretty {
         out.plain("]");
     }
 
-    pub(super) fn invalid(out: &mut impl Sink, invalid: &Invalid) {
+    pub(super) fn invalid(out: &mut String, invalid: &Invalid) {
         let mut o = Object::open(out, 0);
         o.str("status", invalid.status);
         o.array("errors", &invalid.errors, |out, e, indent| {
@@ -1004,7 +810,7 @@ mod pretty {
         o.close();
     }
 
-    pub(super) fn ok<S: Sink>(out: &mut S, ok: &ReadOk) {
+    pub(super) fn ok(out: &mut String, ok: &ReadOk) {
         ok_members(out, ok);
         match &ok.records {
             Records::Compact(records) => array(out, 2, records, compact),
@@ -1015,7 +821,7 @@ mod pretty {
 
     /// The result object up to its `records` value: `{`, the other members, and
     /// `"records": `. The array and [`close_ok`] follow.
-    pub(super) fn ok_members<S: Sink>(out: &mut S, ok: &ReadOk) {
+    pub(super) fn ok_members(out: &mut String, ok: &ReadOk) {
         let mut o = Object::open(out, 0);
         o.str("status", ok.status);
         o.str("project_key", &ok.project_key);
@@ -1031,12 +837,12 @@ mod pretty {
         o.key("records");
     }
 
-    pub(super) fn close_ok(out: &mut impl Sink) {
+    pub(super) fn close_ok(out: &mut String) {
         out.newline(0);
         out.plain("}");
     }
 
-    pub(super) fn compact<S: Sink>(out: &mut S, r: &CompactRecord, indent: usize) {
+    pub(super) fn compact(out: &mut String, r: &CompactRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("record_type", &r.record_type);
@@ -1054,7 +860,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_use<S: Sink>(out: &mut S, u: &ToolUse, indent: usize) {
+    fn tool_use(out: &mut String, u: &ToolUse, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("name", &u.name);
         o.str("input_summary", &u.input_summary);
@@ -1062,7 +868,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_result<S: Sink>(out: &mut S, t: &ToolResult, indent: usize) {
+    fn tool_result(out: &mut String, t: &ToolResult, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("kind", t.kind);
         o.opt_str("status", t.status.as_deref());
@@ -1074,7 +880,7 @@ mod pretty {
         o.close();
     }
 
-    pub(super) fn full<S: Sink>(out: &mut S, r: &FullRecord, indent: usize) {
+    pub(super) fn full(out: &mut String, r: &FullRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("raw_line", &r.raw_line);
@@ -1171,11 +977,6 @@ mod tests {
         ];
         for case in &cases {
             let expect = serde_json::to_string_pretty(case).unwrap();
-            // Printed directly as the JSON string that holds the text.
-            assert!(
-                format!("\"{}\"", case.to_json_content())
-                    == serde_json::to_string(&expect).unwrap()
-            );
             let got = case.to_pretty_json();
             let at = got
                 .bytes()

@@ -77,17 +77,18 @@ impl Service {
         }
     }
 
-    /// The JSON string of that text, without its quotes, in pieces as they are printed
-    /// ([`read::read_session_json_pieces`]).
-    pub fn read_session_json_pieces(
+    /// [`Service::read_session_text`] in pieces as they are printed
+    /// ([`read::read_session_pieces`]).
+    pub fn read_session_pieces(
         &self,
         request: &ReadRequest,
+        finish: impl Fn(String) -> String + Sync,
         mut emit: impl FnMut(String) -> bool,
     ) {
         match &self.state {
-            Ok(store) => read::read_session_json_pieces(store, &self.root.path, request, emit),
+            Ok(store) => read::read_session_pieces(store, &self.root.path, request, finish, emit),
             Err(problem) => {
-                emit(unavailable(problem).to_json_content());
+                emit(finish(unavailable(problem).to_pretty_json()));
             }
         }
     }

@@ -198,6 +198,11 @@ async fn bad_arguments_are_tool_errors_naming_the_argument() {
             json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1, "mode": "Full"}),
             "mode\n  Input should be 'compact' or 'full'",
         ),
+        // `null` is not absent: prompt-diary rejects it too.
+        (
+            json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1, "mode": null}),
+            "mode\n  Input should be 'compact' or 'full'",
+        ),
     ];
     for (args, detail) in cases {
         let result = call(&client, "read_session_lines", args.clone()).await;

@@ -90,6 +90,13 @@ impl<T: JsonSchema> JsonSchema for Arg<T> {
     }
 }
 
+/// An optional argument that is present: `null` is kept as a value (a wrong one for
+/// most arguments), unlike [`Arg`]'s own reading, where `null` is absent. With
+/// `#[serde(default)]`, an absent argument is still `None`.
+pub fn present<'de, D: Deserializer<'de>, T>(deserializer: D) -> Result<Arg<T>, D::Error> {
+    Value::deserialize(deserializer).map(|v| Arg::new(Some(v)))
+}
+
 /// Problems found in one call's arguments, reported together like pydantic does.
 #[derive(Debug, Default)]
 pub struct ArgErrors {

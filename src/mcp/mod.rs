@@ -7,6 +7,8 @@
 pub mod args;
 mod stdio;
 
+pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
+
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
@@ -58,7 +60,7 @@ pub struct ReadSessionLinesArgs {
     start_line: Arg<i64>,
     #[schemars(title = "End Line")]
     end_line: Arg<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "args::present")]
     #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
     mode: Arg<ModeArg>,
 }
@@ -160,8 +162,8 @@ impl Lazy {
 pub struct Server {
     service: Arc<Lazy>,
     tool_router: ToolRouter<Server>,
-    /// The transport's table of streamed results, when it has one ([`stdio::Stdio`]).
-    prepared: Option<Arc<stdio::Prepared>>,
+    /// Streams a read's text to this server's own stdio ([`stdio::Streamer`]).
+    streamer: Option<stdio::Streamer>,
 }
 
 impl Server {
@@ -174,7 +176,7 @@ impl Server {
                 start: Mutex::new(Some(Box::new(start))),
             }),
             tool_router: Self::tool_router(),
-            prepared: None,
+            streamer: None,
         }
     }
 
@@ -397,6 +399,7 @@ impl Server {
     )]
     async fn read_session_lines(
         &self,
+        context: RequestContext<RoleServer>,
         Parameters(args): Parameters<ReadSessionLinesArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut errors = ArgErrors::default();
@@ -417,18 +420,21 @@ impl Server {
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
-        // Printed on the blocking pool too: a 2000-line answer is over a megabyte. Over
-        // this server's own stdio it is printed directly as the JSON string the message
-        // carries, and streamed: the transport sends each piece as it is printed.
-        let text = match &self.prepared {
-            Some(prepared) => {
+        // Made on the blocking pool: a 2000-line answer is over a megabyte. Over this
+        // server's stdio it is streamed: the transport sends the message up to the text
+        // at once, then each piece as it is printed, overlapping the making, the writing
+        // and the client's reading.
+        let stream = self.streamer.as_ref().and_then(|s| s.stream(&context.id));
+        let text = match stream {
+            Some((text, sender)) => {
                 let service = self.service.get().await?;
-                let (placeholder, sender) = prepared.stream();
                 tokio::task::spawn_blocking(move || {
-                    service.read_session_json_pieces(&request, |piece| sender.send(piece));
+                    service.read_session_pieces(&request, stdio::PieceSender::escape, |piece| {
+                        sender.send(piece)
+                    });
                     sender.finish();
                 });
-                placeholder
+                text
             }
             None => {
                 self.call(move |service| service.read_session_text(&request))
@@ -495,10 +501,16 @@ pub async fn serve_stdio(
     if let Err(e) = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20) {
         tracing::debug!(error = %e, "stdout keeps its buffer size");
     }
-    let transport = stdio::Stdio::new(tokio::io::stdin(), stdout)?;
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let transport = stdio::Stdio::new(stdin, stdout)?;
+    let output_failed = transport.output_failed();
     let mut server = Server::new(start);
-    server.prepared = Some(transport.prepared());
-    run(server, transport, shutdown).await
+    server.streamer = Some(transport.streamer());
+    run(server, transport, shutdown).await?;
+    if output_failed() {
+        anyhow::bail!("stdout failed before every answer was written");
+    }
+    Ok(())
 }
 
 /// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.

@@ -1,62 +1,319 @@
-//! MCP over this process's stdin and stdout.
+//! MCP over this process's stdin and stdout, both sides owned here.
 //!
-//! Reading is rmcp's own (its line reader, message parsing and "Invalid request" replies).
-//! Writing differs in one respect: a tool may stream its result text ([`Prepared::stream`]):
-//! it puts a placeholder in the result and sends the text, already encoded as the content
-//! of a JSON string, in pieces as it makes them (a 2000-line read prints over a
-//! megabyte). The placeholder's member is written as `"text":"`, then the pieces as they
-//! come, then the rest of the envelope serde_json writes. The bytes are what rmcp's
-//! encoder writes for the whole text (tests compare them); one task writes every message
-//! whole, in the order rmcp sends them.
+//! A reader thread reads stdin line by line into a bounded buffer, decodes each line and
+//! hands the messages to rmcp; a line it cannot hand on (not JSON, not a JSON-RPC message,
+//! too long, too deep) it answers itself, with JSON-RPC's error codes. A writer thread
+//! writes every outgoing message whole, one line each, in the order sent.
+//!
+//! Memory is bounded by backpressure: each line that needs an answer takes one of
+//! [`IN_FLIGHT_MAX`] slots, given back once its answer is written (or the client cancels
+//! the request), and the reader reads nothing while every slot is taken. So at most that
+//! many requests and their answers are held, whatever the client sends and however
+//! slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
+//! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
+//! request the stream is keyed by. At the end of input the reader waits until every taken slot is given
+//! back, then reports the end to rmcp: every started answer is written before `serve`
+//! returns, and a failed write is reported as an error.
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonRpcMessage, ServerResult};
+use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
-use std::io::Write;
-
-use tokio::io::{AsyncRead, AsyncWrite};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-/// A placeholder text: this prefix, a number, and a NUL. serde_json writes it as
-/// `"\u0000evidence-store:prepared:<n>\u0000"`; with the unescaped `"text":` before it,
-/// the member can only be the placeholder's own, not part of another string (an `id`,
-/// say) that happens to hold the same characters.
-const PLACEHOLDER: &str = "\0evidence-store:prepared:";
-/// Streams kept at most before their message is sent, the oldest dropped first: only a
-/// tool call whose result is never sent (a cancelled one) leaves one behind, and its
-/// sender then learns that nobody listens.
-const PREPARED_MAX: usize = 64;
+/// Most requests taken from stdin and not yet answered; the reader waits while this many
+/// are unanswered.
+pub const IN_FLIGHT_MAX: usize = 16;
+/// Longest line (one message) read; a longer one is drained without being held and
+/// answered as an invalid request.
+pub const LINE_MAX: usize = 16 << 20;
+/// Deepest nesting of arrays and objects in one message (Python's `json` gives up near
+/// 1000 too); a deeper one is answered as an invalid request without being parsed.
+pub const DEPTH_MAX: usize = 1000;
+/// Stack of the reader and writer threads: parsing, converting and dropping a message
+/// recurse once per level of nesting, up to [`DEPTH_MAX`].
+pub const STACK_BYTES: usize = 16 << 20;
+/// Bytes of an over-long line kept to find its `id`.
+const HEAD_KEPT: usize = 64 << 10;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// The slots of requests in flight.
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// Slots taken: requests handed to rmcp and answers this transport owes itself.
+    taken: usize,
+    /// Ids of the requests handed to rmcp and not yet answered.
+    ids: HashSet<RequestId>,
+    /// The output failed: nothing more can be answered.
+    failed: bool,
+    /// Texts being made for the answers to these requests (see [`Streamer`]).
+    streams: HashMap<RequestId, Receiver<Piece>>,
+}
+
+/// Which slot a written message gives back.
+enum Release {
+    None,
+    /// An answer this transport made itself.
+    Slot,
+    /// The answer to the request with this id.
+    Id(RequestId),
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a free slot; false when the output has failed.
+    fn wait_for_room(&self) -> bool {
+        let mut state = self.lock();
+        while state.taken >= IN_FLIGHT_MAX && !state.failed {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        !state.failed
+    }
+
+    /// Waits until every slot is given back; false when the output has failed.
+    fn wait_until_idle(&self) -> bool {
+        let mut state = self.lock();
+        while state.taken > 0 && !state.failed {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        !state.failed
+    }
+
+    fn take_slot(&self) {
+        self.lock().taken += 1;
+    }
+
+    /// Takes a slot for request `id`; false if a request with that id is in flight.
+    fn take_id(&self, id: RequestId) -> bool {
+        let mut state = self.lock();
+        if !state.ids.insert(id) {
+            return false;
+        }
+        state.taken += 1;
+        true
+    }
+
+    fn release(&self, release: Release) {
+        let mut state = self.lock();
+        match release {
+            Release::None => return,
+            Release::Slot => state.taken = state.taken.saturating_sub(1),
+            Release::Id(id) => {
+                // An unanswered text's maker learns that nobody listens.
+                state.streams.remove(&id);
+                if !state.ids.remove(&id) {
+                    return;
+                }
+                state.taken = state.taken.saturating_sub(1);
+            }
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    fn fail(&self) {
+        self.lock().failed = true;
+        self.changed.notify_all();
+    }
+
+    fn failed(&self) -> bool {
+        self.lock().failed
+    }
+}
+
+/// One message for the writer thread.
+struct Job {
+    message: Outgoing,
+    release: Release,
+    done: Option<oneshot::Sender<io::Result<()>>>,
+}
+
+enum Outgoing {
+    /// A message from rmcp, encoded by the writer.
+    Message(Box<TxJsonRpcMessage<RoleServer>>),
+    /// An answer this transport made, already a whole line.
+    Line(Vec<u8>),
+}
+
+/// The writer thread: each message encoded whole, then written, so a line is either
+/// whole or the output has failed (and nothing follows it).
+fn write_all_in_order(mut out: impl Write, jobs: std::sync::mpsc::Receiver<Job>, gate: &Gate) {
+    let mut buf = Vec::new();
+    while let Ok(job) = jobs.recv() {
+        let result = if gate.failed() {
+            Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the output failed",
+            ))
+        } else {
+            let written = match job.message {
+                Outgoing::Message(message) => {
+                    let stream =
+                        streamed_id(&message).and_then(|id| gate.lock().streams.remove(&id));
+                    write_message(&mut out, *message, stream, &mut buf)
+                }
+                Outgoing::Line(bytes) => out.write_all(&bytes),
+            }
+            .and_then(|()| out.flush());
+            if let Err(e) = &written {
+                tracing::error!(error = %e, "cannot write to stdout");
+                gate.fail();
+            }
+            written
+        };
+        // A huge answer does not keep its buffer.
+        if buf.capacity() > 4 << 20 {
+            buf = Vec::new();
+        }
+        gate.release(job.release);
+        if let Some(done) = job.done {
+            let _ = done.send(result);
+        }
+    }
+}
+
+/// Texts at least this long are escaped apart from their message (see [`write_message`]).
+const SPLICE_MIN: usize = 64 << 10;
+
+/// Writes what serde_json writes for `message`, and a newline. A tool result whose only
+/// content is one long text (a read's answer, megabytes) is written as serde_json's
+/// message with an empty text, with the text's escaped content put between that
+/// member's quotes: the same bytes, escaped by [`crate::pyjson::write_string_content`],
+/// which tests whole blocks of bytes at once, several times faster than serde_json's
+/// byte-by-byte escaping.
+fn write_message(
+    out: &mut impl Write,
+    mut message: TxJsonRpcMessage<RoleServer>,
+    stream: Option<Receiver<Piece>>,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    buf.clear();
+    let text = match only_text(&mut message) {
+        Some(text) if stream.is_some() || text.len() >= SPLICE_MIN => std::mem::take(text),
+        _ => String::new(),
+    };
+    serde_json::to_writer(&mut *buf, &message).map_err(io::Error::other)?;
+    buf.push(b'\n');
+    if text.is_empty() && stream.is_none() {
+        return out.write_all(buf);
+    }
+    // `"text":""` outside a string is only the emptied member: inside a string every
+    // quote is escaped. A message holding it twice (a key of other content) never
+    // happens for a single-text result, and would not be spliced.
+    const MEMBER: &[u8] = b"\"text\":\"\"";
+    let mut found = memchr::memmem::find_iter(buf.as_slice(), MEMBER);
+    let (Some(at), None) = (found.next(), found.next()) else {
+        let restored = restore_text(message, text);
+        buf.clear();
+        serde_json::to_writer(&mut *buf, &restored).map_err(io::Error::other)?;
+        buf.push(b'\n');
+        return out.write_all(buf);
+    };
+    let split = at + MEMBER.len() - 1;
+    if let Some(pieces) = stream {
+        out.write_all(&buf[..split])?;
+        loop {
+            match pieces.recv() {
+                Ok(Some(piece)) => out.write_all(piece.as_bytes())?,
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::error!("a streamed tool result ended unfinished");
+                    out.write_all(UNFINISHED.as_bytes())?;
+                    break;
+                }
+            }
+        }
+        return out.write_all(&buf[split..]);
+    }
+    let mut escaped = String::with_capacity(text.len() + text.len() / 8);
+    crate::pyjson::write_string_content(&mut escaped, &text);
+    drop(text);
+    out.write_all(&buf[..split])?;
+    out.write_all(escaped.as_bytes())?;
+    out.write_all(&buf[split..])
+}
+
+/// The text of a tool result whose only content is one text.
+fn only_text(message: &mut TxJsonRpcMessage<RoleServer>) -> Option<&mut String> {
+    let JsonRpcMessage::Response(response) = message else {
+        return None;
+    };
+    let ServerResult::CallToolResult(result) = &mut response.result else {
+        return None;
+    };
+    let [ContentBlock::Text(content)] = result.content.as_mut_slice() else {
+        return None;
+    };
+    Some(&mut content.text)
+}
+
+fn restore_text(
+    mut message: TxJsonRpcMessage<RoleServer>,
+    text: String,
+) -> TxJsonRpcMessage<RoleServer> {
+    if let Some(slot) = only_text(&mut message) {
+        *slot = text;
+    }
+    message
+}
+
+/// One piece of a streamed text (JSON string content), or its end.
+type Piece = Option<String>;
+
 /// Ends a text whose maker stopped before finishing it (a bug: it panicked), so that the
 /// message is still valid JSON and the client sees what happened.
 const UNFINISHED: &str =
     "\\n[evidence-store: this result could not be completed; see the server log]";
+/// The text of a tool result whose text is streamed: any text the writer would not
+/// take for a finished answer's (an answer's text starts with `{`).
+const STREAMED: &str = "\0evidence-store:streamed\0";
+/// Pieces a text's maker may be ahead of the writer.
+const PIECES_AHEAD: usize = 8;
 
-/// One piece of a streamed text, or its end.
-type Piece = Option<String>;
+/// Lets a tool stream its result's text: the writer sends the message up to the text as
+/// soon as the tool returns, then each piece as it is made. Keyed by the request's id,
+/// whose slot bounds the streams; a cancelled request's stream is dropped with its
+/// slot, and its maker learns that nobody listens.
+#[derive(Clone)]
+pub struct Streamer(Arc<Gate>);
 
-/// Texts that tools are streaming to this transport, by number.
-#[derive(Default)]
-pub struct Prepared {
-    next: AtomicU64,
-    streams: Mutex<BTreeMap<u64, mpsc::UnboundedReceiver<Piece>>>,
-}
+/// Where a tool sends the pieces of its streamed text.
+pub struct PieceSender(SyncSender<Piece>);
 
-/// Where a tool sends the pieces of a streamed text.
-pub struct TextSender(mpsc::UnboundedSender<Piece>);
+impl PieceSender {
+    /// A piece of text as [`PieceSender::send`] takes it: escaped as JSON string content.
+    pub fn escape(text: String) -> String {
+        let mut piece = String::with_capacity(text.len() + text.len() / 8);
+        crate::pyjson::write_string_content(&mut piece, &text);
+        piece
+    }
 
-impl TextSender {
-    /// Sends the next piece: JSON string content (escaped, no quotes), cut anywhere but
-    /// inside an escape. False when the text is no longer wanted (the output is closed).
+    /// Sends the next piece, made by [`PieceSender::escape`]. False when the text is no
+    /// longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
     pub fn send(&self, piece: String) -> bool {
         self.0.send(Some(piece)).is_ok()
     }
@@ -67,216 +324,24 @@ impl TextSender {
     }
 }
 
-impl Prepared {
-    /// A new streamed text: the placeholder text to put in the tool result instead, and
-    /// where to send the pieces. Only the transport that owns this table can send that
-    /// result.
-    pub fn stream(&self) -> (String, TextSender) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
-        if streams.len() >= PREPARED_MAX {
-            streams.pop_first();
+impl Streamer {
+    /// The text to return as the tool result's only content, and where to send its
+    /// pieces; `None` unless the request `id` is in flight on this transport (then the
+    /// tool answers with its whole text instead).
+    pub fn stream(&self, id: &RequestId) -> Option<(String, PieceSender)> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+        let mut state = self.0.lock();
+        if !state.ids.contains(id) {
+            return None;
         }
-        streams.insert(n, rx);
-        (format!("{PLACEHOLDER}{n}\0"), TextSender(tx))
-    }
-
-    fn take(&self, n: u64) -> Option<mpsc::UnboundedReceiver<Piece>> {
-        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
-        streams.remove(&n)
-    }
-
-    /// What serde_json writes for `item` and a newline; with a placeholder text, its
-    /// member split into what comes before the text, the text's pieces and what follows.
-    pub fn encode(&self, item: TxJsonRpcMessage<RoleServer>) -> io::Result<Outgoing> {
-        let Some(n) = placeholder(&item) else {
-            let mut out = serde_json::to_vec(&item)?;
-            out.push(b'\n');
-            return Ok(Outgoing::Line(out));
-        };
-        let pieces = self.take(n).ok_or_else(|| {
-            io::Error::other(format!("streamed tool result {n} is missing (a bug)"))
-        })?;
-        let mut head = serde_json::to_vec(&item)?;
-        let member = format!("\"text\":\"\\u0000evidence-store:prepared:{n}\\u0000\"");
-        let at = memchr::memmem::find(&head, member.as_bytes())
-            .ok_or_else(|| io::Error::other("the encoded tool result lost its placeholder"))?;
-        let mut tail = head.split_off(at + member.len());
-        head.truncate(at + "\"text\":\"".len());
-        tail.insert(0, b'"');
-        tail.push(b'\n');
-        Ok(Outgoing::Streamed { head, pieces, tail })
+        state.streams.insert(id.clone(), rx);
+        Some((STREAMED.to_owned(), PieceSender(tx)))
     }
 }
 
-/// One message for the writer task.
-pub enum Outgoing {
-    /// A whole line.
-    Line(Vec<u8>),
-    /// A line whose text arrives in pieces: `head`, the pieces, `tail`.
-    Streamed {
-        head: Vec<u8>,
-        pieces: mpsc::UnboundedReceiver<Piece>,
-        tail: Vec<u8>,
-    },
-}
-
-impl Outgoing {
-    /// Writes the message, waiting for a streamed text's pieces as they come.
-    fn write_to(self, write: &mut impl Write) -> io::Result<()> {
-        match self {
-            Outgoing::Line(bytes) => write.write_all(&bytes)?,
-            Outgoing::Streamed {
-                head,
-                mut pieces,
-                tail,
-            } => {
-                write.write_all(&head)?;
-                loop {
-                    match pieces.blocking_recv() {
-                        Some(Some(piece)) => write.write_all(piece.as_bytes())?,
-                        Some(None) => break,
-                        None => {
-                            tracing::error!("a streamed tool result ended unfinished");
-                            write.write_all(UNFINISHED.as_bytes())?;
-                            break;
-                        }
-                    }
-                }
-                write.write_all(&tail)?;
-            }
-        }
-        write.flush()
-    }
-}
-
-type Chunk = (Outgoing, Option<oneshot::Sender<io::Result<()>>>);
-
-/// A server transport over `read` and `write` (stdin and stdout in `serve`).
-pub struct Stdio<R: AsyncRead> {
-    inner: AsyncRwTransport<RoleServer, R, Queue>,
-    queue: Queue,
-    prepared: Arc<Prepared>,
-}
-
-impl<R> Stdio<R>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-{
-    /// Starts the writer thread. `write` is written with blocking calls, each piece of
-    /// a streamed text as soon as it comes, without a hop through the async runtime.
-    pub fn new<W>(read: R, write: W) -> io::Result<Self>
-    where
-        W: Write + Send + 'static,
-    {
-        let (tx, rx) = mpsc::unbounded_channel();
-        std::thread::Builder::new()
-            .name("evidence-store-writer".into())
-            .spawn(move || write_all_in_order(write, rx))?;
-        let queue = Queue(tx);
-        Ok(Stdio {
-            inner: AsyncRwTransport::new_server(read, queue.clone()),
-            queue,
-            prepared: Arc::default(),
-        })
-    }
-
-    /// The table through which tools stream their results to this transport.
-    pub fn prepared(&self) -> Arc<Prepared> {
-        self.prepared.clone()
-    }
-}
-
-/// The writer thread: every message whole, in the order queued, until the queue closes
-/// or the output fails (then the queue's senders learn it is closed).
-fn write_all_in_order<W: Write>(mut write: W, mut rx: mpsc::UnboundedReceiver<Chunk>) {
-    while let Some((message, done)) = rx.blocking_recv() {
-        let result = message.write_to(&mut write);
-        let failed = result.is_err();
-        if let Some(done) = done {
-            let _ = done.send(result);
-        }
-        if failed {
-            return;
-        }
-    }
-}
-
-/// The writer task's input: whole messages, written in the order they were queued.
-#[derive(Clone)]
-struct Queue(mpsc::UnboundedSender<Chunk>);
-
-impl Queue {
-    fn push(
-        &self,
-        message: Outgoing,
-        done: Option<oneshot::Sender<io::Result<()>>>,
-    ) -> io::Result<()> {
-        self.0
-            .send((message, done))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))
-    }
-}
-
-/// What rmcp's own reader writes (its "Invalid request" replies) goes through the queue
-/// as well. Every write is taken whole, so a reply is never split by another message.
-impl AsyncWrite for Queue {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Poll::Ready(
-            self.push(Outgoing::Line(buf.to_vec()), None)
-                .map(|()| buf.len()),
-        )
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<R> Transport<RoleServer> for Stdio<R>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-{
-    type Error = io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let (done, written) = oneshot::channel();
-        let queued = self
-            .prepared
-            .encode(item)
-            .and_then(|message| self.queue.push(message, Some(done)));
-        async move {
-            queued?;
-            written
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))?
-        }
-    }
-
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        self.inner.receive()
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        self.inner.close().await
-    }
-}
-
-/// The number of the placeholder that is a tool result's only text, if it is one.
-fn placeholder(item: &TxJsonRpcMessage<RoleServer>) -> Option<u64> {
-    let JsonRpcMessage::Response(response) = item else {
+/// The id of a response whose text is [`STREAMED`].
+fn streamed_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    let JsonRpcMessage::Response(response) = message else {
         return None;
     };
     let ServerResult::CallToolResult(result) = &response.result else {
@@ -285,141 +350,753 @@ fn placeholder(item: &TxJsonRpcMessage<RoleServer>) -> Option<u64> {
     let [ContentBlock::Text(content)] = result.content.as_slice() else {
         return None;
     };
-    content
-        .text
-        .strip_prefix(PLACEHOLDER)?
-        .strip_suffix('\0')?
-        .parse()
+    (content.text == STREAMED).then(|| response.id.clone())
+}
+
+/// A server transport over `read` and `write` (stdin and stdout in `serve`).
+pub struct Stdio {
+    incoming: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
+    jobs: std::sync::mpsc::Sender<Job>,
+    gate: Arc<Gate>,
+}
+
+impl Stdio {
+    /// Starts the reader and writer threads.
+    pub fn new(
+        read: impl Read + Send + 'static,
+        write: impl Write + Send + 'static,
+    ) -> io::Result<Self> {
+        let gate = Arc::new(Gate {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        let (jobs, job_rx) = std::sync::mpsc::channel();
+        let writer_gate = gate.clone();
+        std::thread::Builder::new()
+            .name("evidence-store-writer".into())
+            .stack_size(STACK_BYTES)
+            .spawn(move || write_all_in_order(write, job_rx, &writer_gate))?;
+        let (tx, incoming) = mpsc::channel(1);
+        let reader = Reader {
+            gate: gate.clone(),
+            jobs: jobs.clone(),
+            to_rmcp: tx,
+        };
+        std::thread::Builder::new()
+            .name("evidence-store-reader".into())
+            .stack_size(STACK_BYTES)
+            .spawn(move || reader.run(read))?;
+        Ok(Stdio {
+            incoming,
+            jobs,
+            gate,
+        })
+    }
+
+    /// Lets tools stream their results over this transport.
+    pub fn streamer(&self) -> Streamer {
+        Streamer(self.gate.clone())
+    }
+
+    /// Whether every answer could be written so far.
+    pub fn output_failed(&self) -> Arc<dyn Fn() -> bool + Send + Sync> {
+        let gate = self.gate.clone();
+        Arc::new(move || gate.failed())
+    }
+}
+
+impl Transport<RoleServer> for Stdio {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let release = match &item {
+            JsonRpcMessage::Response(response) => Release::Id(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone().map_or(Release::None, Release::Id),
+            _ => Release::None,
+        };
+        let (done, written) = oneshot::channel();
+        let queued = self
+            .jobs
+            .send(Job {
+                message: Outgoing::Message(Box::new(item)),
+                release,
+                done: Some(done),
+            })
+            .map_err(|_| closed());
+        async move {
+            queued?;
+            written.await.map_err(|_| closed())?
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed")
+}
+
+/// The reading side: stdin to rmcp, answering what rmcp cannot be given.
+struct Reader {
+    gate: Arc<Gate>,
+    jobs: std::sync::mpsc::Sender<Job>,
+    to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
+}
+
+/// A line read by [`read_line`].
+enum LineRead {
+    Line,
+    /// Longer than [`LINE_MAX`]: drained; the buffer holds its first bytes.
+    TooLong,
+    End,
+}
+
+impl Reader {
+    fn run(self, read: impl Read) {
+        let mut input = BufReader::with_capacity(64 << 10, read);
+        let mut line = Vec::new();
+        loop {
+            if !self.gate.wait_for_room() {
+                break;
+            }
+            match read_line(&mut input, &mut line) {
+                Ok(LineRead::Line) => {
+                    if !self.handle(decode(&line)) {
+                        break;
+                    }
+                }
+                Ok(LineRead::TooLong) => {
+                    self.answer(
+                        INVALID_REQUEST,
+                        &format!("Invalid Request: the message is longer than {LINE_MAX} bytes"),
+                        scan(&line).id,
+                    );
+                }
+                Ok(LineRead::End) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read stdin");
+                    break;
+                }
+            }
+            if line.capacity() > 1 << 20 {
+                line = Vec::new();
+            }
+        }
+        // Every started answer is written before rmcp learns that the input ended.
+        self.gate.wait_until_idle();
+    }
+
+    /// False when rmcp no longer listens.
+    fn handle(&self, decoded: Decoded) -> bool {
+        match decoded {
+            Decoded::Skip => true,
+            Decoded::Answer { code, message, id } => {
+                self.answer(code, &message, id);
+                true
+            }
+            Decoded::Message(message) => {
+                if let JsonRpcMessage::Request(request) = message.as_ref()
+                    && !self.gate.take_id(request.id.clone())
+                {
+                    self.answer(
+                        INVALID_REQUEST,
+                        "Invalid Request: a request with this id is still in flight",
+                        Some(request.id.clone()),
+                    );
+                    return true;
+                }
+                if let Some(id) = cancelled_request(&message) {
+                    // rmcp answers a cancelled request no more.
+                    self.gate.release(Release::Id(id));
+                }
+                self.to_rmcp.blocking_send(*message).is_ok()
+            }
+        }
+    }
+
+    /// Writes an error answer this transport makes itself.
+    fn answer(&self, code: i64, message: &str, id: Option<RequestId>) {
+        let value = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": code, "message": message},
+        });
+        let mut line = value.to_string().into_bytes();
+        line.push(b'\n');
+        self.gate.take_slot();
+        let job = Job {
+            message: Outgoing::Line(line),
+            release: Release::Slot,
+            done: None,
+        };
+        if self.jobs.send(job).is_err() {
+            self.gate.release(Release::Slot);
+        }
+    }
+}
+
+/// The request a `notifications/cancelled` names.
+fn cancelled_request(message: &RxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    let JsonRpcMessage::Notification(notification) = message else {
+        return None;
+    };
+    let rmcp::model::ClientNotification::CancelledNotification(cancelled) =
+        &notification.notification
+    else {
+        return None;
+    };
+    cancelled.params.request_id.clone()
+}
+
+/// Reads one line into `line` (without its newline), never holding more than
+/// [`LINE_MAX`] bytes of it: the rest of a longer line is read and dropped.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            // A last line without a newline is still a line.
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => LineRead::TooLong,
+                (false, true) => LineRead::End,
+                (false, false) => LineRead::Line,
+            });
+        }
+        let newline = memchr::memchr(b'\n', available);
+        let take = newline.unwrap_or(available.len());
+        if !too_long {
+            if line.len() + take > LINE_MAX {
+                too_long = true;
+                let keep = HEAD_KEPT.saturating_sub(line.len()).min(take);
+                line.truncate(HEAD_KEPT);
+                line.extend_from_slice(&available[..keep]);
+            } else {
+                line.extend_from_slice(&available[..take]);
+            }
+        }
+        let consumed = newline.map_or(take, |at| at + 1);
+        input.consume(consumed);
+        if newline.is_some() {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
+
+/// What a line is.
+enum Decoded {
+    /// Nothing to do: a blank line, or a malformed notification or response (which
+    /// JSON-RPC never answers).
+    Skip,
+    Message(Box<RxJsonRpcMessage<RoleServer>>),
+    Answer {
+        code: i64,
+        message: String,
+        id: Option<RequestId>,
+    },
+}
+
+fn error(code: i64, message: impl Into<String>, id: Option<RequestId>) -> Decoded {
+    Decoded::Answer {
+        code,
+        message: message.into(),
+        id,
+    }
+}
+
+/// Decodes one line. The nesting is measured before anything recurses into it.
+fn decode(line: &[u8]) -> Decoded {
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return Decoded::Skip;
+    }
+    let scanned = scan(line);
+    if scanned.depth > DEPTH_MAX {
+        return error(
+            INVALID_REQUEST,
+            format!("Invalid Request: nested deeper than {DEPTH_MAX} levels"),
+            scanned.id,
+        );
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let parsed = serde::Deserialize::deserialize(&mut de).and_then(|v: Value| de.end().map(|()| v));
+    match parsed {
+        Ok(value) => classify(value),
+        Err(e) => unparsable(line, &scanned, &e),
+    }
+}
+
+/// A line serde_json cannot take. Valid JSON whose values it cannot hold (a lone
+/// surrogate escape, a number beyond `f64`) is an invalid request or invalid params;
+/// anything else (bad UTF-8, `NaN`, broken syntax) is a parse error.
+fn unparsable(line: &[u8], scanned: &Scanned, e: &serde_json::Error) -> Decoded {
+    let lenient = std::str::from_utf8(line)
         .ok()
+        .filter(|_| !scanned.non_json_literal)
+        .and_then(|text| crate::pyjson::parse_borrowed(text).ok());
+    let Some(node) = lenient else {
+        return error(PARSE_ERROR, format!("Parse error: {e}"), scanned.id.clone());
+    };
+    let crate::pyjson::Node::Object(_) = &node else {
+        return error(INVALID_REQUEST, "Invalid Request: not an object", None);
+    };
+    // The id is checked as the message's shape is.
+    let id = match node.get("id") {
+        None => None,
+        Some(_) => match &scanned.id {
+            Some(id) => Some(id.clone()),
+            None => {
+                return error(
+                    INVALID_REQUEST,
+                    "Invalid Request: id must be a string or an integer",
+                    None,
+                );
+            }
+        },
+    };
+    let method_ok = node
+        .get("method")
+        .and_then(crate::pyjson::Node::as_str)
+        .is_some();
+    let version_ok = node
+        .get("jsonrpc")
+        .and_then(crate::pyjson::Node::as_str)
+        .is_some_and(|v| v.is("2.0"));
+    match id {
+        None => Decoded::Skip,
+        Some(id) if !method_ok || !version_ok => {
+            error(INVALID_REQUEST, format!("Invalid Request: {e}"), Some(id))
+        }
+        Some(id) => error(INVALID_PARAMS, format!("Invalid params: {e}"), Some(id)),
+    }
+}
+
+/// A parsed line as a JSON-RPC message, or the answer saying why it is not one.
+fn classify(value: Value) -> Decoded {
+    let Value::Object(object) = &value else {
+        return error(INVALID_REQUEST, "Invalid Request: not an object", None);
+    };
+    let id = match object.get("id") {
+        None => None,
+        Some(raw) => match request_id(raw) {
+            Some(id) => Some(id),
+            None => {
+                return error(
+                    INVALID_REQUEST,
+                    "Invalid Request: id must be a string or an integer",
+                    None,
+                );
+            }
+        },
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return match id {
+            Some(id) => error(
+                INVALID_REQUEST,
+                "Invalid Request: jsonrpc must be \"2.0\"",
+                Some(id),
+            ),
+            None => error(
+                INVALID_REQUEST,
+                "Invalid Request: jsonrpc must be \"2.0\"",
+                None,
+            ),
+        };
+    }
+    let is_response = object.contains_key("result") || object.contains_key("error");
+    match object.get("method") {
+        None if is_response => {
+            // A response to a request of this server's (it sends none): rmcp's to judge.
+            return match serde_json::from_value(value) {
+                Ok(message) => Decoded::Message(Box::new(message)),
+                Err(_) => Decoded::Skip,
+            };
+        }
+        None => return error(INVALID_REQUEST, "Invalid Request: method is missing", id),
+        Some(Value::String(_)) => {}
+        Some(_) => {
+            return error(
+                INVALID_REQUEST,
+                "Invalid Request: method must be a string",
+                id,
+            );
+        }
+    }
+    if let Some(params) = object.get("params")
+        && !params.is_object()
+    {
+        return match id {
+            Some(id) => error(
+                INVALID_PARAMS,
+                "Invalid params: params must be an object",
+                Some(id),
+            ),
+            None => Decoded::Skip,
+        };
+    }
+    match serde_json::from_value(value) {
+        Ok(message) => Decoded::Message(Box::new(message)),
+        Err(e) => match id {
+            Some(id) => error(INVALID_PARAMS, format!("Invalid params: {e}"), Some(id)),
+            None => Decoded::Skip,
+        },
+    }
+}
+
+/// A JSON-RPC id: a string or an integer that fits in 64 bits.
+fn request_id(raw: &Value) -> Option<RequestId> {
+    match raw {
+        Value::String(s) => Some(RequestId::String(s.as_str().into())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}
+
+/// What a byte scan of a line finds, without parsing it.
+struct Scanned {
+    /// Deepest nesting of arrays and objects.
+    depth: usize,
+    /// A `NaN`, `Infinity` or other bare word JSON does not have, outside strings.
+    non_json_literal: bool,
+    /// The top-level object's `id` (its last), if it is a string or a 64-bit integer.
+    id: Option<RequestId>,
+}
+
+/// Scans `line` once, keeping no stack: strings are skipped (escapes included), brackets
+/// counted, and the top-level `"id"` member's value read where it stands.
+fn scan(line: &[u8]) -> Scanned {
+    let mut scanned = Scanned {
+        depth: 0,
+        non_json_literal: false,
+        id: None,
+    };
+    let mut depth = 0usize;
+    let mut i = 0;
+    // Inside the top-level object, whether the last string was the key `id`.
+    let mut id_key = false;
+    let mut last_string: Option<(usize, usize)> = None;
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < line.len() && line[i] != b'"' {
+                    if line[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let end = (i + 1).min(line.len());
+                if depth == 1 && id_key {
+                    scanned.id = serde_json::from_slice::<String>(&line[start..end])
+                        .ok()
+                        .map(|s| RequestId::String(s.into()));
+                    id_key = false;
+                }
+                last_string = Some((start, end));
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                scanned.depth = scanned.depth.max(depth);
+                id_key = false;
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b':' if depth == 1 => {
+                id_key = last_string.is_some_and(|(s, e)| &line[s..e] == b"\"id\"");
+                if id_key {
+                    scanned.id = None;
+                }
+            }
+            b',' => id_key = false,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i + 1 < line.len()
+                    && matches!(line[i + 1], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                if depth == 1 && id_key {
+                    scanned.id = std::str::from_utf8(&line[start..=i])
+                        .ok()
+                        .and_then(|n| n.parse::<i64>().ok())
+                        .map(RequestId::Number);
+                    id_key = false;
+                }
+            }
+            b'a'..=b'z' | b'A'..=b'Z' => {
+                let start = i;
+                while i + 1 < line.len() && line[i + 1].is_ascii_alphanumeric() {
+                    i += 1;
+                }
+                if !matches!(&line[start..=i], b"true" | b"false" | b"null") {
+                    scanned.non_json_literal = true;
+                }
+                id_key = false;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    scanned
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{CallToolResult, ErrorData, NumberOrString};
 
-    fn response(text: String) -> TxJsonRpcMessage<RoleServer> {
-        response_to(text, NumberOrString::Number(7))
+    fn answer(line: &[u8]) -> (i64, Option<RequestId>) {
+        match decode(line) {
+            Decoded::Answer { code, id, .. } => (code, id),
+            Decoded::Skip => panic!("skipped"),
+            Decoded::Message(m) => panic!("decoded {m:?}"),
+        }
     }
 
-    fn response_to(text: String, id: NumberOrString) -> TxJsonRpcMessage<RoleServer> {
+    #[test]
+    fn the_scan_finds_the_top_level_id() {
+        let cases: [(&[u8], Option<RequestId>); 6] = [
+            (br#"{"id": 7, "x": {"id": 8}}"#, Some(RequestId::Number(7))),
+            (
+                br#"{"x": {"id": 8}, "id": "a\"b"}"#,
+                Some(RequestId::String("a\"b".into())),
+            ),
+            (br#"{"x": "\"id\":", "y": 1}"#, None),
+            (br#"{"id": 1.5}"#, None),
+            (br#"{"id": null}"#, None),
+            (
+                b"{\"method\": \"\xff\", \"id\": 3}",
+                Some(RequestId::Number(3)),
+            ),
+        ];
+        for (line, id) in cases {
+            assert_eq!(scan(line).id, id, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn undecodable_lines_get_their_codes() {
+        let n = || Some(RequestId::Number(1));
+        let deep = format!(
+            "{{\"id\":1,\"p\":{}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        type Case = (Vec<u8>, (i64, Option<RequestId>));
+        let cases: Vec<Case> = vec![
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}".to_vec(),
+                (PARSE_ERROR, n()),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":NaN}}"#.to_vec(),
+                (PARSE_ERROR, n()),
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,".to_vec(),
+                (PARSE_ERROR, n()),
+            ),
+            (b"nonsense".to_vec(), (PARSE_ERROR, None)),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":"\ud800"}}"#
+                    .to_vec(),
+                (INVALID_PARAMS, n()),
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"a":{}}}}}"#,
+                    "9".repeat(400)
+                )
+                .into_bytes(),
+                (INVALID_PARAMS, n()),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":1e400}}"#.to_vec(),
+                (INVALID_PARAMS, n()),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#.to_vec(),
+                (INVALID_PARAMS, n()),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1}"#.to_vec(),
+                (INVALID_REQUEST, n()),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#.to_vec(),
+                (INVALID_REQUEST, None),
+            ),
+            (br#"[1]"#.to_vec(), (INVALID_REQUEST, None)),
+            (deep.into_bytes(), (INVALID_REQUEST, n())),
+        ];
+        for (line, expect) in cases {
+            assert_eq!(
+                answer(&line),
+                expect,
+                "{}",
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_written_as_serde_json_writes_it() {
+        use rmcp::model::{CallToolResult, NumberOrString};
+        let awkward = "quote \" backslash \\ newline \n nul \0 us \u{1f} del \u{7f} é 😀 \u{2028} ";
+        let big = awkward.repeat(4000);
+        let response = |text: String, id: NumberOrString| -> TxJsonRpcMessage<RoleServer> {
+            JsonRpcMessage::response(
+                ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(
+                    text,
+                )])),
+                id,
+            )
+        };
+        let cases = [
+            (big.clone(), NumberOrString::Number(7)),
+            ("small".to_owned(), NumberOrString::Number(8)),
+            // The member's spelling inside the text or the id does not move the splice.
+            (
+                format!("\"text\":\"\"{big}"),
+                NumberOrString::String("\"text\":\"\"".into()),
+            ),
+            (String::new(), NumberOrString::Number(9)),
+        ];
+        for (text, id) in cases {
+            let message = response(text, id);
+            let mut expect = serde_json::to_vec(&message).unwrap();
+            expect.push(b'\n');
+            let mut got = Vec::new();
+            write_message(&mut got, message, None, &mut Vec::new()).unwrap();
+            assert!(
+                got == expect,
+                "{}",
+                String::from_utf8_lossy(&got[..80.min(got.len())])
+            );
+        }
+    }
+
+    fn gate() -> Arc<Gate> {
+        Arc::new(Gate {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn read_response(text: String, id: i64) -> TxJsonRpcMessage<RoleServer> {
+        use rmcp::model::CallToolResult;
         JsonRpcMessage::response(
             ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(text)])),
-            id,
+            RequestId::Number(id),
         )
     }
 
-    fn serde_line(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
-        let mut line = serde_json::to_vec(message).unwrap();
-        line.push(b'\n');
-        line
-    }
-
-    fn awkward_text() -> String {
-        let awkward = "quote \" backslash \\ newline \n nul \0 us \u{1f} é 😀 \u{2028} ";
-        awkward.repeat(4000)
-    }
-
-    /// A JSON string's content: what serde_json writes for `text`, without the quotes.
-    fn content(text: &str) -> String {
-        let quoted = serde_json::to_string(text).unwrap();
-        quoted[1..quoted.len() - 1].to_owned()
-    }
-
-    /// The bytes the writer sends for `message`.
-    fn written(message: Outgoing) -> Vec<u8> {
-        let mut out = Vec::new();
-        message.write_to(&mut out).unwrap();
-        out
-    }
-
-    /// `text` streamed in three pieces cut at character boundaries, then finished.
-    fn stream_text(prepared: &Prepared, text: &str) -> String {
-        let (placeholder, sender) = prepared.stream();
-        let cuts =
-            [0, text.len() / 3, text.len() / 2, text.len()].map(|at| text.floor_char_boundary(at));
-        for w in cuts.windows(2) {
-            assert!(sender.send(content(&text[w[0]..w[1]])));
-        }
-        sender.finish();
-        placeholder
+    /// What the writer sends for the streamed answer to request `id`.
+    fn written_streamed(gate: &Arc<Gate>, id: i64, placeholder: String) -> Value {
+        let message = read_response(placeholder, id);
+        let stream = streamed_id(&message).and_then(|id| gate.lock().streams.remove(&id));
+        assert!(stream.is_some());
+        let mut got = Vec::new();
+        write_message(&mut got, message, stream, &mut Vec::new()).unwrap();
+        assert_eq!(got.last(), Some(&b'\n'));
+        serde_json::from_slice(&got).unwrap()
     }
 
     #[test]
     fn a_streamed_text_is_sent_as_serde_json_writes_the_text() {
-        let prepared = Prepared::default();
-        let big = awkward_text();
-        let texts_and_ids = [
-            (big.clone(), NumberOrString::Number(7)),
-            (String::new(), NumberOrString::Number(8)),
-            // Placeholder-like text inside a streamed text is carried like any other.
-            (format!("{PLACEHOLDER}0\0{big}"), NumberOrString::Number(9)),
-            // A request id holding a placeholder's characters does not move the splice.
-            (
-                big.clone(),
-                NumberOrString::String(format!("{PLACEHOLDER}3\0").into()),
-            ),
-        ];
-        for (text, id) in texts_and_ids {
-            let expect = serde_line(&response_to(text.clone(), id.clone()));
-            let placeholder = stream_text(&prepared, &text);
-            let got = written(
-                prepared
-                    .encode(response_to(placeholder.clone(), id))
-                    .unwrap(),
-            );
-            assert!(got == expect, "{:?}", String::from_utf8_lossy(&got[..80]));
-            // Used once: the same placeholder again is an error, never a wrong text.
-            let again = prepared.encode(response(placeholder));
-            assert!(again.is_err());
-        }
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(3)));
+        assert!(
+            streamer.stream(&RequestId::Number(4)).is_none(),
+            "not in flight"
+        );
+        let text = "quote \" backslash \\ nul \0 é 😀 \u{2028} ".repeat(3000);
+        let (placeholder, sender) = streamer.stream(&RequestId::Number(3)).unwrap();
+        let cuts = [0, text.len() / 3, text.len()].map(|at| text.floor_char_boundary(at));
+        let pieces: Vec<String> = cuts
+            .windows(2)
+            .map(|w| text[w[0]..w[1]].to_owned())
+            .collect();
+        let maker = std::thread::spawn(move || {
+            for piece in pieces {
+                assert!(sender.send(PieceSender::escape(piece)));
+            }
+            sender.finish();
+        });
+        let got = written_streamed(&gate, 3, placeholder);
+        maker.join().unwrap();
+        let expect = serde_json::to_value(read_response(text, 3)).unwrap();
+        assert_eq!(got, expect);
     }
 
     #[test]
     fn an_unfinished_text_still_makes_a_valid_message() {
-        let prepared = Prepared::default();
-        let (placeholder, sender) = prepared.stream();
-        assert!(sender.send(content("{\n  \"status\": ")));
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(1)));
+        let (placeholder, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
+        assert!(sender.send(PieceSender::escape("{\n  \"status\": ".into())));
         drop(sender);
-        let got = written(prepared.encode(response(placeholder)).unwrap());
-        let message: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        let got = written_streamed(&gate, 1, placeholder);
         assert_eq!(
-            message["result"]["content"][0]["text"],
+            got["result"]["content"][0]["text"],
             "{\n  \"status\": \n[evidence-store: this result could not be completed; see the server log]"
         );
-        assert_eq!(got.last(), Some(&b'\n'));
     }
 
     #[test]
-    fn other_messages_are_serde_jsons() {
-        let prepared = Prepared::default();
-        let messages = [
-            response(awkward_text()),
-            response("small".into()),
-            // Not a placeholder: no number, or no closing NUL.
-            response(format!("{PLACEHOLDER}x\0")),
-            response(format!("{PLACEHOLDER}1")),
-            JsonRpcMessage::error(ErrorData::invalid_request("Invalid request", None), None),
-        ];
-        stream_text(&prepared, "unused");
-        for message in messages {
-            let expect = serde_line(&message);
-            assert!(written(prepared.encode(message).unwrap()) == expect);
-        }
+    fn a_cancelled_request_drops_its_stream() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        assert!(gate.take_id(RequestId::Number(1)));
+        let (_, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
+        gate.release(Release::Id(RequestId::Number(1)));
+        assert!(
+            !sender.send("late".into()),
+            "its maker learns that nobody listens"
+        );
+        assert_eq!(gate.lock().taken, 0);
     }
 
     #[test]
-    fn the_table_is_bounded_oldest_first() {
-        let prepared = Prepared::default();
-        let (first, first_sender) = prepared.stream();
-        for n in 1..=PREPARED_MAX {
-            stream_text(&prepared, &n.to_string());
-        }
-        assert!(prepared.encode(response(first)).is_err());
-        // Its maker learns that nobody listens.
-        assert!(!first_sender.send("late".into()));
-        let last = format!("{PLACEHOLDER}{PREPARED_MAX}\0");
-        let got = written(prepared.encode(response(last)).unwrap());
-        assert!(got == serde_line(&response(PREPARED_MAX.to_string())));
+    fn long_lines_are_drained_not_held() {
+        let mut text = br#"{"id": 5, "x": ""#.to_vec();
+        text.resize(LINE_MAX + 10, b'a');
+        text.extend_from_slice(b"\"}\n{}\n");
+        let mut input = BufReader::with_capacity(1 << 10, text.as_slice());
+        let mut line = Vec::new();
+        assert!(matches!(
+            read_line(&mut input, &mut line).unwrap(),
+            LineRead::TooLong
+        ));
+        assert!(line.len() <= HEAD_KEPT);
+        assert_eq!(scan(&line).id, Some(RequestId::Number(5)));
+        assert!(matches!(
+            read_line(&mut input, &mut line).unwrap(),
+            LineRead::Line
+        ));
+        assert_eq!(line, b"{}");
+        assert!(matches!(
+            read_line(&mut input, &mut line).unwrap(),
+            LineRead::End
+        ));
     }
 }
