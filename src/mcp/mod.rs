@@ -485,12 +485,31 @@ impl ServerHandler for Server {
     }
 }
 
+/// Why serving stopped with a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot set up stdio: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the MCP session could not start: {0}")]
+    Initialize(Box<rmcp::service::ServerInitializeError>),
+    #[error("the MCP session ended abnormally: {0}")]
+    Session(#[from] tokio::task::JoinError),
+    #[error("stdout failed before every answer was written")]
+    OutputFailed,
+}
+
+impl From<rmcp::service::ServerInitializeError> for ServeError {
+    fn from(e: rmcp::service::ServerInitializeError) -> Self {
+        ServeError::Initialize(Box::new(e))
+    }
+}
+
 /// Serves MCP over this process's stdin and stdout (see [`stdio`]) until the client
 /// disconnects or `shutdown` resolves; call it inside the runtime that serves.
 pub async fn serve_stdio(
     shutdown: impl std::future::Future<Output = ()>,
     start: impl FnOnce() -> Service + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     // Written through its own descriptor: unbuffered, and apart from anything that might
     // print to `std::io::stdout` (nothing should; logs go to stderr).
     let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
@@ -508,7 +527,7 @@ pub async fn serve_stdio(
     server.streamer = Some(transport.streamer());
     run(server, transport, shutdown).await?;
     if output_failed() {
-        anyhow::bail!("stdout failed before every answer was written");
+        return Err(ServeError::OutputFailed);
     }
     Ok(())
 }
@@ -518,7 +537,7 @@ pub async fn serve<T, E, A>(
     transport: T,
     shutdown: impl std::future::Future<Output = ()>,
     start: impl FnOnce() -> Service + Send + 'static,
-) -> anyhow::Result<()>
+) -> Result<(), ServeError>
 where
     T: rmcp::transport::IntoTransport<RoleServer, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -530,7 +549,7 @@ async fn run<T, E, A>(
     server: Server,
     transport: T,
     shutdown: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<()>
+) -> Result<(), ServeError>
 where
     T: rmcp::transport::IntoTransport<RoleServer, E, A>,
     E: std::error::Error + Send + Sync + 'static,
