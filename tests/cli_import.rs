@@ -135,9 +135,7 @@ fn failed_import_leaves_the_store_as_it_was() {
     text.push_str("{\"session_ref\": \"S0003\"}\n");
     ws.write(&index, text);
     let err = ws.redact(&ws.fails(&["import"]));
-    insta::assert_snapshot!(err, @r"
-    evidence-store: import of <W> failed; the store is unchanged: <W>/projects/Demo-0123456789ab/sessions.index.jsonl:3 missing integer field 'target_start_line'
-    ");
+    insta::assert_snapshot!(err.trim_end(), @"evidence-store: import of <W> failed; the store is unchanged: <W>/projects/Demo-0123456789ab/sessions.index.jsonl:3 missing integer field 'target_start_line'");
     assert_eq!(dump_json(&ws, &["session", PROJECT, "S0001"]), before);
     assert_eq!(dump_json(&ws, &[])["tables"]["sessions"], 2);
 }
