@@ -220,22 +220,17 @@ pub fn default_store(workspace: &Path) -> PathBuf {
     workspace.join(".evidence-store").join("store.redb")
 }
 
-/// The help of the named subcommand path (`help dump lines`), or clap's error for an
-/// unknown name.
+/// The help of the named subcommand path (`help dump lines`), exactly as `dump lines
+/// --help` prints it; clap's usage error (exit 2) for an unknown name.
 fn help_text(names: &[String]) -> String {
-    let mut cmd = Cli::command();
-    cmd.build();
-    let mut current = &mut cmd;
-    for name in names {
-        match current.find_subcommand_mut(name) {
-            Some(sub) => current = sub,
-            None => {
-                let msg = format!("unknown command {name:?}; see `evidence-store --help`");
-                clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, msg).exit()
-            }
-        }
+    let argv = std::iter::once("evidence-store")
+        .chain(names.iter().map(String::as_str))
+        .chain(std::iter::once("--help"));
+    match Cli::try_parse_from(argv) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.render().to_string(),
+        Err(e) => e.exit(),
+        Ok(_) => Cli::command().render_long_help().to_string(),
     }
-    current.render_long_help().to_string()
 }
 
 fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
