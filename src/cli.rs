@@ -21,7 +21,7 @@ pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
         `import` loads a prepared workspace into an embedded redb store; `serve` answers \
         prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
         skeleton; `export` writes every document the store holds back into the workspace; \
-        `run -- prompt-diary ...` runs prompt-diary with its MCP server replaced by `serve` \
+        `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
         and exports afterwards; `dump` shows what the store holds.",
     disable_help_subcommand = true
 )]
@@ -52,10 +52,10 @@ enum CliCommand {
     Build,
     /// Serve the MCP tools over stdio (importing what changed first)
     Serve,
-    /// Run a command (e.g. `prompt-diary generate daily ...`) whose `report mcp serve` is
+    /// Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is
     /// evidence-store, then export; exits with the command's exit code
     #[command(
-        long_about = "Run a command (e.g. `prompt-diary generate daily ...`) whose `report mcp serve` is evidence-store, then export.\n\n\
+        long_about = "Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is evidence-store, then export.\n\n\
             The command runs with PATH starting with a private directory that holds a `report` link to this \
             binary: `report mcp serve` (as prompt-diary starts its MCP server) runs `evidence-store serve` \
             on $PROMPT_DIARY_WORKSPACE; every other `report ...` runs the real `report` found later on PATH, \

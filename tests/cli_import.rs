@@ -286,3 +286,19 @@ fn help_is_stable() {
     insta::assert_snapshot!("help", ws.ok(&["--help"]));
     insta::assert_snapshot!("dump_help", ws.ok(&["dump", "--help"]));
 }
+
+/// A store left in the example by the README's own import is not copied into test
+/// workspaces (it made these tests see every file as already indexed).
+#[test]
+fn test_workspaces_copy_only_the_workspace_files() {
+    let src = Workspace::empty();
+    src.write("metadata.json", "{}");
+    src.write(".evidence-store/store.redb", "not a store");
+    src.write("projects/P/.evidence-store/x", "nested: also a store dir");
+    let dst = Workspace::empty();
+    common::copy_workspace(src.root(), dst.root());
+    assert!(dst.path("metadata.json").exists());
+    assert!(!dst.path(".evidence-store").exists());
+    assert!(!dst.path("projects/P/.evidence-store").exists());
+    assert!(!Workspace::example().path(".evidence-store").exists());
+}
