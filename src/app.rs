@@ -337,7 +337,8 @@ fn record_served(workspace: &Path) {
     }
 }
 
-/// The first `report` on PATH that is not this binary.
+/// The first `report` on PATH that is not this binary, nor any other evidence-store
+/// binary (two of them handing the call to each other would never end).
 fn real_report() -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
@@ -347,6 +348,10 @@ fn real_report() -> Option<PathBuf> {
         .find(|candidate| {
             let executable = std::fs::metadata(candidate)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-            executable && std::fs::canonicalize(candidate).ok() != me
+            let target = std::fs::canonicalize(candidate).ok();
+            let ours = target.as_ref().is_some_and(|t| {
+                Some(t) == me.as_ref() || t.file_name().is_some_and(|n| n == "evidence-store")
+            });
+            executable && !ours
         })
 }

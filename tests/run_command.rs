@@ -113,6 +113,24 @@ fn other_report_calls_reach_the_real_report_unchanged() {
     );
     assert_eq!(out.status.code(), Some(5));
     assert!(stdout(&out).ends_with("<mcp><serve><--flag>"), "{out:?}");
+    // Another evidence-store linked as `report` further on PATH is skipped, not called
+    // (two of them would hand the call back and forth forever).
+    let other = ws.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    // A second copy of the binary (a hard link: another path to the same file).
+    if std::fs::hard_link(BIN, other.join("evidence-store")).is_err() {
+        std::fs::copy(BIN, other.join("evidence-store")).unwrap();
+    }
+    std::os::unix::fs::symlink(other.join("evidence-store"), other.join("report")).unwrap();
+    let path = std::env::join_paths([other.clone(), bin.clone()]).unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--", "report", "x"])
+        .env("PATH", &path)
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    assert!(stdout(&out).ends_with("<x>"), "{out:?}");
     // Without a real one, the shim says so and exits 127, as a shell would.
     let out = run(ws.root(), None, &["--", "report", "--version"]);
     assert_eq!(out.status.code(), Some(127), "{out:?}");
