@@ -138,17 +138,25 @@ fn other_report_calls_reach_the_real_report_unchanged() {
 }
 
 /// prompt-diary's server command under `run`, with the workspace only in
-/// `PROMPT_DIARY_WORKSPACE` and the current directory elsewhere: it is evidence-store
-/// (server name, 8 tools, a read), and once the client closes stdin and `run` has exited,
-/// `run` has adopted the report prompt-diary's own Build wrote meanwhile.
+/// `PROMPT_DIARY_WORKSPACE` and the current directory elsewhere, the workspace created by
+/// the command (as prompt-diary's `prepare` does) after `run` started: it is
+/// evidence-store (server name, 8 tools, a read), and once the client closes stdin and
+/// `run` has exited, `run` has adopted the report prompt-diary's own Build wrote meanwhile.
 #[test]
 fn report_mcp_serve_is_evidence_store_and_run_adopts_what_prompt_diary_wrote() {
     use std::io::{BufRead, BufReader, Write};
-    let ws = Workspace::example();
+    let example = Workspace::example();
+    let parent = Workspace::empty();
+    let ws = Workspace {
+        dir: tempfile::tempdir_in(parent.root()).unwrap(),
+    };
+    std::fs::remove_dir(ws.root()).unwrap();
     let elsewhere = Workspace::empty();
     let mut child = Command::new(BIN)
-        .args(["run", "--", "report", "mcp", "serve"])
+        .args(["run", "--", "sh", "-c"])
+        .arg(r#"cp -r "$EXAMPLE" "$PROMPT_DIARY_WORKSPACE" && exec report mcp serve"#)
         .current_dir(elsewhere.root())
+        .env("EXAMPLE", example.root())
         .env("PROMPT_DIARY_WORKSPACE", ws.root())
         .env("RUST_LOG", "off")
         .stdin(std::process::Stdio::piped())

@@ -62,6 +62,8 @@ async def drive(workspace: Path) -> list[str]:
         if not ok:
             failures.append(f"{name}: {detail}")
 
+    # As prompt-diary's `prepare` does, the workspace is created during the run.
+    shutil.copytree(ROOT / "examples/workspace", workspace, ignore=shutil.ignore_patterns(".evidence-store"))
     command, args, env = codex_server_config(workspace)
     check("prompt-diary's command", (command, args) == ("report", ["mcp", "serve"]), (command, args))
     params = StdioServerParameters(command=command, args=args, env={**os.environ, **env})
@@ -113,8 +115,7 @@ async def drive(workspace: Path) -> list[str]:
 def outer(binary: Path) -> int:
     venv_bin = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp) / "workspace"
-        shutil.copytree(ROOT / "examples/workspace", ws, ignore=shutil.ignore_patterns(".evidence-store"))
+        ws = Path(tmp) / "workspace"  # created by the command, under `run`
         # The real `report` (prompt-diary's) is on PATH, as in a user's environment.
         env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         env.pop("PROMPT_DIARY_WORKSPACE", None)
