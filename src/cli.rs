@@ -1,8 +1,9 @@
 //! Command-line parsing. clap types stop here: [`parse`] returns a plain [`Config`].
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::dump::DumpTarget;
 use crate::workspace::{WorkspaceRoot, python_path_display};
@@ -18,7 +19,11 @@ pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
     about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces",
     long_about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces.\n\n\
         `import` loads a prepared workspace into an embedded redb store; `serve` answers \
-        prompt-diary's MCP tools from it over stdio; `dump` shows what the store holds."
+        prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
+        skeleton; `export` writes every document the store holds back into the workspace; \
+        `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
+        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it.",
+    disable_help_subcommand = true
 )]
 struct Cli {
     /// Prepared workspace root [default: $PROMPT_DIARY_WORKSPACE, else the current directory]
@@ -56,6 +61,33 @@ enum CliCommand {
     Build,
     /// Serve the MCP tools over stdio (importing what changed first)
     Serve,
+    /// Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is
+    /// evidence-store, then export; exits with the command's exit code
+    #[command(
+        long_about = "Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is evidence-store, then export.\n\n\
+            The command runs with PATH starting with a private directory that holds a `report` link to this \
+            binary: `report mcp serve` (as prompt-diary starts its MCP server) runs `evidence-store serve` \
+            on $PROMPT_DIARY_WORKSPACE; every other `report ...` runs the real `report` found later on PATH, \
+            unchanged. When the command exits, every workspace served (and --workspace, if it has a store) \
+            is imported (adopting the files prompt-diary wrote) and exported. Exits with the command's exit \
+            code (1 if the command succeeded but an export failed)."
+    )]
+    Run {
+        /// The command and its arguments (after `--`)
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND"
+        )]
+        command: Vec<OsString>,
+    },
+    /// Print this message or the help of the given subcommand(s)
+    Help {
+        /// The subcommand whose help to print
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -75,23 +107,35 @@ enum DumpCommand {
     /// Tables and their entry counts (the default)
     Tables,
     /// One project and its sessions
-    Project { project_key: String },
+    Project {
+        /// Project key, the directory name under projects/ (e.g. Demo-0123456789ab)
+        project_key: String,
+    },
     /// One session: its index row, turns and file record
     Session {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
     },
     /// One turn of a session
     Turn {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
+        /// Turn reference within the session (e.g. T001)
         turn_ref: String,
     },
     /// The line index (offset, length, SHA-256) of a range of a session's lines
     Lines {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
+        /// First line, 1-based
         start_line: u64,
+        /// Last line, inclusive; at most the session's line count
         end_line: u64,
     },
 }
@@ -106,25 +150,74 @@ pub struct Config {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    Import { rehash: bool, rebuild: bool },
+    Import {
+        rehash: bool,
+        rebuild: bool,
+    },
     Verify,
-    Dump { json: bool, target: DumpTarget },
+    Dump {
+        json: bool,
+        target: DumpTarget,
+    },
     Serve,
     Export,
     Build,
+    /// Run a command with `report mcp serve` replaced by `serve`, then export.
+    Run {
+        command: Vec<OsString>,
+    },
+    /// Invoked as `report`: serve for `report mcp serve`, else hand over to the real one.
+    Report {
+        argv0: OsString,
+        args: Vec<OsString>,
+    },
+    /// Print help text (already rendered) and exit successfully.
+    Help {
+        text: String,
+    },
 }
+
+/// The name under which `run` puts this binary on PATH, as prompt-diary starts its MCP
+/// server (`report mcp serve`).
+pub const REPORT_NAME: &str = "report";
 
 /// Parses `std::env::args`, exiting with clap's usage message on error.
 pub fn parse() -> Config {
-    let cli = Cli::parse();
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
     let env = std::env::var_os(WORKSPACE_ENV).map(PathBuf::from);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    config(cli, env, cwd)
+    if invoked_as_report(&argv0) {
+        return report_config(argv0, args.collect(), env, cwd);
+    }
+    config(Cli::parse(), env, cwd)
 }
 
-fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
-    let given = cli.workspace.or(env).filter(|p| !p.as_os_str().is_empty());
-    let workspace = match given {
+/// True when argv[0]'s file name is `report` (the link `run` puts on PATH).
+pub fn invoked_as_report(argv0: &std::ffi::OsStr) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .is_some_and(|name| name == REPORT_NAME)
+}
+
+/// `report ARGS`: the workspace is `$PROMPT_DIARY_WORKSPACE` (as prompt-diary sets it for
+/// its MCP server), else the current directory; the store is the workspace's own.
+fn report_config(
+    argv0: OsString,
+    args: Vec<OsString>,
+    env: Option<PathBuf>,
+    cwd: PathBuf,
+) -> Config {
+    let workspace = resolve_workspace(env, cwd);
+    Config {
+        store: default_store(&workspace.path),
+        workspace,
+        command: Command::Report { argv0, args },
+    }
+}
+
+fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
+    match given.filter(|p| !p.as_os_str().is_empty()) {
         Some(path) => WorkspaceRoot {
             display: python_path_display(&path),
             path,
@@ -133,16 +226,40 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
             display: cwd.display().to_string(),
             path: cwd,
         },
-    };
-    let store = cli
-        .store
-        .unwrap_or_else(|| workspace.path.join(".evidence-store").join("store.redb"));
+    }
+}
+
+/// `DIR/.evidence-store/store.redb`.
+pub fn default_store(workspace: &Path) -> PathBuf {
+    workspace.join(".evidence-store").join("store.redb")
+}
+
+/// The help of the named subcommand path (`help dump lines`), exactly as `dump lines
+/// --help` prints it; clap's usage error (exit 2) for an unknown name.
+fn help_text(names: &[String]) -> String {
+    let argv = std::iter::once("evidence-store")
+        .chain(names.iter().map(String::as_str))
+        .chain(std::iter::once("--help"));
+    match Cli::try_parse_from(argv) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.render().to_string(),
+        Err(e) => e.exit(),
+        Ok(_) => Cli::command().render_long_help().to_string(),
+    }
+}
+
+fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
+    let workspace = resolve_workspace(cli.workspace.or(env), cwd);
+    let store = cli.store.unwrap_or_else(|| default_store(&workspace.path));
     let command = match cli.command {
         CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
         CliCommand::Verify => Command::Verify,
         CliCommand::Serve => Command::Serve,
         CliCommand::Export => Command::Export,
         CliCommand::Build => Command::Build,
+        CliCommand::Run { command } => Command::Run { command },
+        CliCommand::Help { command } => Command::Help {
+            text: help_text(&command),
+        },
         CliCommand::Dump(DumpArgs { json, stats, what }) => Command::Dump {
             json,
             target: match what.unwrap_or(DumpCommand::Tables) {
@@ -238,5 +355,48 @@ mod tests {
                 target: DumpTarget::Tables
             }
         );
+    }
+
+    #[test]
+    fn run_takes_the_command_after_the_separator_verbatim() {
+        let c = parse_from(
+            &[
+                "evidence-store",
+                "run",
+                "--workspace",
+                "w",
+                "--",
+                "prompt-diary",
+                "--help",
+                "-x",
+            ],
+            None,
+        );
+        assert_eq!(c.workspace.display, "w");
+        assert_eq!(
+            c.command,
+            Command::Run {
+                command: ["prompt-diary", "--help", "-x"]
+                    .map(OsString::from)
+                    .to_vec()
+            }
+        );
+        assert!(Cli::try_parse_from(["evidence-store", "run"]).is_err());
+    }
+
+    #[test]
+    fn argv0_report_selects_the_shim_with_the_workspace_from_the_environment() {
+        assert!(invoked_as_report("/tmp/x/report".as_ref()));
+        assert!(invoked_as_report("report".as_ref()));
+        assert!(!invoked_as_report("/usr/bin/evidence-store".as_ref()));
+        assert!(!invoked_as_report("/report/evidence-store".as_ref()));
+        let c = report_config(
+            "report".into(),
+            vec!["mcp".into(), "serve".into()],
+            Some(PathBuf::from("/ws")),
+            PathBuf::from("/cwd"),
+        );
+        assert_eq!(c.workspace.path, PathBuf::from("/ws"));
+        assert_eq!(c.store, PathBuf::from("/ws/.evidence-store/store.redb"));
     }
 }

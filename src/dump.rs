@@ -11,6 +11,8 @@ pub enum DumpError {
     Store(#[from] StoreError),
     #[error("no such {0} in the store")]
     NotFound(String),
+    #[error("{0}")]
+    Range(String),
 }
 
 /// What `dump` shows.
@@ -114,9 +116,9 @@ pub fn dump(store: &Store, target: &DumpTarget) -> Result<Value, DumpError> {
             let FileState::Indexed(file) = &record.file else {
                 return Err(not_found("indexed file for session", session_ref));
             };
-            let last = (*end_line).min(file.lines);
+            check_range(*start_line, *end_line, file.lines)?;
             let lines: Vec<Value> = reader
-                .lines(file.file_id, *start_line, last)?
+                .lines(file.file_id, *start_line, *end_line)?
                 .iter()
                 .zip(*start_line..)
                 .map(|(e, n)| {
@@ -204,6 +206,22 @@ fn size(bytes: u64) -> String {
         ("GiB", (1u64 << 30) as f64)
     };
     format!("{bytes} bytes ({:.1} {unit})", bytes as f64 / scale)
+}
+
+/// The line range rules `read_session_lines` applies, with its messages.
+fn check_range(start: u64, end: u64, lines: u64) -> Result<(), DumpError> {
+    let problem = if start < 1 {
+        format!("start_line {start} must be a positive 1-based line number")
+    } else if end < start {
+        format!("end_line {end} must be >= start_line {start}")
+    } else if start > lines {
+        format!("start_line {start} is past the session's last line {lines}")
+    } else if end > lines {
+        format!("end_line {end} is past the session's last line {lines}")
+    } else {
+        return Ok(());
+    };
+    Err(DumpError::Range(problem))
 }
 
 fn not_found(what: &str, name: &str) -> DumpError {

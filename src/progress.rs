@@ -53,3 +53,42 @@ impl Progress for Bar {
         }
     }
 }
+
+/// A one-line status on stderr for steps without a byte count (`run`'s import and
+/// export): a spinner with a message, left as a final line when done; nothing at all
+/// when stderr is not a terminal.
+pub struct Status {
+    bar: Option<ProgressBar>,
+}
+
+impl Status {
+    pub fn new(message: String) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            bar.set_style(style);
+            bar.set_message(message);
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+            bar
+        });
+        Status { bar }
+    }
+
+    pub fn set(&self, message: String) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(message);
+        }
+    }
+
+    /// Replaces the spinner with `message` as a plain line.
+    pub fn finish(self, message: String) {
+        if let Some(bar) = self.bar {
+            bar.set_style(
+                ProgressStyle::with_template("{msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.finish_with_message(message);
+        }
+    }
+}

@@ -23,11 +23,15 @@ pub struct Service {
     state: Result<Store, String>,
 }
 
-/// `prompt_diary_ping`'s constant answer.
+/// `prompt_diary_ping`'s answer: every value a string, as its output schema says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Ping {
     pub name: &'static str,
     pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 const WORKSPACE_HINT: &str =
@@ -36,29 +40,50 @@ const WORKSPACE_HINT: &str =
 impl Service {
     /// Opens the store and brings it in line with the workspace (an incremental import:
     /// a new store is filled, an existing one only re-checks what changed). A workspace
-    /// that does not load leaves the service up, answering every call with the problem.
+    /// that does not load leaves the service up, answering every call with the problem
+    /// (naming the resolved workspace), and creates no store: nothing is written outside a
+    /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
-        let state =
-            Store::open(store_path).map_err(|e| e.to_string()).and_then(
-                |store| match import::import(&root, &store, ImportOptions::default(), &Quiet) {
+        let state = crate::workspace::load(&root)
+            .map_err(|e| e.to_string())
+            .and_then(|_| Store::open(store_path).map_err(|e| e.to_string()))
+            .and_then(|store| {
+                match import::import(&root, &store, ImportOptions::default(), &Quiet) {
                     Ok(report) => {
                         tracing::info!(?report, "workspace imported");
                         Ok(store)
                     }
                     Err(e) => Err(e.to_string()),
-                },
-            );
+                }
+            })
+            .map_err(|problem| {
+                format!(
+                    "the prepared workspace {} cannot be served: {problem}",
+                    root.display
+                )
+            });
         if let Err(problem) = &state {
             tracing::warn!(%problem, "workspace unavailable; every call will report it");
         }
         Service { root, state }
     }
 
-    /// The connectivity check; needs no store, so it answers even while one is opening.
-    pub fn ping() -> Ping {
-        Ping {
-            name: "prompt-diary",
-            status: "ok",
+    /// The connectivity check: prompt-diary's constant answer while the workspace is
+    /// served; otherwise status `unavailable` with the resolved workspace and the problem.
+    pub fn ping(&self) -> Ping {
+        match &self.state {
+            Ok(_) => Ping {
+                name: "prompt-diary",
+                status: "ok",
+                workspace: None,
+                problem: None,
+            },
+            Err(problem) => Ping {
+                name: "prompt-diary",
+                status: "unavailable",
+                workspace: Some(self.root.display.clone()),
+                problem: Some(problem.clone()),
+            },
         }
     }
 

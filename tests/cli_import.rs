@@ -138,9 +138,7 @@ fn failed_import_leaves_the_store_as_it_was() {
     text.push_str("{\"session_ref\": \"S0003\"}\n");
     ws.write(&index, text);
     let err = ws.redact(&ws.fails(&["import"]));
-    insta::assert_snapshot!(err, @r"
-    evidence-store: import of <W> failed; the store is unchanged: <W>/projects/Demo-0123456789ab/sessions.index.jsonl:3 missing integer field 'target_start_line'
-    ");
+    insta::assert_snapshot!(err.trim_end(), @"evidence-store: import of <W> failed; the store is unchanged: <W>/projects/Demo-0123456789ab/sessions.index.jsonl:3 missing integer field 'target_start_line'");
     assert_eq!(dump_json(&ws, &["session", PROJECT, "S0001"]), before);
     assert_eq!(dump_json(&ws, &[])["tables"]["sessions"], 2);
 }
@@ -290,4 +288,20 @@ fn help_is_stable() {
     let ws = Workspace::example();
     insta::assert_snapshot!("help", ws.ok(&["--help"]));
     insta::assert_snapshot!("dump_help", ws.ok(&["dump", "--help"]));
+}
+
+/// A store left in the example by the README's own import is not copied into test
+/// workspaces (it made these tests see every file as already indexed).
+#[test]
+fn test_workspaces_copy_only_the_workspace_files() {
+    let src = Workspace::empty();
+    src.write("metadata.json", "{}");
+    src.write(".evidence-store/store.redb", "not a store");
+    src.write("projects/P/.evidence-store/x", "nested: also a store dir");
+    let dst = Workspace::empty();
+    common::copy_workspace(src.root(), dst.root());
+    assert!(dst.path("metadata.json").exists());
+    assert!(!dst.path(".evidence-store").exists());
+    assert!(!dst.path("projects/P/.evidence-store").exists());
+    assert!(!Workspace::example().path(".evidence-store").exists());
 }

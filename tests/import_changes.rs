@@ -151,14 +151,38 @@ fn an_unchanged_workspace_commits_nothing() {
     assert!(again.contains("2 unchanged"), "{again}");
     assert!(again.contains("nothing written"), "{again}");
 
-    let out = Command::new(BIN)
+    // A ping waits for the start-up import, and the server answers it before it exits at
+    // the end of its input, so the log is complete whatever the timing.
+    let mut child = Command::new(BIN)
         .args(["serve", "--workspace"])
         .arg(ws.root())
         .env_remove("PROMPT_DIARY_WORKSPACE")
         .env("RUST_LOG", "evidence_store=info")
-        .stdin(Stdio::null())
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                concat!(
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+                    "\n",
+                    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                    "\n",
+                    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_diary_ping","arguments":{}}}"#,
+                    "\n",
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let answers = String::from_utf8(out.stdout).unwrap();
+    assert!(answers.contains(r#""id":2"#), "{answers}");
     let log = String::from_utf8(out.stderr).unwrap();
     assert!(log.contains("workspace imported"), "{log}");
     assert!(log.contains("committed: false"), "{log}");

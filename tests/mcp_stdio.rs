@@ -272,9 +272,9 @@ async fn an_invalid_workspace_still_serves_and_says_why() {
     let result = call(&client, "prompt_diary_ping", json!({})).await;
     assert_eq!(result.is_error, Some(false));
     let got = ok_json(&call(&client, "read_session_lines", read_args("S0001", 1, 1)).await);
+    let root = ws.root().display();
     let message = format!(
-        "{}/metadata.json must contain a JSON object",
-        ws.root().display()
+        "the prepared workspace {root} cannot be served: {root}/metadata.json must contain a JSON object"
     );
     assert_eq!(
         got,

@@ -12,3 +12,4 @@ py=tools/.venv/bin/python
 "$py" tools/test_interop.py --bin target/debug/evidence-store
 "$py" tools/test_differential.py --bin target/debug/evidence-store
 "$py" tools/test_end_to_end.py --bin target/debug/evidence-store
+"$py" tools/test_run_prompt_diary.py --bin target/debug/evidence-store

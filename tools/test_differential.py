@@ -438,7 +438,12 @@ def main() -> int:
             shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
             committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
             asyncio.run(compare_synthesis(ws, ws_ref, args.bin.resolve(), reference_python, diff, committed, held_back))
-    print(f"(reference crashed on {diff.reference_crashes} line(s) that evidence-store answers)")
+    if diff.reference_crashes:
+        # Expected: prompt-diary 0.2.10 fails the whole call (a tool exception) on lines the
+        # generator plants on purpose (lone-surrogate escapes, deep nesting); evidence-store
+        # answers them, so those lines are not compared.
+        print(f"({diff.reference_crashes} planted edge-case line(s) crash prompt-diary 0.2.10 and are answered by "
+              "evidence-store; expected, not compared)")
     print(f"differential: {diff.passed} passed, {diff.failed} failed")
     return 1 if diff.failed else 0
 

@@ -81,7 +81,7 @@ def main() -> int:
     checks = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
-        shutil.copytree(ROOT / "examples" / "workspace", workspace)
+        shutil.copytree(ROOT / "examples" / "workspace", workspace, ignore=shutil.ignore_patterns(".evidence-store"))
         asyncio.run(run(args.bin.resolve(), workspace, checks))
     print(f"interop: {checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0

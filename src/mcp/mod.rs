@@ -235,7 +235,7 @@ impl Server {
         &self,
         _: Parameters<PingArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let ping = Service::ping();
+        let ping = self.call(|service| service.ping()).await?;
         let mut result = text_result(&ping)?;
         result.structured_content = serde_json::to_value(&ping).ok();
         Ok(result)

@@ -29,9 +29,11 @@ impl Workspace {
         }
     }
 
+    /// A copy of the example workspace's own files: a store that the README's import
+    /// left in `examples/workspace/.evidence-store` is not copied.
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        copy_dir(
+        copy_workspace(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
             dir.path(),
         );
@@ -137,13 +139,17 @@ impl Workspace {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies a workspace tree without its store directory (`.evidence-store`).
+pub fn copy_workspace(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read example") {
         let entry = entry.expect("entry");
+        if entry.file_name() == ".evidence-store" {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
+            copy_workspace(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), target).expect("copy");
         }
@@ -172,9 +178,10 @@ pub type Client = RunningService<RoleClient, ()>;
 pub async fn spawn_server(ws: &Workspace) -> (Client, Option<u32>) {
     let root = ws.root().to_owned();
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        // Logs off: a test's expected warnings are not noise in the test run's output.
         cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG");
+            .env("RUST_LOG", "off");
     }))
     .expect("server starts");
     let pid = transport.id();
