@@ -23,7 +23,10 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             if !config.store.exists() {
                 bail!("no store at {}", config.store.display());
             }
+            // A spinner on a terminal (nothing otherwise): a large store takes seconds.
+            let status = Status::new(format!("verifying {}", config.store.display()));
             let verified = verify::verify(&config.store);
+            status.clear();
             print!(
                 "{}",
                 verify_text(&config.store.display().to_string(), &verified)

@@ -91,4 +91,11 @@ impl Status {
             bar.finish_with_message(message);
         }
     }
+
+    /// Removes the spinner, leaving nothing behind.
+    pub fn clear(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }

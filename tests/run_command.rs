@@ -276,3 +276,28 @@ fn progress_is_shown_on_a_terminal() {
         "{shown}"
     );
 }
+
+/// `verify` draws its spinner on a terminal only: through a pipe its stderr is empty.
+#[test]
+fn verify_shows_progress_on_a_terminal_only() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let root = ws.root().display().to_string();
+    let inner = format!("RUST_LOG=off {BIN} verify --workspace {root}");
+    let out = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .output()
+        .expect("script(1) runs");
+    assert!(out.status.success(), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("verifying "), "{shown}");
+    assert!(shown.contains("no problems found"), "{shown}");
+
+    let piped = Command::new(BIN)
+        .args(["verify", "--workspace", &root])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    assert!(piped.stderr.is_empty(), "{piped:?}");
+}
