@@ -1,7 +1,5 @@
 //! Runs one command. The CLI edge: errors here are `anyhow`, printed once by `main`.
 
-use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -12,8 +10,8 @@ use crate::import::{self, ImportOptions, ImportReport};
 use crate::progress::{Bar, Status};
 use crate::service::Service;
 use crate::store::{OpenError, Store, verify};
-use crate::workspace::{WorkspaceRoot, python_path_display};
-use crate::{cli, dump, mcp};
+use crate::workspace::WorkspaceRoot;
+use crate::{dump, mcp};
 
 pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
@@ -63,8 +61,8 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve => run_serve(config),
-        Command::Run { command } => run_wrapped(&config, command),
-        Command::Report { argv0, args } => run_report(config.clone(), argv0, args),
+        Command::Run { command } => crate::run::run_wrapped(&config, command),
+        Command::Report { argv0, args } => crate::run::run_report(config.clone(), argv0, args),
         Command::Help { text } => {
             print!("{text}");
             Ok(ExitCode::SUCCESS)
@@ -192,7 +190,7 @@ fn summary(r: &ImportReport) -> String {
     )
 }
 
-fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
+pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
@@ -211,214 +209,4 @@ fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Tells a `report` started by `run` where to record the workspace it serves.
-const RUN_DIR_ENV: &str = "EVIDENCE_STORE_RUN_DIR";
-/// The file in that directory: workspace paths, each ended by a NUL byte.
-const SERVED_FILE: &str = "served-workspaces";
-
-/// `run -- COMMAND...`: COMMAND runs with a private directory first on PATH holding a
-/// `report` link to this binary; afterwards every workspace a `report mcp serve` served
-/// (and `--workspace`, when it has a store) is imported, adopting what prompt-diary's own
-/// steps wrote, and exported. The exit code is the command's.
-fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Result<ExitCode> {
-    let Some((program, args)) = command.split_first() else {
-        bail!("run needs a command after `--`");
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("evidence-store-run-")
-        .tempdir()
-        .context("cannot create run's private directory")?;
-    let exe = std::env::current_exe().context("cannot locate this binary")?;
-    std::os::unix::fs::symlink(&exe, dir.path().join(cli::REPORT_NAME))
-        .context("cannot link `report` in run's private directory")?;
-    let original = std::env::var_os("PATH").unwrap_or_default();
-    let path = std::env::join_paths(
-        std::iter::once(dir.path().to_owned()).chain(std::env::split_paths(&original)),
-    )
-    .context("PATH cannot hold run's private directory")?;
-
-    let mut child = std::process::Command::new(program);
-    child
-        .args(args)
-        .env("PATH", path)
-        .env(RUN_DIR_ENV, dir.path());
-    let status = wait_forwarding_signals(child)
-        .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
-    let code = exit_code(status);
-
-    let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())
-        .into_iter()
-        .map(|path| {
-            let store = cli::default_store(&path);
-            let root = WorkspaceRoot {
-                display: python_path_display(&path),
-                path,
-            };
-            (root, store)
-        })
-        .collect();
-    if !targets.iter().any(|(_, store)| *store == config.store) {
-        targets.push((config.workspace.clone(), config.store.clone()));
-    }
-    let mut failed = false;
-    for (root, store) in targets.iter().filter(|(_, store)| store.exists()) {
-        if let Err(e) = import_and_export(root, store) {
-            eprintln!("evidence-store: {e:#}");
-            failed = true;
-        }
-    }
-    Ok(match code {
-        0 if failed => ExitCode::FAILURE,
-        code => ExitCode::from(code),
-    })
-}
-
-/// Brings the store in line with the workspace (the files prompt-diary's own steps wrote,
-/// such as its Build's `daily-report.json`, are adopted), then writes every stored
-/// document back, so files and store agree when `run` returns.
-fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<()> {
-    let shown = root.path.display();
-    let status = Status::new(format!("importing {shown}"));
-    let store = Store::open(store_path)?;
-    import::import(root, &store, ImportOptions::default(), &Bar::new("import")).with_context(
-        || format!("after the command: import of {shown} failed; nothing exported"),
-    )?;
-    status.set(format!("exporting {shown}"));
-    let report = crate::documents::export(&store, &root.path)
-        .with_context(|| format!("after the command: export of {shown} failed"))?;
-    status.finish(format!(
-        "evidence-store: exported {shown}: {} file(s) written, {} already current",
-        report.written, report.unchanged
-    ));
-    Ok(())
-}
-
-/// Waits for the child; SIGTERM and SIGHUP sent to `run` are passed on to it, and SIGINT
-/// (which a terminal sends to the whole process group) only leaves `run` waiting, so the
-/// export still happens after the command has stopped.
-fn wait_forwarding_signals(
-    command: std::process::Command,
-) -> std::io::Result<std::process::ExitStatus> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut hangup = signal(SignalKind::hangup())?;
-        let mut child = tokio::process::Command::from(command).spawn()?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        let forward = |sig| {
-            if let Some(pid) = pid {
-                let _ = rustix::process::kill_process(pid, sig);
-            }
-        };
-        loop {
-            tokio::select! {
-                status = child.wait() => return status,
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => forward(rustix::process::Signal::TERM),
-                _ = hangup.recv() => forward(rustix::process::Signal::HUP),
-            }
-        }
-    })
-}
-
-/// The command's exit code; a command killed by a signal gets 128 + its number, as in a
-/// shell.
-fn exit_code(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => u8::try_from(code).unwrap_or(1),
-        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
-        (None, None) => 1,
-    }
-}
-
-/// The workspaces recorded by the `report mcp serve` processes of this run, in order,
-/// without repeats.
-fn served_workspaces(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = std::fs::read(dir.join(SERVED_FILE)).unwrap_or_default();
-    let mut out: Vec<PathBuf> = Vec::new();
-    for entry in bytes.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        let path = PathBuf::from(OsStr::from_bytes(entry));
-        if !out.contains(&path) {
-            out.push(path);
-        }
-    }
-    out
-}
-
-/// This binary invoked as `report`: `report mcp serve` is `serve` on
-/// `$PROMPT_DIARY_WORKSPACE`; anything else runs the real `report` found later on PATH,
-/// with the same arguments and environment.
-fn run_report(config: Config, argv0: &OsStr, args: &[OsString]) -> anyhow::Result<ExitCode> {
-    if args == ["mcp", "serve"] {
-        record_served(&config.workspace.path);
-        return run_serve(config);
-    }
-    let Some(real) = real_report() else {
-        eprintln!(
-            "evidence-store: `report` is evidence-store here, and there is no other `report` on PATH \
-             to run `report {}` (is prompt-diary installed in this environment?)",
-            args.iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        return Ok(ExitCode::from(127));
-    };
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new(&real)
-        .arg0(argv0)
-        .args(args)
-        .exec();
-    bail!("cannot run {}: {err}", real.display())
-}
-
-/// Notes the served workspace for the `run` that started this process, if any.
-fn record_served(workspace: &Path) {
-    use std::io::Write;
-    use std::os::unix::ffi::OsStrExt;
-    let Some(dir) = std::env::var_os(RUN_DIR_ENV) else {
-        return;
-    };
-    let path = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_owned());
-    let mut entry = path.as_os_str().as_bytes().to_vec();
-    entry.push(0);
-    // One append of the whole entry: concurrent servers do not interleave.
-    let written = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(Path::new(&dir).join(SERVED_FILE))
-        .and_then(|mut f| f.write_all(&entry));
-    if let Err(e) = written {
-        tracing::warn!(%e, "cannot tell `run` which workspace this server serves");
-    }
-}
-
-/// The first `report` on PATH that is not this binary, nor any other evidence-store
-/// binary (two of them handing the call to each other would never end).
-fn real_report() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(cli::REPORT_NAME))
-        .find(|candidate| {
-            let executable = std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-            let target = std::fs::canonicalize(candidate).ok();
-            let ours = target.as_ref().is_some_and(|t| {
-                Some(t) == me.as_ref() || t.file_name().is_some_and(|n| n == "evidence-store")
-            });
-            executable && !ours
-        })
 }

@@ -21,6 +21,7 @@ pub mod pyjson;
 pub mod read;
 pub mod rebuild;
 pub mod report;
+pub mod run;
 pub mod service;
 pub mod store;
 pub mod synthesis;
