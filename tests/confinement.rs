@@ -260,7 +260,18 @@ fn a_fifo_at_the_session_index_does_not_hang_import() {
         .status()
         .unwrap();
     assert!(made.success());
-    // A hung import is killed after 60 s so that the test fails instead of hanging.
+    let out = import_or_kill(&ws);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("sessions.index.jsonl") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+/// Runs `import`; a hung import is killed after 60 s so that the test fails instead of
+/// hanging.
+fn import_or_kill(ws: &Workspace) -> std::process::Output {
     let mut child = std::process::Command::new(common::BIN)
         .args(["import", "--workspace"])
         .arg(ws.root())
@@ -275,11 +286,28 @@ fn a_fifo_at_the_session_index_does_not_hang_import() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO planted at a card the store already holds is refused by the next import (which
+/// first checks whether anything changed); it cannot hang it.
+#[tokio::test]
+async fn a_fifo_at_a_stored_card_does_not_hang_the_next_import() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    assert_eq!(write(&client).await["status"], "appended");
+    client.cancel().await.unwrap();
+    std::fs::remove_file(ws.path(CARD)).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path(CARD))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = import_or_kill(&ws);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("sessions.index.jsonl") && err.contains("not a regular file"),
+        err.contains("S0001.json") && err.contains("not a regular file"),
         "{err}"
     );
 }
