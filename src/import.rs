@@ -180,7 +180,7 @@ fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
 /// Debug builds only, for tests that need an import stopped at a known step: when
 /// `EVIDENCE_STORE_PAUSE_AT` names `step`, say so on stderr and wait for a line (or the
 /// end) on stdin, or for a kill.
-fn pause_point(step: &str) {
+pub(crate) fn pause_point(step: &str) {
     #[cfg(debug_assertions)]
     if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
         eprintln!("evidence-store: paused at {step}");

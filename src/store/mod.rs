@@ -170,6 +170,10 @@ pub enum StoreError {
     DiskFull { path: String, detail: String },
     #[error("the store at {path} is open read-only")]
     ReadOnly { path: String },
+    #[error(
+        "the store at {path} was replaced (by `evidence-store import --rebuild`) after this process opened it; nothing was written: restart this server"
+    )]
+    Replaced { path: String },
 }
 
 impl StoreError {
@@ -219,6 +223,8 @@ pub struct Store {
     /// Always `Some` until drop.
     db: RwLock<Option<Arc<Db>>>,
     fault: Option<Arc<backend::Fault>>,
+    /// The (device, inode) of the file opened for writing, or `None` read-only.
+    file_id: RwLock<Option<(u64, u64)>>,
 }
 
 impl Store {
@@ -233,7 +239,7 @@ impl Store {
             })?;
         }
         let fault = backend::Fault::from_env();
-        let db = open_writable(path, &shown, fault.clone())?;
+        let (db, file_id) = open_writable(path, &shown, fault.clone())?;
         let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
             Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
             Err(OpenError::Store(e)) => Err(e),
@@ -247,6 +253,7 @@ impl Store {
             read_only: false,
             db: RwLock::new(Some(Arc::new(Db::Write(db)))),
             fault,
+            file_id: RwLock::new(Some(file_id)),
         })
     }
 
@@ -261,6 +268,7 @@ impl Store {
             read_only: true,
             db: RwLock::new(Some(Arc::new(Db::ReadOnly(db)))),
             fault: None,
+            file_id: RwLock::new(None),
         };
         match store.reader()?.schema_version()? {
             Some(SCHEMA_VERSION) => Ok(store),
@@ -310,10 +318,13 @@ impl Store {
         let fresh = if self.read_only {
             Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
         } else {
-            Db::Write(
-                open_writable(&self.path, &self.shown, self.fault.clone())
-                    .map_err(open_to_store)?,
-            )
+            let (db, file_id) = open_writable(&self.path, &self.shown, self.fault.clone())
+                .map_err(open_to_store)?;
+            match self.file_id.write() {
+                Ok(mut slot) => *slot = Some(file_id),
+                Err(poisoned) => *poisoned.into_inner() = Some(file_id),
+            }
+            Db::Write(db)
         };
         if let Some(old) = slot.replace(Arc::new(fresh)) {
             guarded_drop(&self.shown, old);
@@ -347,6 +358,7 @@ impl Store {
 
     /// Starts the (cross-process) write transaction; waits while another one is open.
     pub fn writer(&self) -> Result<Writer, StoreError> {
+        self.check_not_replaced()?;
         self.with_db(|db| {
             let Db::Write(db) = db else {
                 return Err(StoreError::ReadOnly {
@@ -365,6 +377,35 @@ impl Store {
             })
         })
     }
+}
+
+impl Store {
+    /// A write must reach the file at the store's path: one that `import --rebuild` renamed
+    /// a new store over (or that was removed) after this process opened it would take the
+    /// write with it, so the write is refused instead. Callers start their write after
+    /// taking the document lock, which the rebuild's final step holds too.
+    fn check_not_replaced(&self) -> Result<(), StoreError> {
+        let opened = match self.file_id.read() {
+            Ok(slot) => *slot,
+            Err(poisoned) => *poisoned.into_inner(),
+        };
+        let Some(opened) = opened else {
+            return Ok(());
+        };
+        let now = std::fs::metadata(&self.path).ok().map(|m| file_id(&m));
+        if now == Some(opened) {
+            Ok(())
+        } else {
+            Err(StoreError::Replaced {
+                path: self.shown.to_string(),
+            })
+        }
+    }
+}
+
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 /// Whether another process has the store at `path` open for writing (a `serve`, an
@@ -401,13 +442,20 @@ fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<Database, OpenError> {
+) -> Result<(Database, (u64, u64)), OpenError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
+        .map_err(|e| OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        })?;
+    let id = file
+        .metadata()
+        .map(|m| file_id(&m))
         .map_err(|e| OpenError::Database {
             path: shown.to_owned(),
             source: Box::new(e.into()),
@@ -420,7 +468,7 @@ fn open_writable(
             .create_with_backend(backend)
             .store()
     });
-    opened.map_err(|e| open_error(shown, e))
+    opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
 }
 
 /// Opens an existing file without writing to it; a store that needs repair (a writer
