@@ -412,6 +412,9 @@ fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
 /// `import`). A damaged or missing file counts as not in use.
 pub fn open_by_a_writer(path: &Path) -> bool {
     let shown = path.display().to_string();
+    if regular_file(path, &shown).is_err() {
+        return false;
+    }
     let probe = guard::guard(&shown, || match Database::builder().open_read_only(path) {
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
         _ => Ok(false),
@@ -473,7 +476,22 @@ fn open_writable(
 
 /// Opens an existing file without writing to it; a store that needs repair (a writer
 /// was killed) is refused by redb rather than repaired.
+/// A store path that names something other than a regular file (a FIFO, a device) is
+/// refused before it is opened: a read-only open of a FIFO would wait for a writer forever.
+fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file").into(),
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
+    regular_file(path, shown)?;
     let opened = guard::guard(shown, || {
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
