@@ -441,7 +441,39 @@ fn open_to_store(e: OpenError) -> StoreError {
 }
 
 /// Opens (or creates) the file for reading and writing, in multi-writer mode.
+/// How long a writable open waits while another process has the store open read-only
+/// (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a read-only
+/// handle, and those commands hold theirs only briefly.
+const READ_ONLY_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn open_writable(
+    path: &Path,
+    shown: &str,
+    fault: Option<Arc<backend::Fault>>,
+) -> Result<(Database, (u64, u64)), OpenError> {
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match try_open_writable(path, shown, fault.clone()) {
+            Err(OpenError::Database { source, .. })
+                if matches!(*source, redb::Error::DatabaseAlreadyOpen)
+                    && started.elapsed() < READ_ONLY_HOLDER_WAIT =>
+            {
+                if !said {
+                    tracing::warn!(
+                        store = shown,
+                        "the store is open in another process that excludes writers (a `dump` or `verify`); waiting"
+                    );
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
@@ -474,8 +506,6 @@ fn open_writable(
     opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
 }
 
-/// Opens an existing file without writing to it; a store that needs repair (a writer
-/// was killed) is refused by redb rather than repaired.
 /// A store path that names something other than a regular file (a FIFO, a device) is
 /// refused before it is opened: a read-only open of a FIFO would wait for a writer forever.
 fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
@@ -490,6 +520,8 @@ fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
     }
 }
 
+/// Opens an existing file without writing to it; a store that needs repair (a writer
+/// was killed) is refused by redb rather than repaired.
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
     regular_file(path, shown)?;
     let opened = guard::guard(shown, || {
