@@ -180,7 +180,7 @@ fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
 /// Debug builds only, for tests that need an import stopped at a known step: when
 /// `EVIDENCE_STORE_PAUSE_AT` names `step`, say so on stderr and wait for a line (or the
 /// end) on stdin, or for a kill.
-fn pause_point(step: &str) {
+pub(crate) fn pause_point(step: &str) {
     #[cfg(debug_assertions)]
     if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
         eprintln!("evidence-store: paused at {step}");
@@ -377,22 +377,19 @@ fn up_to_date(
     }
     let mut on_disk = Vec::new();
     for rel in document_paths(workspace) {
-        let path = root.path.join(&rel);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        // Read as the full import reads documents (regular files inside the workspace
+        // only, so a planted FIFO cannot hang this check); a file it cannot read is a
+        // change, which the full import then reports.
+        match crate::fsutil::read_confined(&root.path, &rel) {
+            Ok(Some(bytes)) => {
                 let stored = lookup.document(&rel)?;
                 if stored.is_none_or(|d| d.bytes != bytes) {
                     return Ok(None);
                 }
                 on_disk.push(rel);
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(ImportError::Io {
-                    path: path.display().to_string(),
-                    source,
-                });
-            }
+            Ok(None) => {}
+            Err(_) => return Ok(None),
         }
     }
     on_disk.sort();

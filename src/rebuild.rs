@@ -4,10 +4,10 @@
 //! Servers must not be running, and a rebuild refuses to start while another process has
 //! the store open for writing. One that starts during the rebuild (the check is not a
 //! lock) keeps the old file open, its inode living on after the rename: it goes on
-//! answering from the old store, and a write it makes reaches the card file on disk and
-//! the discarded old store, never the new one. The new store adopts that card file the
-//! next time a tool or `import` reads it, but `export` run before that would overwrite it
-//! with the new store's older copy. Stop every `serve`, rebuild, then start them again.
+//! answering reads from the old store, but it refuses every write once the file at the
+//! store's path is no longer the one it opened, and a write it completed before the
+//! rename is adopted from its file by the import that follows the rename. Stop every
+//! `serve`, rebuild, then start them again.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -85,6 +85,7 @@ fn build_and_replace(
     File::open(temp)
         .and_then(|f| f.sync_all())
         .map_err(replace_error)?;
+    import::pause_point("before-rename");
     std::fs::rename(temp, store_path).map_err(replace_error)?;
     let dir = store_path
         .parent()
@@ -93,6 +94,19 @@ fn build_and_replace(
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(replace_error)?;
+    // A server that had the old store open may have written a document after the rebuild
+    // read the files and before the rename (later writes it refuses: the file it opened
+    // is no longer the store). That document is on disk; an ordinary import, under the
+    // document lock, adopts it into the new store before anything can export over it.
+    let adopted = Store::open(store_path)
+        .map_err(RebuildError::from)
+        .and_then(|store| {
+            import::import(root, &store, ImportOptions { rehash: false }, progress)
+                .map_err(RebuildError::from)
+        });
+    if let Err(e) = adopted {
+        tracing::warn!(error = %e, "the rebuilt store is in place, but adopting documents written meanwhile failed: run `evidence-store import`");
+    }
     Ok(report)
 }
 

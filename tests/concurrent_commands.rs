@@ -268,3 +268,34 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
 }
+
+/// A process holding the store open read-only (as `dump` and `verify` do, briefly) does
+/// not make an `import` (or a `serve` starting) fail: the writable open waits for it.
+#[test]
+fn import_waits_for_a_read_only_holder_instead_of_failing() {
+    use std::io::{BufRead, BufReader};
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let holder = redb::Database::builder()
+        .open_read_only(ws.store())
+        .expect("read-only open");
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["import", "--workspace"])
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The import has met the read-only holder (it says so, or it failed on it).
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    drop(holder);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{first}{rest}");
+    assert!(first.contains("waiting"), "{first}{rest}");
+}

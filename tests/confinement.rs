@@ -220,3 +220,94 @@ fn a_sessions_dir_symlinked_outside_is_refused_at_import() {
     );
     assert!(!store_holds(&ws, "c1.jsonl"), "nothing imported");
 }
+
+/// `metadata.json`, `project.json` and `sessions.index.jsonl` symlinked to files outside:
+/// import refuses each, naming where it leads, and stores nothing of them.
+#[test]
+fn workspace_files_symlinked_outside_are_refused_at_import() {
+    for rel in [
+        "metadata.json".to_owned(),
+        format!("projects/{PROJECT}/project.json"),
+        format!("projects/{PROJECT}/sessions.index.jsonl"),
+    ] {
+        let ws = Workspace::example();
+        let out = tempfile::tempdir().unwrap();
+        let moved = out.path().join("moved");
+        std::fs::rename(ws.path(&rel), &moved).unwrap();
+        symlink(&moved, ws.path(&rel)).unwrap();
+        let err = ws.fails(&["import"]);
+        assert!(
+            err.contains(&moved.canonicalize().unwrap().display().to_string())
+                && err.contains("outside the workspace"),
+            "{rel}: {err}"
+        );
+        assert!(
+            !ws.store().exists() || !store_holds(&ws, "c1.jsonl"),
+            "{rel}"
+        );
+    }
+}
+
+/// A FIFO planted at `sessions.index.jsonl` is refused; it cannot hang `import` (nor
+/// every `serve`, which imports at start).
+#[test]
+fn a_fifo_at_the_session_index_does_not_hang_import() {
+    let ws = Workspace::example();
+    let index = ws.path(&format!("projects/{PROJECT}/sessions.index.jsonl"));
+    std::fs::remove_file(&index).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&index)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = import_or_kill(&ws);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("sessions.index.jsonl") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+/// Runs `import`; a hung import is killed after 60 s so that the test fails instead of
+/// hanging.
+fn import_or_kill(ws: &Workspace) -> std::process::Output {
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["import", "--workspace"])
+        .arg(ws.root())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO planted at a card the store already holds is refused by the next import (which
+/// first checks whether anything changed); it cannot hang it.
+#[tokio::test]
+async fn a_fifo_at_a_stored_card_does_not_hang_the_next_import() {
+    let ws = Workspace::example();
+    let client = connect(&ws).await;
+    assert_eq!(write(&client).await["status"], "appended");
+    client.cancel().await.unwrap();
+    std::fs::remove_file(ws.path(CARD)).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path(CARD))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = import_or_kill(&ws);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("S0001.json") && err.contains("not a regular file"),
+        "{err}"
+    );
+}

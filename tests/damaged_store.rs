@@ -479,3 +479,51 @@ fn wait_dead(pid: u32) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// Runs the binary; one that hangs is killed after 60 s so that the test fails instead.
+fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(common::BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO at the store path: `dump` and `verify` (read-only opens) say it is not a regular
+/// file instead of waiting for a writer forever, and `import --rebuild` replaces it.
+#[test]
+fn a_fifo_at_the_store_path_hangs_no_command() {
+    let ws = Workspace::example();
+    std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.store())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for args in [&["dump"][..], &["verify"]] {
+        let out = run_or_kill(&ws, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(text.contains("not a regular file"), "{args:?}: {text}");
+    }
+    let out = run_or_kill(&ws, &["import", "--rebuild"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::metadata(ws.store()).unwrap().is_file());
+    ws.ok(&["verify"]);
+}

@@ -170,6 +170,10 @@ pub enum StoreError {
     DiskFull { path: String, detail: String },
     #[error("the store at {path} is open read-only")]
     ReadOnly { path: String },
+    #[error(
+        "the store at {path} was replaced (by `evidence-store import --rebuild`) after this process opened it; nothing was written: restart this server"
+    )]
+    Replaced { path: String },
 }
 
 impl StoreError {
@@ -219,6 +223,8 @@ pub struct Store {
     /// Always `Some` until drop.
     db: RwLock<Option<Arc<Db>>>,
     fault: Option<Arc<backend::Fault>>,
+    /// The (device, inode) of the file opened for writing, or `None` read-only.
+    file_id: RwLock<Option<(u64, u64)>>,
 }
 
 impl Store {
@@ -233,7 +239,7 @@ impl Store {
             })?;
         }
         let fault = backend::Fault::from_env();
-        let db = open_writable(path, &shown, fault.clone())?;
+        let (db, file_id) = open_writable(path, &shown, fault.clone())?;
         let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
             Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
             Err(OpenError::Store(e)) => Err(e),
@@ -247,6 +253,7 @@ impl Store {
             read_only: false,
             db: RwLock::new(Some(Arc::new(Db::Write(db)))),
             fault,
+            file_id: RwLock::new(Some(file_id)),
         })
     }
 
@@ -261,6 +268,7 @@ impl Store {
             read_only: true,
             db: RwLock::new(Some(Arc::new(Db::ReadOnly(db)))),
             fault: None,
+            file_id: RwLock::new(None),
         };
         match store.reader()?.schema_version()? {
             Some(SCHEMA_VERSION) => Ok(store),
@@ -310,10 +318,13 @@ impl Store {
         let fresh = if self.read_only {
             Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
         } else {
-            Db::Write(
-                open_writable(&self.path, &self.shown, self.fault.clone())
-                    .map_err(open_to_store)?,
-            )
+            let (db, file_id) = open_writable(&self.path, &self.shown, self.fault.clone())
+                .map_err(open_to_store)?;
+            match self.file_id.write() {
+                Ok(mut slot) => *slot = Some(file_id),
+                Err(poisoned) => *poisoned.into_inner() = Some(file_id),
+            }
+            Db::Write(db)
         };
         if let Some(old) = slot.replace(Arc::new(fresh)) {
             guarded_drop(&self.shown, old);
@@ -347,6 +358,7 @@ impl Store {
 
     /// Starts the (cross-process) write transaction; waits while another one is open.
     pub fn writer(&self) -> Result<Writer, StoreError> {
+        self.check_not_replaced()?;
         self.with_db(|db| {
             let Db::Write(db) = db else {
                 return Err(StoreError::ReadOnly {
@@ -367,10 +379,42 @@ impl Store {
     }
 }
 
+impl Store {
+    /// A write must reach the file at the store's path: one that `import --rebuild` renamed
+    /// a new store over (or that was removed) after this process opened it would take the
+    /// write with it, so the write is refused instead. Callers start their write after
+    /// taking the document lock, which the rebuild's final step holds too.
+    fn check_not_replaced(&self) -> Result<(), StoreError> {
+        let opened = match self.file_id.read() {
+            Ok(slot) => *slot,
+            Err(poisoned) => *poisoned.into_inner(),
+        };
+        let Some(opened) = opened else {
+            return Ok(());
+        };
+        let now = std::fs::metadata(&self.path).ok().map(|m| file_id(&m));
+        if now == Some(opened) {
+            Ok(())
+        } else {
+            Err(StoreError::Replaced {
+                path: self.shown.to_string(),
+            })
+        }
+    }
+}
+
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
 /// Whether another process has the store at `path` open for writing (a `serve`, an
 /// `import`). A damaged or missing file counts as not in use.
 pub fn open_by_a_writer(path: &Path) -> bool {
     let shown = path.display().to_string();
+    if regular_file(path, &shown).is_err() {
+        return false;
+    }
     let probe = guard::guard(&shown, || match Database::builder().open_read_only(path) {
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
         _ => Ok(false),
@@ -397,17 +441,56 @@ fn open_to_store(e: OpenError) -> StoreError {
 }
 
 /// Opens (or creates) the file for reading and writing, in multi-writer mode.
+/// How long a writable open waits while another process has the store open read-only
+/// (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a read-only
+/// handle, and those commands hold theirs only briefly.
+const READ_ONLY_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<Database, OpenError> {
+) -> Result<(Database, (u64, u64)), OpenError> {
+    let started = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match try_open_writable(path, shown, fault.clone()) {
+            Err(OpenError::Database { source, .. })
+                if matches!(*source, redb::Error::DatabaseAlreadyOpen)
+                    && started.elapsed() < READ_ONLY_HOLDER_WAIT =>
+            {
+                if !said {
+                    tracing::warn!(
+                        store = shown,
+                        "the store is open in another process that excludes writers (a `dump` or `verify`); waiting"
+                    );
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn try_open_writable(
+    path: &Path,
+    shown: &str,
+    fault: Option<Arc<backend::Fault>>,
+) -> Result<(Database, (u64, u64)), OpenError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
+        .map_err(|e| OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        })?;
+    let id = file
+        .metadata()
+        .map(|m| file_id(&m))
         .map_err(|e| OpenError::Database {
             path: shown.to_owned(),
             source: Box::new(e.into()),
@@ -420,12 +503,27 @@ fn open_writable(
             .create_with_backend(backend)
             .store()
     });
-    opened.map_err(|e| open_error(shown, e))
+    opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
+}
+
+/// A store path that names something other than a regular file (a FIFO, a device) is
+/// refused before it is opened: a read-only open of a FIFO would wait for a writer forever.
+fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file").into(),
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Opens an existing file without writing to it; a store that needs repair (a writer
 /// was killed) is refused by redb rather than repaired.
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
+    regular_file(path, shown)?;
     let opened = guard::guard(shown, || {
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)

@@ -212,6 +212,12 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
 /// redb's integrity check, on a copy of the file in a private temp directory (the check
 /// repairs what it can, so it never runs on the store itself).
 fn redb_check(path: &Path) -> Result<(), String> {
+    // Copying a FIFO would wait for a writer forever.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(
+            "cannot copy the store for redb's integrity check: not a regular file".to_owned(),
+        );
+    }
     let dir =
         scratch_dir().map_err(|e| format!("cannot make a temp directory for the check: {e}"))?;
     let copy = dir.join("store.redb");

@@ -11,7 +11,7 @@ use crate::workspace::{WorkspaceRoot, display_join};
 /// directory-name order with its `project.json` and `sessions.index.jsonl`.
 pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
     let metadata_file = display_join(&root.display, "metadata.json");
-    let bytes = read_required(&root.path.join("metadata.json"), &metadata_file)?;
+    let bytes = read_required(root, "metadata.json", &metadata_file)?;
     let metadata = validate::metadata(&metadata_file, &bytes)?;
 
     let mut projects = Vec::new();
@@ -46,12 +46,12 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
     let rel = format!("projects/{dir}");
     let project_dir = root.path.join("projects").join(dir);
     let project_file = display_join(&root.display, &format!("{rel}/project.json"));
-    let bytes = read_required(&project_dir.join("project.json"), &project_file)?;
+    let bytes = read_required(root, &format!("{rel}/project.json"), &project_file)?;
     let (key, label) = validate::project(&project_file, dir, &bytes)?;
 
     let index_file = display_join(&root.display, &format!("{rel}/sessions.index.jsonl"));
-    let sessions = match std::fs::read(project_dir.join("sessions.index.jsonl")) {
-        Ok(bytes) => {
+    let sessions = match read_file(root, &format!("{rel}/sessions.index.jsonl")) {
+        Ok(Some(bytes)) => {
             let sessions_dir = resolve_lenient(&project_dir.join("sessions"));
             let real_root = resolve_lenient(&root.path);
             let mut escapes = |session_path: &str| {
@@ -69,7 +69,7 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
             };
             validate::index(&index_file, &bytes, &mut escapes)?
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Ok(None) => Vec::new(),
         Err(e) => return Err(io_error(&index_file, &e)),
     };
     Ok(Project {
@@ -79,13 +79,26 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
     })
 }
 
-fn read_required(path: &Path, shown: &str) -> Result<Vec<u8>, LoadError> {
-    if !path.is_file() {
+/// `<root>/<rel>`, read only if it is a regular file whose real location is inside the
+/// workspace (a symlink leading outside is refused, a FIFO cannot hang the read); `None`
+/// when there is no such file.
+fn read_file(root: &WorkspaceRoot, rel: &str) -> io::Result<Option<Vec<u8>>> {
+    crate::fsutil::read_confined(&root.path, rel)
+}
+
+fn read_required(root: &WorkspaceRoot, rel: &str, shown: &str) -> Result<Vec<u8>, LoadError> {
+    if !root.path.join(rel).is_file() {
         return Err(LoadError::new(format!(
             "required JSON file is missing: {shown}"
         )));
     }
-    std::fs::read(path).map_err(|e| io_error(shown, &e))
+    match read_file(root, rel) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(LoadError::new(format!(
+            "required JSON file is missing: {shown}"
+        ))),
+        Err(e) => Err(io_error(shown, &e)),
+    }
 }
 
 fn io_error(shown: &str, err: &io::Error) -> LoadError {
