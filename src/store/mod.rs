@@ -171,7 +171,7 @@ pub enum StoreError {
     #[error("the store at {path} is open read-only")]
     ReadOnly { path: String },
     #[error(
-        "the store at {path} was replaced (by `evidence-store import --rebuild`) after this process opened it; nothing was written: restart this server"
+        "the store at {path} was replaced (by `evidence-store import --rebuild`) after this process opened it; nothing was written: run the command again, or restart this server"
     )]
     Replaced { path: String },
 }
