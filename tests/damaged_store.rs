@@ -383,7 +383,7 @@ impl ServeEnv for tokio::process::Command {
         self.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", root)
             .env("EVIDENCE_STORE_FAULT_FULL_DISK_AT_DOCUMENT_COMMIT", "1")
-            .env_remove("RUST_LOG");
+            .env("RUST_LOG", "off");
         self
     }
 }

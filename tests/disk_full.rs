@@ -192,7 +192,7 @@ async fn spawn_on(root: &Path, store: &Path) -> (Client, Option<u32>) {
                 .arg("--store")
                 .arg(&store)
                 .env("PROMPT_DIARY_WORKSPACE", &root)
-                .env_remove("RUST_LOG");
+                .env("RUST_LOG", "off");
         }))
         .unwrap();
     let pid = transport.id();

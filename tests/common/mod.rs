@@ -244,7 +244,8 @@ pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client,
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
         cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env_remove("RUST_LOG")
+            // Logs off: the faults a test injects are expected, not noise in its output.
+            .env("RUST_LOG", "off")
             .envs(envs);
     }))
     .expect("server starts");
