@@ -9,11 +9,14 @@ Swap the order of the binaries and run again before believing a difference under
 
 Usage: tools/.venv/bin/python tools/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
        (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
+Each binary gets a store of its own beside the workspace's (`--store`), so builds with
+different store schemas can be compared; each server imports into it before the timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import time
@@ -41,9 +44,13 @@ def main() -> int:
     if not (ws / "summary.json").exists():
         raise SystemExit(f"no workspace at {ws}: run tools/bench.py read first")
     compact, full = middle_reads(ws)
-    clients = [RawClient([b, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)}) for b in args.bins]
+    stores = [ws / ".evidence-store" / f"ab-{hashlib.sha256(str(Path(b).resolve()).encode()).hexdigest()[:12]}.redb"
+              for b in args.bins]
+    clients = [RawClient([b, "serve", "--store", str(store)], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+               for b, store in zip(args.bins, stores)]
     for client in clients:
         client.initialize()
+        timed_read(client, full)  # the first call waits for the server's import
     times = {b: {"compact": [], "full": []} for b in args.bins}
     for _ in range(args.batches):
         for b, client in zip(args.bins, clients):
