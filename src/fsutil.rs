@@ -137,7 +137,7 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
 /// created) when it is or would be outside the root.
 fn confined_dir(root: &Path, rel: &Path) -> io::Result<PathBuf> {
     let root = real_root(root)?;
-    let wanted = crate::workspace::load::resolve_lenient(&root.join(rel));
+    let wanted = resolve_lenient(&root.join(rel));
     if !wanted.starts_with(&root) {
         return Err(escape(&wanted, &root));
     }
@@ -150,9 +150,40 @@ fn confined_dir(root: &Path, rel: &Path) -> io::Result<PathBuf> {
     Ok(real)
 }
 
-/// Opens (creating it and its directory if missing) the lock file `<root>/<rel>`, refused
-/// when its real location is outside the root.
-pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
+/// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the
+/// existing prefix resolved, and the non-existent rest appended as written.
+pub fn resolve_lenient(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest
+                .iter()
+                .rev()
+                .fold(real, |acc: PathBuf, part| acc.join(part));
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    // Nothing exists (not even the root): fall back to a lexical absolute path.
+    let base = std::env::current_dir().unwrap_or_default();
+    base.join(path)
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}
+
+/// The real directory of `<root>/<rel>` (created if missing; refused when outside the
+/// root) and the file's name in it.
+fn confined_parent<'r>(root: &Path, rel: &'r str) -> io::Result<(PathBuf, &'r OsStr)> {
     let rel = plain(rel)?;
     let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
@@ -162,6 +193,13 @@ pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
     } else {
         confined_dir(root, parent)?
     };
+    Ok((dir, name))
+}
+
+/// Opens (creating it and its directory if missing) the lock file `<root>/<rel>`, refused
+/// when its real location is outside the root.
+pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
+    let (dir, name) = confined_parent(root, rel)?;
     OpenOptions::new()
         .read(true)
         .write(true)
@@ -227,15 +265,7 @@ fn create_temp(dir: &Path, name: &OsStr) -> io::Result<(PathBuf, File)> {
 /// so that [`Replacement::undo`] can put it back. Missing directories are created. Refused
 /// when the real directory is outside the root.
 pub fn replace(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<Replacement> {
-    let rel = plain(rel)?;
-    let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
-    };
-    let dir = if parent.as_os_str().is_empty() {
-        real_root(root)?
-    } else {
-        confined_dir(root, parent)?
-    };
+    let (dir, name) = confined_parent(root, rel)?;
     let target = dir.join(name);
     let (temp, mut file) = create_temp(&dir, name)?;
     let written = file.write_all(bytes).and_then(|()| file.sync_all());

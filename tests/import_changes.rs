@@ -2,10 +2,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-use common::{BIN, PROJECT, Workspace, call_ok, connect};
+use common::{BIN, PROJECT, Paused, Workspace, call_ok, connect};
 use serde_json::{Value, json};
 
 const X1: &str = "projects/Demo-0123456789ab/sessions/codex/x1.jsonl";
@@ -45,38 +44,6 @@ fn session(tag: &str, n: usize) -> String {
         .collect()
 }
 
-/// An import that stops at a pause point (a debug-build test hook) until released.
-struct Paused(Child);
-
-impl Paused {
-    fn start(ws: &Workspace, step: &str) -> Paused {
-        let mut child = Command::new(BIN)
-            .args(["import", "--workspace"])
-            .arg(ws.root())
-            .env("EVIDENCE_STORE_PAUSE_AT", step)
-            .env_remove("PROMPT_DIARY_WORKSPACE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line, format!("evidence-store: paused at {step}\n"));
-        Paused(child)
-    }
-
-    /// Lets it go on; returns its stdout.
-    fn release(mut self) -> String {
-        self.0.stdin.take().unwrap().write_all(b"\n").unwrap();
-        let out = self.0.wait_with_output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
 /// An import that planned on a snapshot before another import committed the same change
 /// plans again under the write lock: it keeps the table the other one wrote and deletes
 /// nothing it does not see superseded.
@@ -90,7 +57,7 @@ fn an_import_overtaken_by_another_keeps_its_line_tables() {
     ws.ok(&["import"]);
     ws.write(X1, session("changed", 3000));
 
-    let late = Paused::start(&ws, "before-write-lock");
+    let late = Paused::start(&ws, &["import"], "before-write-lock");
     let first = ws.ok(&["import"]);
     assert!(first.contains("1 file(s) indexed"), "{first}");
     let file_after_first = dump_json(&ws, &["session", PROJECT, "S0002"])["file"].clone();

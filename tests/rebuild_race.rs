@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-
-use common::{BIN, PROJECT, Workspace, call_ok, connect, text, try_call};
+use common::{PROJECT, Paused, Workspace, call_ok, connect, text, try_call};
 use serde_json::{Value, json};
 
 const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";
@@ -35,21 +32,7 @@ async fn a_write_to_a_store_replaced_by_a_rebuild_is_never_acknowledged_and_lost
     first.cancel().await.unwrap();
 
     // The rebuild passes its in-use check, then stops before taking any lock.
-    let mut rebuild = Command::new(BIN)
-        .args(["import", "--rebuild", "--workspace"])
-        .arg(ws.root())
-        .env("EVIDENCE_STORE_PAUSE_AT", "before-write-lock")
-        .env_remove("PROMPT_DIARY_WORKSPACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(rebuild.stderr.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "evidence-store: paused at before-write-lock\n");
+    let rebuild = Paused::start(&ws, &["import", "--rebuild"], "before-write-lock");
 
     // A server starts meanwhile: it has the old store file open.
     let server = connect(&ws).await;
@@ -59,9 +42,7 @@ async fn a_write_to_a_store_replaced_by_a_rebuild_is_never_acknowledged_and_lost
         json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
     )
     .await;
-    rebuild.stdin.take().unwrap().write_all(b"\n").unwrap();
-    let out = rebuild.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
+    rebuild.release();
 
     let answer = try_call(&server, "write_evidence", chain("T0002", "7-7")).await;
     let acknowledged = answer
@@ -100,21 +81,7 @@ async fn a_write_just_before_the_rebuild_renames_is_kept() {
     );
     first.cancel().await.unwrap();
 
-    let mut rebuild = Command::new(BIN)
-        .args(["import", "--rebuild", "--workspace"])
-        .arg(ws.root())
-        .env("EVIDENCE_STORE_PAUSE_AT", "before-rename")
-        .env_remove("PROMPT_DIARY_WORKSPACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(rebuild.stderr.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "evidence-store: paused at before-rename\n");
+    let rebuild = Paused::start(&ws, &["import", "--rebuild"], "before-rename");
 
     let server = connect(&ws).await;
     assert_eq!(
@@ -122,9 +89,7 @@ async fn a_write_just_before_the_rebuild_renames_is_kept() {
         "appended"
     );
     server.cancel().await.unwrap();
-    rebuild.stdin.take().unwrap().write_all(b"\n").unwrap();
-    let out = rebuild.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
+    rebuild.release();
 
     ws.ok(&["export"]);
     let card = String::from_utf8(ws.read(CARD)).unwrap();

@@ -1,7 +1,6 @@
 //! Reads a prepared workspace from disk and validates it (see [`super::validate`]).
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
 
 use super::validate::{self, Escape};
 use super::{LoadError, Project, Workspace};
@@ -52,10 +51,10 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
     let index_file = display_join(&root.display, &format!("{rel}/sessions.index.jsonl"));
     let sessions = match read_file(root, &format!("{rel}/sessions.index.jsonl")) {
         Ok(Some(bytes)) => {
-            let sessions_dir = resolve_lenient(&project_dir.join("sessions"));
-            let real_root = resolve_lenient(&root.path);
+            let sessions_dir = crate::fsutil::resolve_lenient(&project_dir.join("sessions"));
+            let real_root = crate::fsutil::resolve_lenient(&root.path);
             let mut escapes = |session_path: &str| {
-                let resolved = resolve_lenient(&project_dir.join(session_path));
+                let resolved = crate::fsutil::resolve_lenient(&project_dir.join(session_path));
                 if !resolved.starts_with(&sessions_dir) {
                     Some(Escape::SessionsDir(sessions_dir.display().to_string()))
                 } else if !resolved.starts_with(&real_root) {
@@ -103,35 +102,4 @@ fn read_required(root: &WorkspaceRoot, rel: &str, shown: &str) -> Result<Vec<u8>
 
 fn io_error(shown: &str, err: &io::Error) -> LoadError {
     LoadError::new(format!("could not read {shown}: {err}"))
-}
-
-/// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the
-/// existing prefix resolved, and the non-existent rest appended as written.
-pub fn resolve_lenient(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return rest
-                .iter()
-                .rev()
-                .fold(real, |acc: PathBuf, part| acc.join(part));
-        }
-        match (
-            existing.file_name().map(ToOwned::to_owned),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    // Nothing exists (not even the root): fall back to a lexical absolute path.
-    let base = std::env::current_dir().unwrap_or_default();
-    base.join(path)
-        .components()
-        .filter(|c| !matches!(c, Component::CurDir))
-        .collect()
 }

@@ -252,3 +252,45 @@ pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client,
     let pid = transport.id();
     (().serve(transport).await.expect("initialize succeeds"), pid)
 }
+
+/// A command that stops at a pause point (`EVIDENCE_STORE_PAUSE_AT`, a debug-build test
+/// hook) and waits there until released; started only once it has said where it stopped.
+pub struct Paused(std::process::Child);
+
+impl Paused {
+    pub fn start(ws: &Workspace, args: &[&str], step: &str) -> Paused {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = Command::new(BIN)
+            .args(args)
+            .arg("--workspace")
+            .arg(ws.root())
+            .env("EVIDENCE_STORE_PAUSE_AT", step)
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stderr.as_mut().expect("piped"))
+            .read_line(&mut line)
+            .expect("reads stderr");
+        assert_eq!(line, format!("evidence-store: paused at {step}\n"));
+        Paused(child)
+    }
+
+    /// Lets it go on; returns its stdout once it has succeeded.
+    pub fn release(mut self) -> String {
+        use std::io::Write;
+        self.0
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(b"\n")
+            .expect("released");
+        let out = self.0.wait_with_output().expect("waits");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    }
+}
