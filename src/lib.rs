@@ -24,4 +24,5 @@ pub mod report;
 pub mod service;
 pub mod store;
 pub mod synthesis;
+pub mod tool_output;
 pub mod workspace;
