@@ -2,13 +2,16 @@
 //! MCP and no model calls live here.
 //!
 //! Built so far: [`truncate`], the `truncate` strategy and the fallback form every other
-//! strategy falls back to when it cannot execute.
+//! strategy falls back to when it cannot execute; [`report`], the lenient parser of the
+//! model's final-report wrapper (no report is a typed failure, which triggers the fallback);
+//! [`Mode`] and the success/failure body formats.
 //!
 //! Still to build: byte-based chunking with 10% overlap (`chunk`), the `auto` router
-//! (`route`), the final-report wrapper parser and the map/reduce/read-grep prompts, the
+//! (`route`), the map/reduce/read-grep prompts, the
 //! deterministic read/grep helpers, the handles and their store table, the MCP tools, the
 //! model provider and the read-grep loop.
 
+pub mod report;
 pub mod truncate;
 
 /// Extraction strategy, spelled as the tool's `mode` input enumerates it.
