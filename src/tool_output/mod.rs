@@ -6,11 +6,14 @@
 //! model's final-report wrapper (no report is a typed failure, which triggers the fallback);
 //! [`Mode`] and the success/failure body formats.
 //!
-//! Still to build: byte-based chunking with 10% overlap (`chunk`), the `auto` router
+//! [`chunk`] splits a payload into uniform overlapping byte ranges for the map step.
+//!
+//! Still to build: the `auto` router
 //! (`route`), the map/reduce/read-grep prompts, the
 //! deterministic read/grep helpers, the handles and their store table, the MCP tools, the
 //! model provider and the read-grep loop.
 
+pub mod chunk;
 pub mod report;
 pub mod truncate;
 
