@@ -35,7 +35,7 @@ pub fn chunk(payload: &str, max: usize, overlap_pct: usize) -> Vec<Range<usize>>
     let max = max.max(4);
     let pct = overlap_pct.min(90);
     if len <= max {
-        return vec![0..len];
+        return std::iter::once(0..len).collect();
     }
     let stride_max = (max - max * pct / 100).max(1);
     let n = 1 + (len - max).div_ceil(stride_max);
@@ -70,8 +70,8 @@ mod tests {
 
     #[test]
     fn table() {
-        check("", 10, &[0..0]);
-        check("abc", 10, &[0..3]);
+        check("", 10, std::slice::from_ref(&(0..0)));
+        check("abc", 10, std::slice::from_ref(&(0..3)));
         // 25 bytes, max 10, overlap 1: 3 chunks; rebalanced size ceil(2500/280) = 9.
         check(&"x".repeat(25), 10, &[0..9, 8..17, 16..25]);
         check(&"é".repeat(10), 8, &[0..8, 6..14, 12..20]);

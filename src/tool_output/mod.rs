@@ -8,8 +8,7 @@
 //!
 //! [`chunk`] splits a payload into uniform overlapping byte ranges for the map step.
 //!
-//! Still to build: the `auto` router
-//! (`route`), the map/reduce/read-grep prompts, the
+//! Still to build: the `auto` router (`route`), the map/reduce/read-grep prompts, the
 //! deterministic read/grep helpers, the handles and their store table, the MCP tools, the
 //! model provider and the read-grep loop.
 
