@@ -25,4 +25,5 @@ pub mod run;
 pub mod service;
 pub mod store;
 pub mod synthesis;
+pub mod tool_output;
 pub mod workspace;
