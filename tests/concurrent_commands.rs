@@ -11,36 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::{Client, Workspace, spawn_server, text, try_call};
 use serde_json::{Value, json};
 
-const PROJECT: &str = "Load-000000000000";
+const PROJECT: &str = common::LOAD_PROJECT;
 const SERVERS: usize = 4;
 const SESSIONS: usize = 16;
 const TURNS: usize = 100;
 /// The writers go on until each loop has run this often (or they run out of turns).
 const LOOP_RUNS: usize = 20;
-
-/// `SESSIONS` sessions of `TURNS` turns (session files are not needed to write evidence).
-fn workspace() -> Workspace {
-    let ws = Workspace::empty();
-    ws.write(
-        "metadata.json",
-        r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
-    );
-    ws.write(
-        &format!("projects/{PROJECT}/project.json"),
-        format!(r#"{{"project_key": "{PROJECT}", "project_label": "Load"}}"#),
-    );
-    let mut index = String::new();
-    for s in 1..=SESSIONS {
-        let turns: Vec<Value> = (1..=TURNS)
-            .map(|t| json!({"turn_ref": format!("T{t:04}"), "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t}))
-            .collect();
-        let row = json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
-            "session_path": format!("sessions/codex/{s}.jsonl"), "target_start_line": 1, "target_end_line": 2 * TURNS, "turns": turns});
-        index.push_str(&format!("{row}\n"));
-    }
-    ws.write(&format!("projects/{PROJECT}/sessions.index.jsonl"), index);
-    ws
-}
 
 /// Writes the chain for `(session, turn)`: `Ok(None)` when answered `appended`,
 /// `Ok(Some(answer))` when answered otherwise, `Err` when not answered at all.
@@ -130,7 +106,7 @@ fn command_loop(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
-    let ws = workspace();
+    let ws = Workspace::load_test(SESSIONS, TURNS);
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..SERVERS {

@@ -9,32 +9,7 @@ use std::sync::Arc;
 use common::{Client, Workspace, spawn_server, spawn_server_env, text, try_call};
 use serde_json::{Value, json};
 
-const PROJECT: &str = "Load-000000000000";
-
-/// A workspace of `sessions` sessions with `turns` turns each (session files are not
-/// needed to write evidence).
-fn workspace(sessions: usize, turns: usize) -> Workspace {
-    let ws = Workspace::empty();
-    ws.write(
-        "metadata.json",
-        r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
-    );
-    ws.write(
-        &format!("projects/{PROJECT}/project.json"),
-        format!(r#"{{"project_key": "{PROJECT}", "project_label": "Load"}}"#),
-    );
-    let mut index = String::new();
-    for s in 1..=sessions {
-        let turns: Vec<Value> = (1..=turns)
-            .map(|t| json!({"turn_ref": format!("T{t:04}"), "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t}))
-            .collect();
-        let row = json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
-            "session_path": format!("sessions/codex/{s}.jsonl"), "target_start_line": 1, "target_end_line": 2 * turns.len(), "turns": turns});
-        index.push_str(&format!("{row}\n"));
-    }
-    ws.write(&format!("projects/{PROJECT}/sessions.index.jsonl"), index);
-    ws
-}
+const PROJECT: &str = common::LOAD_PROJECT;
 
 /// Writes the chain for `(session, turn)`; `Ok(true)` once acknowledged.
 async fn write(client: &Client, session: usize, turn: usize) -> Result<bool, String> {
@@ -78,7 +53,7 @@ fn written(ws: &Workspace) -> BTreeSet<(usize, usize)> {
 
 async fn concurrent_writers(servers: usize) {
     let (sessions, turns) = (8, 2 * servers);
-    let ws = workspace(sessions, turns);
+    let ws = Workspace::load_test(sessions, turns);
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..servers {
@@ -141,7 +116,7 @@ async fn thirty_two_servers_lose_nothing() {
 /// and each round checks that the kill really cut the stream short.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_servers_lose_no_acknowledged_write() {
-    let ws = workspace(2, 60);
+    let ws = Workspace::load_test(2, 60);
     ws.ok(&["import"]);
     let todo: Vec<(usize, usize)> = (1..=2)
         .flat_map(|s| (1..=60).map(move |t| (s, t)))

@@ -451,13 +451,13 @@ fn open_writable(
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
 ) -> Result<(Database, (u64, u64)), OpenError> {
-    let started = std::time::Instant::now();
+    let deadline = std::time::Instant::now() + READ_ONLY_HOLDER_WAIT;
     let mut said = false;
     loop {
         match try_open_writable(path, shown, fault.clone()) {
             Err(OpenError::Database { source, .. })
                 if matches!(*source, redb::Error::DatabaseAlreadyOpen)
-                    && started.elapsed() < READ_ONLY_HOLDER_WAIT =>
+                    && std::time::Instant::now() < deadline =>
             {
                 if !said {
                     tracing::warn!(

@@ -294,3 +294,36 @@ impl Paused {
         String::from_utf8(out.stdout).expect("UTF-8")
     }
 }
+
+/// The project of [`Workspace::load_test`].
+pub const LOAD_PROJECT: &str = "Load-000000000000";
+
+impl Workspace {
+    /// A workspace of one project, `LOAD_PROJECT`, with `sessions` sessions of `turns`
+    /// two-line turns each, for load tests (session files are not needed to write evidence).
+    pub fn load_test(sessions: usize, turns: usize) -> Workspace {
+        let ws = Workspace::empty();
+        ws.write(
+            "metadata.json",
+            r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
+        );
+        ws.write(
+            &format!("projects/{LOAD_PROJECT}/project.json"),
+            format!(r#"{{"project_key": "{LOAD_PROJECT}", "project_label": "Load"}}"#),
+        );
+        let mut index = String::new();
+        for s in 1..=sessions {
+            let turns: Vec<Value> = (1..=turns)
+                .map(|t| serde_json::json!({"turn_ref": format!("T{t:04}"), "turn_start_line": 2 * t - 1, "turn_end_line": 2 * t}))
+                .collect();
+            let row = serde_json::json!({"session_ref": format!("S{s:04}"), "source": "codex", "source_session_id": "x",
+                "session_path": format!("sessions/codex/{s}.jsonl"), "target_start_line": 1, "target_end_line": 2 * turns.len(), "turns": turns});
+            index.push_str(&format!("{row}\n"));
+        }
+        ws.write(
+            &format!("projects/{LOAD_PROJECT}/sessions.index.jsonl"),
+            index,
+        );
+        ws
+    }
+}
