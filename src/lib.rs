@@ -8,6 +8,7 @@ pub mod app;
 pub mod citations;
 pub mod cli;
 pub mod compact;
+pub mod contract;
 pub mod documents;
 pub mod dump;
 pub mod evidence;
