@@ -1,9 +1,8 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server answers it (`read_session_text`: chunks read and checked, then compacted
-//! and printed on two threads), then the JSON string the MCP message carries (the
-//! server's writer encodes the text once more), the records path printed afterwards,
-//! and printing alone.
+//! the server answers it (`read_session_pieces` printing the JSON string content the
+//! MCP message carries: chunks read and checked, then compacted and printed on two
+//! threads), the text alone, the records path printed afterwards, and printing alone.
 //!
 //! Uses the workspace `tools/bench.py read` generates (200 MB session):
 //!   tools/.venv/bin/python tools/bench.py read && cargo bench --bench read_path
@@ -14,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use evidence_store::read::{Mode, ReadRequest};
+use evidence_store::read::{Mode, ReadRequest, TextForm};
 use evidence_store::service::Service;
 use evidence_store::workspace::WorkspaceRoot;
 use evidence_store::{compact, lines, pyjson};
@@ -22,10 +21,15 @@ use evidence_store::{compact, lines, pyjson};
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
 const WIDTH: i64 = 2000;
 
-/// The read as the server makes it: the text, then the JSON string its message carries.
-fn server_path(service: &Service, request: &ReadRequest) -> String {
-    let text = service.read_session_text(request);
-    serde_json::to_string(&text).unwrap_or_default()
+/// The read as the server makes it: the content of the JSON string its message carries,
+/// in pieces as they are printed.
+fn server_path(service: &Service, request: &ReadRequest) -> usize {
+    let mut bytes = 0;
+    service.read_session_pieces(request, TextForm::JsonString, |piece| {
+        bytes += std::hint::black_box(piece).len();
+        true
+    });
+    bytes
 }
 
 fn main() {

@@ -846,6 +846,13 @@ pub fn write_string_content(out: &mut String, s: &str) {
     write_escaped(out, s, escape_once);
 }
 
+/// The content of a JSON string holding the JSON string `s`: [`write_string_content`]
+/// applied twice, in one pass. What a JSON text printed into a JSON string holds for
+/// each of its string values.
+pub fn write_string_content_twice(out: &mut String, s: &str) {
+    write_escaped(out, s, escape_twice);
+}
+
 /// `s` with every byte a JSON string escapes (quote, backslash, control character)
 /// replaced by what `escape` writes for it. Those bytes are ASCII, so runs between them are whole
 /// characters. Blocks of 32 bytes are first tested as a whole (the compiler vectorises
@@ -889,6 +896,17 @@ fn escape_once(out: &mut String, b: u8) {
         b'\\' => "\\\\",
         _ => CONTROL.get(usize::from(b)).copied().unwrap_or(""),
     });
+}
+
+/// Writes the escape of [`escape_once`]'s escape. Every escape starts with a backslash,
+/// which becomes two; a quote or backslash after it gains one more.
+fn escape_twice(out: &mut String, b: u8) {
+    out.push_str("\\\\");
+    match b {
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        _ => out.push_str(CONTROL.get(usize::from(b)).map_or("", |e| &e[1..])),
+    }
 }
 
 /// The escapes of the control characters, by code.
@@ -1205,7 +1223,7 @@ mod tests {
     }
 
     #[test]
-    fn escaping_is_serde_jsons() {
+    fn escaping_once_and_twice_is_serde_jsons() {
         // Every ASCII character alone, and specials on both sides of 32-byte blocks
         // between runs of plain and non-ASCII text.
         let mut cases: Vec<String> = (0u8..0x80).map(|b| char::from(b).to_string()).collect();
@@ -1223,6 +1241,10 @@ mod tests {
             let mut got = String::new();
             write_string_content(&mut got, case);
             assert_eq!(got, once[1..once.len() - 1], "{case:?}");
+            let twice = serde_json::to_string(&once).unwrap();
+            let mut got = String::new();
+            write_string_content_twice(&mut got, case);
+            assert_eq!(got, twice[3..twice.len() - 3], "{case:?}");
         }
     }
 

@@ -159,16 +159,10 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
 /// spaces, byte-identical to `serde_json::to_string_pretty` of the result.
 pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
     let mut out = String::new();
-    read_session_pieces(
-        store,
-        root,
-        req,
-        |piece| piece,
-        |piece| {
-            out.push_str(&piece);
-            true
-        },
-    );
+    read_session_pieces(store, root, req, TextForm::Text, |piece| {
+        out.push_str(&piece);
+        true
+    });
     out
 }
 
@@ -177,20 +171,47 @@ pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> Strin
 /// requested line is read and checked first (on two threads, chunk by chunk, each chunk
 /// one positioned read of exactly its lines' bytes): a rejected read is one whole
 /// answer, and no piece is ever taken back. Then the records are printed straight from
-/// the lines, chunk by chunk on two threads, each piece passed through `finish` on the
-/// thread that printed it (a transport escapes it there as JSON string content).
-/// `emit` returns false when the rest is not wanted.
+/// the lines, chunk by chunk on two threads, in `form`: one printer writes either the
+/// text or, for a transport that sends it inside a JSON message, the text already
+/// escaped as JSON string content. `emit` returns false when the rest is not wanted.
 pub fn read_session_pieces(
     store: &Store,
     root: &Path,
     req: &ReadRequest,
-    finish: impl Fn(String) -> String + Sync,
+    form: TextForm,
+    emit: impl FnMut(String) -> bool,
+) {
+    match form {
+        TextForm::Text => print_pieces::<String>(store, root, req, emit),
+        TextForm::JsonString => print_pieces::<pretty::JsonString>(store, root, req, emit),
+    }
+}
+
+/// How a read's text is handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextForm {
+    /// The pretty JSON text itself.
+    Text,
+    /// The content of the JSON string that holds the text, without its quotes: what a
+    /// transport that sends the text inside a JSON message writes.
+    JsonString,
+}
+
+fn print_pieces<O: pretty::Out>(
+    store: &Store,
+    root: &Path,
+    req: &ReadRequest,
     mut emit: impl FnMut(String) -> bool,
 ) {
+    let whole = |answer: ReadResult| {
+        let mut out = O::with_capacity(256);
+        answer.print(&mut out);
+        out.into_text()
+    };
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
         Planned::Answer(answer) => {
-            emit(finish(answer.to_pretty_json()));
+            emit(whole(answer));
             return;
         }
     };
@@ -198,28 +219,28 @@ pub fn read_session_pieces(
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
         Err(failure) => {
-            emit(finish(failure.answer(req).to_pretty_json()));
+            emit(whole(failure.answer(req)));
             return;
         }
     };
-    let mut head = String::new();
+    let mut head = O::with_capacity(256);
     pretty::ok_members(&mut head, &ReadOk::new(req, Records::Full(Vec::new())));
-    head.push('[');
-    if !emit(finish(head)) {
+    head.plain("[");
+    if !emit(head.into_text()) {
         return;
     }
     let all = parallel::for_each_ordered(
         chunks.len(),
         || (),
-        |(), i| finish(plan.print_checked(&chunks[i], req.mode)),
+        |(), i| plan.print_checked::<O>(&chunks[i], req.mode),
         &mut emit,
     );
     if all {
-        let mut tail = String::new();
+        let mut tail = O::with_capacity(16);
         tail.newline(2);
-        tail.push(']');
+        tail.plain("]");
         pretty::close_ok(&mut tail);
-        emit(finish(tail));
+        emit(tail.into_text());
     }
 }
 
@@ -516,11 +537,11 @@ impl Plan {
 
     /// A checked chunk's lines printed as items of the records array, each on its own
     /// line after its separator (none before the first requested line).
-    fn print_checked(&self, chunk: &Checked, mode: Mode) -> String {
-        let mut out = String::with_capacity(piece_capacity(chunk.bytes));
+    fn print_checked<O: pretty::Out>(&self, chunk: &Checked, mode: Mode) -> String {
+        let mut out = O::with_capacity(piece_capacity(chunk.bytes));
         self.each_checked(chunk, |line, entry, text| {
             if line != self.first_line {
-                out.push(',');
+                out.plain(",");
             }
             out.newline(4);
             match mode {
@@ -528,7 +549,7 @@ impl Plan {
                 Mode::Full => pretty::full(&mut out, &full_record(line, entry, text), 4),
             }
         });
-        out
+        out.into_text()
     }
 
     /// `make` applied to every line of the checked chunks, in order (chunks on two
@@ -645,25 +666,34 @@ impl ReadResult {
     /// its lines, chunk by chunk ([`read_session_text`]).
     pub fn to_pretty_json(&self) -> String {
         let mut out = String::new();
-        match self {
-            ReadResult::Ok(ok) => pretty::ok(&mut out, ok),
-            ReadResult::Invalid(invalid) => pretty::invalid(&mut out, invalid),
-        }
+        self.print(&mut out);
         out
     }
-}
 
-use pretty::Out as _;
+    fn print(&self, out: &mut impl pretty::Out) {
+        match self {
+            ReadResult::Ok(ok) => pretty::ok(out, ok),
+            ReadResult::Invalid(invalid) => pretty::invalid(out, invalid),
+        }
+    }
+}
 
 /// Pretty JSON writers for the read result's shapes. Each writes a value whose first line
 /// continues the current one and whose inner lines are indented from `indent`.
 mod pretty {
     use super::{CompactRecord, FullRecord, Invalid, ReadOk, Records};
     use crate::compact::{ToolResult, ToolUse};
-    use crate::pyjson::write_string;
+    use crate::pyjson::{write_string, write_string_content_twice};
 
-    /// Printing pretty JSON into a `String`.
-    pub(super) trait Out {
+    /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
+    /// holds the text ([`JsonString`], without its quotes). One printer writes both, so
+    /// a transport that sends the text inside a JSON message gets it escaped as it is
+    /// printed rather than in a second pass over the text.
+    pub(super) trait Out: Sized {
+        /// Empty output with room for about `capacity` bytes of text.
+        fn with_capacity(capacity: usize) -> Self;
+        /// What was written.
+        fn into_text(self) -> String;
         /// ASCII no JSON string escapes: punctuation, numbers, literals.
         fn plain(&mut self, s: &str);
         /// A line break, then `indent` spaces.
@@ -681,19 +711,31 @@ mod pretty {
 
     const SPACES: &str = "                                ";
 
+    fn spaces(out: &mut String, indent: usize) {
+        let mut n = indent;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            out.push_str(&SPACES[..k]);
+            n -= k;
+        }
+    }
+
     impl Out for String {
+        fn with_capacity(capacity: usize) -> Self {
+            String::with_capacity(capacity)
+        }
+
+        fn into_text(self) -> String {
+            self
+        }
+
         fn plain(&mut self, s: &str) {
             self.push_str(s);
         }
 
         fn newline(&mut self, indent: usize) {
             self.push('\n');
-            let mut n = indent;
-            while n > 0 {
-                let k = n.min(SPACES.len());
-                self.push_str(&SPACES[..k]);
-                n -= k;
-            }
+            spaces(self, indent);
         }
 
         fn string(&mut self, s: &str) {
@@ -708,15 +750,55 @@ mod pretty {
         }
     }
 
+    /// The text written as the content of the JSON string that holds it: structure in
+    /// its escaped spelling, each string value escaped twice; no surrounding quotes.
+    /// Escaping is per character, so the content of a text is the concatenation of its
+    /// pieces' contents.
+    pub(super) struct JsonString(pub(super) String);
+
+    impl Out for JsonString {
+        /// Escaping grows the text by about a quarter.
+        fn with_capacity(capacity: usize) -> Self {
+            JsonString(String::with_capacity(capacity + capacity / 4))
+        }
+
+        fn into_text(self) -> String {
+            self.0
+        }
+
+        fn plain(&mut self, s: &str) {
+            self.0.push_str(s);
+        }
+
+        fn newline(&mut self, indent: usize) {
+            self.0.push_str("\\n");
+            spaces(&mut self.0, indent);
+        }
+
+        fn string(&mut self, s: &str) {
+            self.0.reserve(s.len() + 4);
+            self.0.push_str("\\\"");
+            write_string_content_twice(&mut self.0, s);
+            self.0.push_str("\\\"");
+        }
+
+        fn key(&mut self, key: &'static str) {
+            debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+            self.0.push_str("\\\"");
+            self.0.push_str(key);
+            self.0.push_str("\\\": ");
+        }
+    }
+
     /// An object being written: `{`, members, then `}` on its own line.
-    struct Object<'o> {
-        out: &'o mut String,
+    struct Object<'o, O: Out> {
+        out: &'o mut O,
         indent: usize,
         empty: bool,
     }
 
-    impl<'o> Object<'o> {
-        fn open(out: &'o mut String, indent: usize) -> Self {
+    impl<'o, O: Out> Object<'o, O> {
+        fn open(out: &'o mut O, indent: usize) -> Self {
             out.plain("{");
             Object {
                 out,
@@ -726,7 +808,7 @@ mod pretty {
         }
 
         /// Starts the member `key` and returns the output for its value.
-        fn key(&mut self, key: &'static str) -> &mut String {
+        fn key(&mut self, key: &'static str) -> &mut O {
             if !self.empty {
                 self.out.plain(",");
             }
@@ -756,12 +838,7 @@ mod pretty {
         }
 
         /// An array member whose items `item` writes at the given indent.
-        fn array<T>(
-            &mut self,
-            key: &'static str,
-            items: &[T],
-            item: impl Fn(&mut String, &T, usize),
-        ) {
+        fn array<T>(&mut self, key: &'static str, items: &[T], item: impl Fn(&mut O, &T, usize)) {
             let indent = self.indent + 2;
             let out = self.key(key);
             array(out, indent, items, item);
@@ -775,11 +852,11 @@ mod pretty {
         }
     }
 
-    pub(super) fn array<T>(
-        out: &mut String,
+    pub(super) fn array<O: Out, T>(
+        out: &mut O,
         indent: usize,
         items: &[T],
-        item: impl Fn(&mut String, &T, usize),
+        item: impl Fn(&mut O, &T, usize),
     ) {
         if items.is_empty() {
             out.plain("[]");
@@ -797,7 +874,7 @@ mod pretty {
         out.plain("]");
     }
 
-    pub(super) fn invalid(out: &mut String, invalid: &Invalid) {
+    pub(super) fn invalid<O: Out>(out: &mut O, invalid: &Invalid) {
         let mut o = Object::open(out, 0);
         o.str("status", invalid.status);
         o.array("errors", &invalid.errors, |out, e, indent| {
@@ -810,7 +887,7 @@ mod pretty {
         o.close();
     }
 
-    pub(super) fn ok(out: &mut String, ok: &ReadOk) {
+    pub(super) fn ok<O: Out>(out: &mut O, ok: &ReadOk) {
         ok_members(out, ok);
         match &ok.records {
             Records::Compact(records) => array(out, 2, records, compact),
@@ -821,7 +898,7 @@ mod pretty {
 
     /// The result object up to its `records` value: `{`, the other members, and
     /// `"records": `. The array and [`close_ok`] follow.
-    pub(super) fn ok_members(out: &mut String, ok: &ReadOk) {
+    pub(super) fn ok_members<O: Out>(out: &mut O, ok: &ReadOk) {
         let mut o = Object::open(out, 0);
         o.str("status", ok.status);
         o.str("project_key", &ok.project_key);
@@ -837,12 +914,12 @@ mod pretty {
         o.key("records");
     }
 
-    pub(super) fn close_ok(out: &mut String) {
+    pub(super) fn close_ok<O: Out>(out: &mut O) {
         out.newline(0);
         out.plain("}");
     }
 
-    pub(super) fn compact(out: &mut String, r: &CompactRecord, indent: usize) {
+    pub(super) fn compact<O: Out>(out: &mut O, r: &CompactRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("record_type", &r.record_type);
@@ -860,7 +937,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_use(out: &mut String, u: &ToolUse, indent: usize) {
+    fn tool_use<O: Out>(out: &mut O, u: &ToolUse, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("name", &u.name);
         o.str("input_summary", &u.input_summary);
@@ -868,7 +945,7 @@ mod pretty {
         o.close();
     }
 
-    fn tool_result(out: &mut String, t: &ToolResult, indent: usize) {
+    fn tool_result<O: Out>(out: &mut O, t: &ToolResult, indent: usize) {
         let mut o = Object::open(out, indent);
         o.str("kind", t.kind);
         o.opt_str("status", t.status.as_deref());
@@ -880,7 +957,7 @@ mod pretty {
         o.close();
     }
 
-    pub(super) fn full(out: &mut String, r: &FullRecord, indent: usize) {
+    pub(super) fn full<O: Out>(out: &mut O, r: &FullRecord, indent: usize) {
         let mut o = Object::open(out, indent);
         o.num("line", r.line);
         o.str("raw_line", &r.raw_line);
@@ -993,6 +1070,11 @@ mod tests {
                 near(&got),
                 near(&expect)
             );
+            // The same printer writing the JSON string that holds the text.
+            let mut content = pretty::JsonString(String::new());
+            case.print(&mut content);
+            let quoted = serde_json::to_string(&expect).unwrap();
+            assert!(content.0 == quoted[1..quoted.len() - 1]);
         }
     }
 }

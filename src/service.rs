@@ -107,13 +107,21 @@ impl Service {
     pub fn read_session_pieces(
         &self,
         request: &ReadRequest,
-        finish: impl Fn(String) -> String + Sync,
+        form: read::TextForm,
         mut emit: impl FnMut(String) -> bool,
     ) {
         match &self.state {
-            Ok(store) => read::read_session_pieces(store, &self.root.path, request, finish, emit),
+            Ok(store) => read::read_session_pieces(store, &self.root.path, request, form, emit),
             Err(problem) => {
-                emit(finish(unavailable(problem).to_pretty_json()));
+                let text = unavailable(problem).to_pretty_json();
+                emit(match form {
+                    read::TextForm::Text => text,
+                    read::TextForm::JsonString => {
+                        let mut content = String::with_capacity(text.len() + text.len() / 8);
+                        crate::pyjson::write_string_content(&mut content, &text);
+                        content
+                    }
+                });
             }
         }
     }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{LARGE_SESSION_LINES, LARGE_SESSION_PATH, PROJECT, Workspace};
-use evidence_store::read::{Mode, ReadRequest};
+use evidence_store::read::{Mode, ReadRequest, TextForm};
 use evidence_store::service::Service;
 use evidence_store::workspace::WorkspaceRoot;
 
@@ -48,6 +48,17 @@ fn check(service: &Service, req: &ReadRequest) -> String {
             near(&expect)
         );
     }
+    // The same read as a transport sends it: the content of the JSON string holding it.
+    let mut content = String::new();
+    service.read_session_pieces(req, TextForm::JsonString, |piece| {
+        content.push_str(&piece);
+        true
+    });
+    let quoted = serde_json::to_string(&expect).expect("encodes");
+    assert!(
+        content == quoted[1..quoted.len() - 1],
+        "{req:?}: the JSON string form differs from the escaped text"
+    );
     got
 }
 

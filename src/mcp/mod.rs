@@ -25,7 +25,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::read::{Mode, ReadRequest};
+use crate::read::{Mode, ReadRequest, TextForm};
 use crate::service::Service;
 use args::{Arg, ArgErrors};
 
@@ -429,7 +429,7 @@ impl Server {
             Some((text, sender)) => {
                 let service = self.service.get().await?;
                 tokio::task::spawn_blocking(move || {
-                    service.read_session_pieces(&request, stdio::PieceSender::escape, |piece| {
+                    service.read_session_pieces(&request, TextForm::JsonString, |piece| {
                         sender.send(piece)
                     });
                     sender.finish();

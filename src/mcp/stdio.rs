@@ -305,15 +305,8 @@ pub struct Streamer(Arc<Gate>);
 pub struct PieceSender(SyncSender<Piece>);
 
 impl PieceSender {
-    /// A piece of text as [`PieceSender::send`] takes it: escaped as JSON string content.
-    pub fn escape(text: String) -> String {
-        let mut piece = String::with_capacity(text.len() + text.len() / 8);
-        crate::pyjson::write_string_content(&mut piece, &text);
-        piece
-    }
-
-    /// Sends the next piece, made by [`PieceSender::escape`]. False when the text is no
-    /// longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
+    /// Sends the next piece of the text, already escaped as JSON string content
+    /// (without quotes). False when the text is no longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
     pub fn send(&self, piece: String) -> bool {
         self.0.send(Some(piece)).is_ok()
     }
@@ -862,6 +855,13 @@ fn scan(line: &[u8]) -> Scanned {
 mod tests {
     use super::*;
 
+    /// A piece of text as a streamed read sends it: escaped as JSON string content.
+    fn escape(text: &str) -> String {
+        let mut piece = String::new();
+        crate::pyjson::write_string_content(&mut piece, text);
+        piece
+    }
+
     fn answer(line: &[u8]) -> (i64, Option<RequestId>) {
         match decode(line) {
             Decoded::Answer { code, id, .. } => (code, id),
@@ -1037,7 +1037,7 @@ mod tests {
             .collect();
         let maker = std::thread::spawn(move || {
             for piece in pieces {
-                assert!(sender.send(PieceSender::escape(piece)));
+                assert!(sender.send(escape(&piece)));
             }
             sender.finish();
         });
@@ -1053,7 +1053,7 @@ mod tests {
         let streamer = Streamer(gate.clone());
         assert!(gate.take_id(RequestId::Number(1)));
         let (placeholder, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
-        assert!(sender.send(PieceSender::escape("{\n  \"status\": ".into())));
+        assert!(sender.send(escape("{\n  \"status\": ")));
         drop(sender);
         let got = written_streamed(&gate, 1, placeholder);
         assert_eq!(
