@@ -1,0 +1,329 @@
+//! Finding the citations of one session file while it is indexed.
+//!
+//! Parsing every line would cost more than indexing it, so the file's raw bytes are
+//! searched first (memchr's `memmem`) for what a citation needs:
+//! - `**Evidence**:`, which every marker citation contains;
+//! - `\"evidence\"` or `\"citations\"`, the key of a JSON evidence block as it appears
+//!   inside a JSON string.
+//!
+//! Only the lines holding one of them are parsed and extracted. JSON writers escape only
+//! `"`, `\`, control characters and (optionally) non-ASCII characters, none of which is
+//! in these needles, so a line without them carries no citation. (A line that spelled
+//! an ASCII letter of the marker as a `\u00XX` escape would be passed over.)
+//!
+//! The search also notes where `"cwd"` keys are, so that a citing line without a `cwd`
+//! of its own (a Codex message) gets the one of the nearest earlier line that has one
+//! (a Codex `turn_context` or `session_meta`).
+
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use memchr::memmem::Finder;
+
+use crate::citations::{self, Options, record};
+use crate::lines::{self, LineEntry};
+use crate::pyjson::{self, Node};
+use crate::store::citations::{CitationRecord, StoredCheck, StoredCitation};
+use crate::workspace::Session;
+
+use super::check::Checker;
+
+const CITE_NEEDLES: [&[u8]; 3] = [b"**Evidence**:", br#"\"evidence\""#, br#"\"citations\""#];
+const CWD_NEEDLE: &[u8] = br#""cwd""#;
+/// Bytes searched per read.
+const CHUNK: usize = 4 << 20;
+
+/// Where a file may cite something: byte offsets of needle hits, each with the offset of
+/// the last `"cwd"` key before it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Prescan {
+    /// Sorted, one per hit.
+    hits: Vec<(u64, Option<u64>)>,
+}
+
+impl Prescan {
+    pub fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
+
+    /// Every offset whose line must be found: hits and their `cwd` lines, sorted, once.
+    fn wanted(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self
+            .hits
+            .iter()
+            .flat_map(|(hit, cwd)| std::iter::once(*hit).chain(*cwd))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Searches the first `len` bytes of `file` for the needles.
+pub fn prescan(file: &std::fs::File, len: u64) -> io::Result<Prescan> {
+    let finders: Vec<Finder<'static>> = CITE_NEEDLES.iter().map(|n| Finder::new(*n)).collect();
+    let cwd_finder = Finder::new(CWD_NEEDLE);
+    let overlap = CITE_NEEDLES
+        .iter()
+        .map(|n| n.len())
+        .chain([CWD_NEEDLE.len()])
+        .max()
+        .unwrap_or(1)
+        - 1;
+    let mut buf = vec![0u8; CHUNK + overlap];
+    let mut out = Prescan::default();
+    let mut last_cwd: Option<u64> = None;
+    // `at` is the file offset of buf[0]; buf[..carried] repeats the previous chunk's end,
+    // so a needle that straddles two reads is seen whole (and, being shorter than the
+    // carried part plus one, never twice).
+    let mut at = 0u64;
+    let mut carried = 0usize;
+    while at + (carried as u64) < len {
+        let want = usize::try_from(len - at - carried as u64)
+            .unwrap_or(usize::MAX)
+            .min(CHUNK);
+        let mut filled = carried;
+        while filled < carried + want {
+            let n = match file.read_at(&mut buf[filled..carried + want], at + filled as u64) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        let data = &buf[..filled];
+        // A short needle wholly inside the carried part was found in the previous chunk
+        // already: hits come in ascending order, so only those after the last one count.
+        let seen = out.hits.last().map(|h| h.0);
+        let mut found: Vec<u64> = Vec::new();
+        for finder in &finders {
+            found.extend(finder.find_iter(data).map(|i| at + i as u64));
+        }
+        found.retain(|&hit| seen.is_none_or(|s| hit > s));
+        found.sort_unstable();
+        found.dedup();
+        let cwds: Vec<u64> = cwd_finder.find_iter(data).map(|i| at + i as u64).collect();
+        for hit in found {
+            let before = cwds.partition_point(|&c| c < hit);
+            let cwd = before.checked_sub(1).map(|i| cwds[i]).or(last_cwd);
+            out.hits.push((hit, cwd));
+        }
+        if let Some(&c) = cwds.last() {
+            last_cwd = Some(c);
+        }
+        if filled < carried + want {
+            break; // the file is shorter than its stamp said
+        }
+        let keep = overlap.min(filled);
+        buf.copy_within(filled - keep..filled, 0);
+        at += (filled - keep) as u64;
+        carried = keep;
+    }
+    Ok(out)
+}
+
+/// Collects, as a file's lines are reported in order, the lines that hold the wanted
+/// offsets.
+pub struct Capture {
+    wanted: Vec<u64>,
+    next: usize,
+    line: u64,
+    /// `(line number, entry)` of each line holding a wanted offset, in order.
+    found: Vec<(u64, LineEntry)>,
+}
+
+impl Capture {
+    pub fn new(prescan: &Prescan) -> Capture {
+        Capture {
+            wanted: prescan.wanted(),
+            next: 0,
+            line: 0,
+            found: Vec::new(),
+        }
+    }
+
+    /// Receives the next line of the file.
+    pub fn push(&mut self, entry: &LineEntry) {
+        self.line += 1;
+        let end = entry.offset + entry.len;
+        let mut holds = false;
+        while let Some(&offset) = self.wanted.get(self.next) {
+            if offset >= end {
+                break;
+            }
+            holds |= offset >= entry.offset;
+            self.next += 1;
+        }
+        if holds {
+            self.found.push((self.line, *entry));
+        }
+    }
+
+    fn line_of(&self, offset: u64) -> Option<(u64, LineEntry)> {
+        let i = self
+            .found
+            .partition_point(|(_, e)| e.offset + e.len <= offset);
+        self.found
+            .get(i)
+            .filter(|(_, e)| e.offset <= offset)
+            .copied()
+    }
+}
+
+/// The citations of one session, from the lines the prescan and capture found, checked
+/// against each citing line's working directory. Lines are read again from `file`.
+pub fn citations(
+    file: &std::fs::File,
+    session: &Session,
+    prescan: &Prescan,
+    capture: &Capture,
+    checker: &mut Checker,
+) -> io::Result<Vec<CitationRecord>> {
+    let mut out = Vec::new();
+    let mut done_line = 0;
+    for &(hit, cwd_hit) in &prescan.hits {
+        let Some((line, entry)) = capture.line_of(hit) else {
+            continue;
+        };
+        if line == done_line {
+            continue;
+        }
+        done_line = line;
+        let bytes = read_line(file, &entry)?;
+        let text = lines::decode(&bytes);
+        let Ok(node) = pyjson::parse_borrowed(&text) else {
+            continue;
+        };
+        if !node.is_object() {
+            continue;
+        }
+        let texts = record::assistant_texts(&session.source, &node);
+        if texts.iter().all(|t| t.echo) {
+            continue;
+        }
+        let cwd = match line_cwd(&node) {
+            Some(cwd) => Some(cwd),
+            None => match cwd_hit.and_then(|c| capture.line_of(c)) {
+                Some((cwd_line, cwd_entry)) if cwd_line != line => {
+                    let bytes = read_line(file, &cwd_entry)?;
+                    let text = lines::decode(&bytes);
+                    pyjson::parse_borrowed(&text)
+                        .ok()
+                        .and_then(|n| line_cwd(&n))
+                }
+                _ => None,
+            },
+        };
+        let turn_ref = turn_of(session, line);
+        for message in texts.iter().filter(|t| !t.echo) {
+            for found in citations::extract(&message.text, &Options::default()) {
+                let c = found.citation;
+                let checked = checker.check(&c.kind, &c.reference, cwd.as_deref());
+                out.push(CitationRecord {
+                    line,
+                    citation: StoredCitation {
+                        turn_ref: turn_ref.clone(),
+                        content_index: message.content_index.map(|i| i as u64),
+                        offset: found.offset as u64,
+                        len: found.len as u64,
+                        kind: c.kind,
+                        reference: c.reference,
+                        context: c.context,
+                        check: StoredCheck {
+                            status: checked.status.as_str().to_owned(),
+                            cwd: cwd.clone(),
+                            sha256: checked.sha256,
+                            file_lines: checked.file_lines,
+                            detail: checked.detail,
+                        },
+                    },
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0u8; usize::try_from(entry.len).unwrap_or(usize::MAX)];
+    file.read_exact_at(&mut bytes, entry.offset)?;
+    Ok(bytes)
+}
+
+/// A line's working directory: its own `cwd` (Claude Code), or its payload's (Codex
+/// `session_meta`, `turn_context`), when a non-blank string.
+pub fn line_cwd(node: &Node<'_>) -> Option<String> {
+    let own = node.get("cwd");
+    let payload = node
+        .get("payload")
+        .filter(|p| p.is_object())
+        .and_then(|p| p.get("cwd"));
+    own.into_iter()
+        .chain(payload)
+        .filter_map(Node::as_str)
+        .find(|s| !s.is_blank())
+        .map(|s| s.decode().into_owned())
+}
+
+/// The turn whose span holds `line`, first in `turns[]` order.
+pub fn turn_of(session: &Session, line: u64) -> Option<String> {
+    let line = i64::try_from(line).ok()?;
+    session
+        .turns
+        .iter()
+        .find(|t| t.span.start <= line && line <= t.span.end)
+        .map(|t| t.turn_ref.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(bytes: &[u8]) -> Vec<u64> {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, bytes).unwrap();
+        prescan(&file, bytes.len() as u64)
+            .unwrap()
+            .hits
+            .iter()
+            .map(|h| h.0)
+            .collect()
+    }
+
+    #[test]
+    fn needles_across_chunk_edges_are_found_once() {
+        for pad in [
+            CHUNK - 20,
+            CHUNK - 13,
+            CHUNK - 12,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 3,
+        ] {
+            let mut bytes = vec![b'x'; pad];
+            bytes.extend_from_slice(b"**Evidence**: a.py:1 \\\"evidence\\\"");
+            bytes.extend(std::iter::repeat_n(b'y', 50));
+            let hits = scan(&bytes);
+            assert_eq!(hits, [pad as u64, pad as u64 + 21], "pad {pad}");
+        }
+        assert!(scan(b"Evidence: a.py:1 evidence citations").is_empty());
+    }
+
+    #[test]
+    fn cwd_hits_are_the_last_before() {
+        let bytes = br#"{"cwd":"/a"}
+{"x":"**Evidence**: a.py:1"}
+{"cwd":"/b","t":"**Evidence**: b.py:1"}
+"#;
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, bytes).unwrap();
+        let p = prescan(&file, bytes.len() as u64).unwrap();
+        assert_eq!(p.hits.len(), 2);
+        assert_eq!(p.hits[0].1, Some(1));
+        let second_cwd = bytes.windows(5).rposition(|w| w == b"\"cwd\"").unwrap() as u64;
+        assert_eq!(p.hits[1].1, Some(second_cwd));
+    }
+}
