@@ -258,3 +258,45 @@ impl Writer {
         })
     }
 }
+
+/// `verify`'s part: every citation and scan record decodes, belongs to a stored session,
+/// and every session's citations have their scan record with the right count.
+pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<(), StoreError> {
+    use std::collections::BTreeMap;
+    let shown = reader.shown().to_owned();
+    guard::guard(&shown, || {
+        let mut counted: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for item in reader.table(CITATIONS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s, line) = key.value();
+            match codec::decode::<Vec<StoredCitation>>("citations", value.value()) {
+                Ok(found) => {
+                    *counted.entry((p.to_owned(), s.to_owned())).or_default() += found.len() as u64;
+                }
+                Err(e) => problem(format!("citations of {p}/{s} line {line}: {e}")),
+            }
+        }
+        for item in reader.table(CITATION_SCANS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s) = key.value();
+            if reader.session_file(p, s)?.is_none() {
+                problem(format!(
+                    "citation scan of {p}/{s} belongs to no stored session"
+                ));
+            }
+            let found = counted.remove(&(p.to_owned(), s.to_owned())).unwrap_or(0);
+            match codec::decode::<CitationScan>("citation scan", value.value()) {
+                Ok(scan) if scan.citations != found => problem(format!(
+                    "session {p}/{s}: {found} citations stored, its scan record says {}",
+                    scan.citations
+                )),
+                Ok(_) => {}
+                Err(e) => problem(format!("citation scan of {p}/{s}: {e}")),
+            }
+        }
+        for (p, s) in counted.keys() {
+            problem(format!("citations of {p}/{s} have no scan record"));
+        }
+        Ok(())
+    })
+}
