@@ -239,6 +239,24 @@ impl Writer {
         })
     }
 
+    /// Every entry of `file_id`'s line table, in line order.
+    pub fn each_line(
+        &self,
+        file_id: u64,
+        mut each: impl FnMut(&crate::lines::LineEntry),
+    ) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;
+            for item in table.range((file_id, 0)..=(file_id, u64::MAX)).store()? {
+                let (_, value) = item.store()?;
+                for entry in codec::decode_lines(value.value())? {
+                    each(&entry);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Every `(project_key, session_ref)` with a scan record.
     pub fn scanned_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
         guard::guard(&self.shown.clone(), || {
