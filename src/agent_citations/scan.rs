@@ -1,12 +1,14 @@
-//! Finding the citations of one session file while it is indexed.
+//! Finding the citations of one session file when it is indexed.
 //!
 //! Parsing every line would cost more than indexing it, so the file's raw bytes are
-//! searched first (memchr's `memmem`) for what a citation needs:
+//! searched (memchr's `memmem`, on a thread beside the indexing) for what a citation
+//! needs:
 //! - `**Evidence**:`, which every marker citation contains;
 //! - `\"evidence\"` or `\"citations\"`, the key of a JSON evidence block as it appears
 //!   inside a JSON string.
 //!
-//! Only the lines holding one of them are parsed and extracted. JSON writers escape only
+//! Only the lines holding one of them (found in the line table just written) are read
+//! again, parsed and extracted. JSON writers escape only
 //! `"`, `\`, control characters and (optionally) non-ASCII characters, none of which is
 //! in these needles, so a line without them carries no citation. (A line that spelled
 //! an ASCII letter of the marker as a `\u00XX` escape would be passed over.)
