@@ -39,6 +39,10 @@ const VIDENCE: &[u8] = b"vidence";
 const VIDENCE_AT: usize = 3;
 /// Bytes searched per read.
 const CHUNK: usize = 256 << 10;
+/// Longest line read back to be parsed: import's memory stays bounded whatever a session
+/// holds. A longer line (a huge tool output that happens to hold a needle) is passed
+/// over; no agent writes an assistant message of this size.
+pub const MAX_LINE_BYTES: u64 = 32 << 20;
 
 /// Where a file may cite something: byte offsets of needle hits, each with the offset of
 /// the last `"cwd"` key before it.
@@ -215,7 +219,9 @@ pub fn citations(
             continue;
         }
         done_line = line;
-        let bytes = read_line(file, &entry)?;
+        let Some(bytes) = read_line(file, &entry)? else {
+            continue;
+        };
         let text = lines::decode(&bytes);
         let Ok(node) = pyjson::parse_borrowed(&text) else {
             continue;
@@ -230,13 +236,13 @@ pub fn citations(
         let cwd = match line_cwd(&node) {
             Some(cwd) => Some(cwd),
             None => match cwd_hit.and_then(|c| capture.line_of(c)) {
-                Some((cwd_line, cwd_entry)) if cwd_line != line => {
-                    let bytes = read_line(file, &cwd_entry)?;
-                    let text = lines::decode(&bytes);
-                    pyjson::parse_borrowed(&text)
-                        .ok()
-                        .and_then(|n| line_cwd(&n))
-                }
+                Some((cwd_line, cwd_entry)) if cwd_line != line => read_line(file, &cwd_entry)?
+                    .and_then(|bytes| {
+                        let text = lines::decode(&bytes);
+                        pyjson::parse_borrowed(&text)
+                            .ok()
+                            .and_then(|n| line_cwd(&n))
+                    }),
                 _ => None,
             },
         };
@@ -270,10 +276,14 @@ pub fn citations(
     Ok(out)
 }
 
-fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Vec<u8>> {
+/// A line's bytes; `None` for a line longer than [`MAX_LINE_BYTES`].
+fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
+    if entry.len > MAX_LINE_BYTES {
+        return Ok(None);
+    }
     let mut bytes = vec![0u8; usize::try_from(entry.len).unwrap_or(usize::MAX)];
     file.read_exact_at(&mut bytes, entry.offset)?;
-    Ok(bytes)
+    Ok(Some(bytes))
 }
 
 /// A line's working directory: its own `cwd` (Claude Code), or its payload's (Codex
