@@ -89,6 +89,10 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::VerifyCitations {
+            project_key,
+            session_ref,
+        } => run_verify_citations(&config, project_key.as_deref(), session_ref.as_deref()),
         Command::Export => {
             if !config.store.exists() {
                 bail!(
@@ -161,6 +165,48 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
     )
     .with_context(|| import_failed(&config.workspace))?;
     println!("{}", summary(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_verify_citations(
+    config: &Config,
+    project_key: Option<&str>,
+    session_ref: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if !config.store.exists() {
+        bail!(
+            "no store at {}: run `evidence-store import` first",
+            config.store.display()
+        );
+    }
+    let store = Store::open(&config.store)?;
+    let done = crate::agent_citations::verify_citations(
+        &config.workspace.path,
+        &store,
+        project_key,
+        session_ref,
+    )?;
+    let by_status: Vec<String> = done
+        .by_status
+        .iter()
+        .map(|(status, n)| format!("{status} {n}"))
+        .collect();
+    let by_status = if by_status.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", by_status.join(", "))
+    };
+    println!(
+        "checked {} citation(s) in {} session(s){by_status}: {} changed{}",
+        done.citations,
+        done.sessions,
+        done.changed,
+        if done.changed > 0 {
+            ", new results stored"
+        } else {
+            ", nothing written"
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -88,6 +88,14 @@ enum CliCommand {
         #[arg(value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Check the agent citations in the store again against the cited files as they are
+    /// now (all, one project's or one session's) and store the new results
+    VerifyCitations {
+        /// Only this project (its key, e.g. Demo-0123456789ab)
+        project_key: Option<String>,
+        /// Only this session of the project (e.g. S0001)
+        session_ref: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -175,6 +183,11 @@ pub enum Command {
     Help {
         text: String,
     },
+    /// Re-check stored agent citations and commit the new results.
+    VerifyCitations {
+        project_key: Option<String>,
+        session_ref: Option<String>,
+    },
 }
 
 /// The name under which `run` puts this binary on PATH, as prompt-diary starts its MCP
@@ -259,6 +272,13 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         CliCommand::Run { command } => Command::Run { command },
         CliCommand::Help { command } => Command::Help {
             text: help_text(&command),
+        },
+        CliCommand::VerifyCitations {
+            project_key,
+            session_ref,
+        } => Command::VerifyCitations {
+            project_key,
+            session_ref,
         },
         CliCommand::Dump(DumpArgs { json, stats, what }) => Command::Dump {
             json,

@@ -16,7 +16,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use crate::agent_citations::{self, check::Checker, scan};
 use crate::lines;
+use crate::store::citations::{CitationLookup, CitationScan};
 use crate::store::{
     DocumentRecord, FileRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
     WorkspaceRecord, Writer,
@@ -48,6 +50,9 @@ pub struct ImportReport {
     pub documents: usize,
     /// Whether a write transaction was committed (false: the store already matched).
     pub committed: bool,
+    /// Session files scanned for agent citations in this run (files whose citations were
+    /// already current are not).
+    pub citation_scans: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -236,6 +241,7 @@ pub fn import(
         ..ImportReport::default()
     };
     let mut done_bytes = 0;
+    let mut checker = Checker::default();
     let sessions = workspace
         .projects
         .iter()
@@ -246,26 +252,38 @@ pub fn import(
             FileState::Indexed(record) => Some(record),
             FileState::Missing => None,
         });
+        // Citations follow the line table, in this same transaction: kept with it when
+        // they were taken from it, else taken again from the lines just indexed.
+        let old_turns = item.stored_turns;
         let file = match (item.stamp, item.previous) {
             (None, _) => {
                 if let Some(old) = &stored {
                     writer.delete_lines(old.file_id)?;
                 }
+                writer.delete_session_citations(&project.key, &session.session_ref)?;
                 report.files_missing += 1;
                 FileState::Missing
             }
             (Some(stamp), Some(previous)) if !item.needs_index => {
                 report.files_unchanged += 1;
+                if old_turns.as_ref() != Some(&session.turns) {
+                    agent_citations::retarget_turns(&mut writer, &project.key, session)?;
+                }
                 FileState::Indexed(stamp.applied_to(previous))
             }
             (Some(stamp), previous) => {
-                let record = index_file(&mut writer, &item.path, stamp, &mut |n| {
+                let indexed = index_file(&mut writer, &item.path, stamp, &mut |n| {
                     progress.advance(done_bytes + n);
                 })?;
+                let record = indexed.record.clone();
+                let record_digest = (record.digest, record.lines);
                 done_bytes += stamp.size;
-                match previous {
+                let same_lines = previous
+                    .as_ref()
+                    .is_some_and(|old| old.digest == record.digest && old.lines == record.lines);
+                let state = match previous {
                     // Same lines as before (a re-hash or a touch): keep the old table.
-                    Some(old) if old.digest == record.digest && old.lines == record.lines => {
+                    Some(old) if same_lines => {
                         writer.delete_lines(record.file_id)?;
                         report.files_unchanged += 1;
                         FileState::Indexed(stamp.applied_to(old))
@@ -279,7 +297,50 @@ pub fn import(
                         report.lines_indexed += record.lines;
                         FileState::Indexed(record)
                     }
+                };
+                if same_lines && item.citations_current {
+                    if old_turns.as_ref() != Some(&session.turns) {
+                        agent_citations::retarget_turns(&mut writer, &project.key, session)?;
+                    }
+                } else {
+                    // The lines holding the search's hits, from the line table kept.
+                    let kept_id = match &state {
+                        FileState::Indexed(kept) => kept.file_id,
+                        FileState::Missing => indexed.record.file_id,
+                    };
+                    let mut capture = scan::Capture::new(&indexed.prescan);
+                    if !indexed.prescan.is_empty() {
+                        writer.each_line(kept_id, |entry| capture.push(entry))?;
+                    }
+                    let found = scan::citations(
+                        &indexed.file,
+                        session,
+                        &indexed.prescan,
+                        &capture,
+                        &mut checker,
+                    )
+                    .map_err(|source| ImportError::Io {
+                        path: item.path.display().to_string(),
+                        source,
+                    })?;
+                    let (digest, lines) = match &state {
+                        FileState::Indexed(kept) => (kept.digest, kept.lines),
+                        FileState::Missing => record_digest,
+                    };
+                    let scan = CitationScan {
+                        digest,
+                        lines,
+                        citations: found.len() as u64,
+                    };
+                    writer.put_session_citations(
+                        &project.key,
+                        &session.session_ref,
+                        &scan,
+                        &found,
+                    )?;
+                    report.citation_scans += 1;
                 }
+                state
             }
         };
         writer.put_session(
@@ -301,6 +362,10 @@ pub fn import(
     writer.commit()?;
     report.committed = true;
     progress.finish();
+    #[cfg(debug_assertions)]
+    if std::env::var_os("EVIDENCE_STORE_COUNT_SCANS").is_some() {
+        eprintln!("evidence-store: citation scans: {}", report.citation_scans);
+    }
     Ok(report)
 }
 
@@ -409,6 +474,11 @@ struct Planned {
     /// Its file record, when it is of the same `session_path`.
     previous: Option<FileRecord>,
     needs_index: bool,
+    /// Whether the stored citations were taken from `previous`'s lines with the same
+    /// `source`; when not, the file is read again to take them.
+    citations_current: bool,
+    /// The stored session's turns, which the stored citations' turn refs follow.
+    stored_turns: Option<Vec<workspace::Turn>>,
 }
 
 fn plan(
@@ -436,26 +506,44 @@ fn plan(
             };
             let unchanged =
                 matches!((&previous, stamp), (Some(old), Some(now)) if now.matches(old));
-            let needs_index = stamp.is_some() && (options.rehash || !unchanged);
+            let citations_current = match (&previous, &stored) {
+                (Some(old), Some(record)) if record.session.source == session.source => lookup
+                    .citation_scan(&project.key, &session.session_ref)?
+                    .is_some_and(|scan| scan.digest == old.digest && scan.lines == old.lines),
+                _ => false,
+            };
+            let needs_index =
+                stamp.is_some() && (options.rehash || !unchanged || !citations_current);
+            let stored_turns = stored.as_ref().map(|s| s.session.turns.clone());
             out.push(Planned {
                 path,
                 stamp,
                 stored,
                 previous,
                 needs_index,
+                citations_current,
+                stored_turns,
             });
         }
     }
     Ok(out)
 }
 
-/// Streams one session file into a new line table.
+/// A file just streamed into a line table, with what its citations need.
+struct Indexed {
+    record: FileRecord,
+    file: File,
+    prescan: scan::Prescan,
+}
+
+/// Streams one session file into a new line table, searching its bytes for what a
+/// citation needs on the way.
 fn index_file(
     writer: &mut Writer,
     path: &Path,
     stamp: Stamp,
     on_progress: &mut dyn FnMut(u64),
-) -> Result<FileRecord, ImportError> {
+) -> Result<Indexed, ImportError> {
     let mut done = 0;
     let io_error = |source| ImportError::Io {
         path: path.display().to_string(),
@@ -464,9 +552,11 @@ fn index_file(
     let file = File::open(path).map_err(io_error)?;
     let file_id = writer.new_file_id()?;
     let mut sink = writer.line_sink(file_id)?;
-    let summary = lines::index_file::<IndexError>(
+    // The bytes are searched for what a citation needs as the indexer reads them.
+    let (summary, searched) = lines::index_file_observed::<IndexError, _>(
         &file,
         stamp.size,
+        &scan::Searcher::default,
         |entry| Ok(sink.push(entry)?),
         |n| {
             done += n;
@@ -477,6 +567,7 @@ fn index_file(
         IndexError::Io(source) => io_error(source),
         IndexError::Store(e) => ImportError::Store(e),
     })?;
+    let prescan = scan::merge(searched);
     let digest = sink.finish()?;
     let record = stamp.applied_to(FileRecord {
         file_id,
@@ -487,9 +578,13 @@ fn index_file(
         ctime_ns: stamp.ctime_ns,
         inode: stamp.inode,
     });
-    Ok(FileRecord {
-        size: summary.bytes,
-        ..record
+    Ok(Indexed {
+        record: FileRecord {
+            size: summary.bytes,
+            ..record
+        },
+        file,
+        prescan,
     })
 }
 
@@ -522,6 +617,7 @@ fn remove_stale(writer: &mut Writer, workspace: &Workspace) -> Result<(), StoreE
             if let FileState::Indexed(file) = &record.file {
                 writer.delete_lines(file.file_id)?;
             }
+            writer.delete_session_citations(&project_key, &record.session.session_ref)?;
             writer.remove_session(&project_key, &record.session.session_ref)?;
         }
     }

@@ -4,6 +4,7 @@
 //! prepared workspace, [`store`] is the only module that knows redb, [`import`] and
 //! [`read`] are the transport-independent operations, and [`mcp`] adapts them to rmcp.
 
+pub mod agent_citations;
 pub mod app;
 pub mod citations;
 pub mod cli;

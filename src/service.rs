@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::agent_citations::query;
 use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
@@ -572,6 +573,34 @@ fn document_problem(e: DocumentError) -> Problem {
 }
 
 /// Every read's answer while the workspace cannot be served.
+/// The read-only agent-citation tools.
+impl Service {
+    pub fn read_agent_citations(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+        turn_ref: Option<&str>,
+    ) -> query::Answer<query::SessionAnswer> {
+        match &self.state {
+            Ok(store) => query::read_agent_citations(store, project_key, session_ref, turn_ref),
+            Err(problem) => query::Answer::Invalid(unavailable(problem)),
+        }
+    }
+
+    pub fn search_agent_citations(
+        &self,
+        text: &str,
+        kind: Option<&str>,
+        project_key: Option<&str>,
+        limit: Option<i64>,
+    ) -> query::Answer<query::SearchAnswer> {
+        match &self.state {
+            Ok(store) => query::search_agent_citations(store, text, kind, project_key, limit),
+            Err(problem) => query::Answer::Invalid(unavailable(problem)),
+        }
+    }
+}
+
 fn unavailable(problem: &str) -> ReadResult {
     ReadResult::invalid("workspace", problem.to_owned(), WORKSPACE_HINT)
 }

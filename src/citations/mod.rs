@@ -11,6 +11,7 @@
 
 mod extract;
 pub mod record;
+pub mod verify;
 
 pub use extract::{Options, extract};
 

@@ -218,6 +218,21 @@ impl ArgErrors {
     }
 }
 
+impl ArgErrors {
+    /// An optional string argument; `None` when absent or `null`.
+    pub fn optional_string(&mut self, name: &'static str, arg: &Arg<String>) -> Option<String> {
+        arg.raw.as_ref()?;
+        Some(self.string(name, arg))
+    }
+
+    /// An optional integer argument (lax, as [`ArgErrors::integer`]); `None` when absent
+    /// or `null`.
+    pub fn optional_integer(&mut self, name: &'static str, arg: &Arg<i64>) -> Option<i64> {
+        arg.raw.as_ref()?;
+        Some(self.integer(name, arg))
+    }
+}
+
 fn lax_integer(raw: &Value) -> Result<i64, &'static str> {
     const NOT_INT: &str = "Input should be a valid integer";
     match raw {

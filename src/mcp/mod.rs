@@ -5,6 +5,7 @@
 //! server sends them; argument problems are `isError` results naming the argument.
 
 pub mod args;
+mod citations;
 mod stdio;
 
 pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
@@ -175,7 +176,7 @@ impl Server {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
             }),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::citation_router(),
             streamer: None,
         }
     }

@@ -22,7 +22,20 @@ const STEPS: &[Step] = &[
         from: 2,
         run: checksum_documents,
     },
+    Step {
+        from: 3,
+        run: citation_tables,
+    },
 ];
+
+/// 3 → 4: the `citations` and `citation_scans` tables, empty. No session has a scan
+/// record yet, so the next import scans every session file once (its line table is kept
+/// when the lines are the same).
+fn citation_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(schema::CITATIONS)?;
+    txn.open_table(schema::CITATION_SCANS)?;
+    Ok(())
+}
 
 /// 1 → 2: file records gain ctime and inode (0 in every upgraded record). Line blocks no
 /// session refers to (left by concurrent imports of version 1) are dropped.
@@ -148,6 +161,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(schema::SESSIONS)?;
     txn.open_table(schema::LINE_BLOCKS)?;
     txn.open_table(schema::DOCUMENTS)?;
+    txn.open_table(schema::CITATIONS)?;
+    txn.open_table(schema::CITATION_SCANS)?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! kernel drops its byte-range locks) and no torn state (redb's commits are atomic).
 
 mod backend;
+pub mod citations;
 pub mod codec;
 mod guard;
 mod migrate;

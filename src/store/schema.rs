@@ -6,7 +6,7 @@
 use redb::TableDefinition;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// Store-level counters: `schema_version`, `next_file_id`.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -31,11 +31,15 @@ pub const LINE_BLOCKS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new
 pub const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
 
 /// Names of every table, for `dump` and integrity tests.
-pub const TABLE_NAMES: [&str; 6] = [
+pub const TABLE_NAMES: [&str; 8] = [
     "meta",
     "workspace",
     "projects",
     "sessions",
     "line_blocks",
     "documents",
+    "citations",
+    "citation_scans",
 ];
+
+pub use super::citations::{CITATION_SCANS, CITATIONS};

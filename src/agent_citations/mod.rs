@@ -1,0 +1,138 @@
+//! Agent citations in the store: taken from session files at import ([`scan`]), checked
+//! against the project directory ([`check`]), checked again on demand
+//! ([`verify_citations`]) and answered by the read-only tools ([`query`]).
+//!
+//! The extraction rules themselves are pure and live in [`crate::citations`].
+
+pub mod check;
+pub mod query;
+pub mod scan;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::store::citations::{CitationLookup, StoredCheck};
+use crate::store::{Lookup, Store, StoreError, Writer};
+use crate::workspace::Session;
+
+/// Rewrites the turn refs of a session's stored citations after its turns changed in the
+/// index (the file, and so the citations, did not).
+pub fn retarget_turns(
+    writer: &mut Writer,
+    project_key: &str,
+    session: &Session,
+) -> Result<(), StoreError> {
+    let Some(scan) = writer.citation_scan(project_key, &session.session_ref)? else {
+        return Ok(());
+    };
+    let mut found = writer.session_citations(project_key, &session.session_ref)?;
+    let mut changed = false;
+    for record in &mut found {
+        let turn = scan::turn_of(session, record.line);
+        if turn != record.citation.turn_ref {
+            record.citation.turn_ref = turn;
+            changed = true;
+        }
+    }
+    if changed {
+        writer.put_session_citations(project_key, &session.session_ref, &scan, &found)?;
+    }
+    Ok(())
+}
+
+/// What [`verify_citations`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Reverified {
+    pub sessions: usize,
+    pub citations: usize,
+    /// Citations whose result (status, digest, line count or reason) differs from the
+    /// stored one.
+    pub changed: usize,
+    /// Citations by status after the check.
+    pub by_status: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReverifyError {
+    #[error("unknown project_key: {0}")]
+    UnknownProject(String),
+    #[error("unknown session_ref {session_ref} in project {project_key}")]
+    UnknownSession {
+        project_key: String,
+        session_ref: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Checks the stored citations again (all, one project's, or one session's) against the
+/// files as they are now, and commits the new results in one transaction when any
+/// changed. Citations are not taken from the session files again.
+pub fn verify_citations(
+    root: &std::path::Path,
+    store: &Store,
+    project_key: Option<&str>,
+    session_ref: Option<&str>,
+) -> Result<Reverified, ReverifyError> {
+    // The lock order of every writer: the document lock, then the store's write lock.
+    let _lock = crate::documents::lock(root)
+        .inspect_err(|e| tracing::warn!(error = %e, "re-verifying without the document lock"))
+        .ok();
+    let mut writer = store.writer()?;
+    if let Some(p) = project_key {
+        if !writer.has_project(p)? {
+            return Err(ReverifyError::UnknownProject(p.to_owned()));
+        }
+        if let Some(s) = session_ref
+            && writer.session_file(p, s)?.is_none()
+        {
+            return Err(ReverifyError::UnknownSession {
+                project_key: p.to_owned(),
+                session_ref: s.to_owned(),
+            });
+        }
+    }
+    let mut checker = check::Checker::default();
+    let mut out = Reverified::default();
+    for mut group in writer.workspace_citations(project_key)? {
+        if session_ref.is_some_and(|s| s != group.session_ref) {
+            continue;
+        }
+        let Some(scan) = writer.citation_scan(&group.project_key, &group.session_ref)? else {
+            continue;
+        };
+        out.sessions += 1;
+        let mut changed = 0;
+        for record in &mut group.citations {
+            let c = &mut record.citation;
+            let checked = checker.check(&c.kind, &c.reference, c.check.cwd.as_deref());
+            let fresh = StoredCheck {
+                status: checked.status.as_str().to_owned(),
+                cwd: c.check.cwd.clone(),
+                sha256: checked.sha256,
+                file_lines: checked.file_lines,
+                detail: checked.detail,
+            };
+            *out.by_status.entry(checked.status.as_str()).or_default() += 1;
+            out.citations += 1;
+            if fresh != c.check {
+                c.check = fresh;
+                changed += 1;
+            }
+        }
+        if changed > 0 {
+            writer.put_session_citations(
+                &group.project_key,
+                &group.session_ref,
+                &scan,
+                &group.citations,
+            )?;
+            out.changed += changed;
+        }
+    }
+    if out.changed > 0 {
+        writer.commit()?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,320 @@
+//! Stored agent citations: the `citations` table (one entry per session line that cites
+//! something) and the `citation_scans` table (which line table a session's citations were
+//! taken from). These are store records, kept apart from the domain's
+//! [`crate::citations::Citation`]: the codec layout changes only with the schema.
+//!
+//! A session's citations are current when its scan record names the digest and line count
+//! of the session's stored line table. Import writes both tables in the same transaction
+//! as the line table, so a reader never sees citations of another version of the file.
+
+use redb::{ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use super::{Lookup, OrStore, StoreError, Writer, codec, guard};
+
+/// `(project_key, session_ref, line)` → the citations found on that physical line, in
+/// order of position (bincode `Vec<StoredCitation>`). Lines are 1-based.
+pub const CITATIONS: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("citations");
+
+/// `(project_key, session_ref)` → `CitationScan`: the line table the session's citations
+/// were taken from. A session without one has not been scanned.
+pub const CITATION_SCANS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("citation_scans");
+
+/// One citation as stored, without its line (the key holds it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCitation {
+    /// The turn whose span holds the line, when one does.
+    pub turn_ref: Option<String>,
+    /// The message's position in the record's `content` list (`None`: a message that is
+    /// not in a list).
+    pub content_index: Option<u64>,
+    /// Byte offset and length of the citation in the decoded message text.
+    pub offset: u64,
+    pub len: u64,
+    pub kind: String,
+    pub reference: String,
+    pub context: Option<String>,
+    pub check: StoredCheck,
+}
+
+/// The verification result of one citation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCheck {
+    /// `ok`, `missing_file`, `line_out_of_range`, `outside_project` or `unchecked`.
+    pub status: String,
+    /// The directory the path was resolved against (the citing line's `cwd`).
+    pub cwd: Option<String>,
+    /// SHA-256 of the cited file, when it was read.
+    pub sha256: Option<[u8; 32]>,
+    /// Physical lines of the cited file, when it was read.
+    pub file_lines: Option<u64>,
+    /// Why a citation is `unchecked` (not a file citation, no `cwd`, not a regular file).
+    pub detail: Option<String>,
+}
+
+/// One citation with its line, as the read API returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitationRecord {
+    pub line: u64,
+    pub citation: StoredCitation,
+}
+
+/// Every citation of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCitations {
+    pub project_key: String,
+    pub session_ref: String,
+    /// In line order, then order of position within the line.
+    pub citations: Vec<CitationRecord>,
+}
+
+/// Which line table a session's citations were taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CitationScan {
+    pub digest: [u8; 32],
+    pub lines: u64,
+    /// How many citations the scan stored.
+    pub citations: u64,
+}
+
+/// Citation lookups; a snapshot ([`super::Reader`]) and a write transaction both answer.
+pub trait CitationLookup: Lookup {
+    /// The session's scan record, if it was scanned.
+    fn citation_scan(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Option<CitationScan>, StoreError> {
+        guard::guard(self.shown(), || {
+            let table = self.table(CITATION_SCANS)?;
+            let value = table.get((project_key, session_ref)).store()?;
+            Ok(value
+                .map(|v| codec::decode("citation scan", v.value()))
+                .transpose()?)
+        })
+    }
+
+    /// Every citation of one session, in line order (empty when none or not scanned).
+    fn session_citations(
+        &self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<Vec<CitationRecord>, StoreError> {
+        guard::guard(self.shown(), || {
+            let table = self.table(CITATIONS)?;
+            let mut out = Vec::new();
+            let range = (project_key, session_ref, 0)..=(project_key, session_ref, u64::MAX);
+            for item in table.range(range).store()? {
+                let (key, value) = item.store()?;
+                let line = key.value().2;
+                let found: Vec<StoredCitation> = codec::decode("citations", value.value())?;
+                out.extend(
+                    found
+                        .into_iter()
+                        .map(|citation| CitationRecord { line, citation }),
+                );
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every stored citation, grouped by session in key order (project key, then session
+    /// ref), or only those of `project_key`. Sessions without citations are left out.
+    fn workspace_citations(
+        &self,
+        project_key: Option<&str>,
+    ) -> Result<Vec<SessionCitations>, StoreError> {
+        guard::guard(self.shown(), || {
+            let table = self.table(CITATIONS)?;
+            let mut out: Vec<SessionCitations> = Vec::new();
+            let items = match project_key {
+                Some(p) => table.range((p, "", 0)..).store()?,
+                None => table.iter().store()?,
+            };
+            for item in items {
+                let (key, value) = item.store()?;
+                let (p, s, line) = key.value();
+                if project_key.is_some_and(|want| want != p) {
+                    break;
+                }
+                let found: Vec<StoredCitation> = codec::decode("citations", value.value())?;
+                let same = out
+                    .last()
+                    .is_some_and(|last| last.project_key == p && last.session_ref == s);
+                if !same {
+                    out.push(SessionCitations {
+                        project_key: p.to_owned(),
+                        session_ref: s.to_owned(),
+                        citations: Vec::new(),
+                    });
+                }
+                if let Some(last) = out.last_mut() {
+                    last.citations.extend(
+                        found
+                            .into_iter()
+                            .map(|citation| CitationRecord { line, citation }),
+                    );
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// How many citations are stored over the whole workspace.
+    fn citation_count(&self) -> Result<u64, StoreError> {
+        guard::guard(self.shown(), || {
+            let mut n = 0;
+            for item in self.table(CITATION_SCANS)?.iter().store()? {
+                let (_, value) = item.store()?;
+                let scan: CitationScan = codec::decode("citation scan", value.value())?;
+                n += scan.citations;
+            }
+            Ok(n)
+        })
+    }
+}
+
+impl<T: Lookup> CitationLookup for T {}
+
+impl Writer {
+    /// Replaces every citation of one session by `citations` (grouped by line) and records
+    /// the line table they were taken from.
+    pub fn put_session_citations(
+        &mut self,
+        project_key: &str,
+        session_ref: &str,
+        scan: &CitationScan,
+        citations: &[CitationRecord],
+    ) -> Result<(), StoreError> {
+        self.delete_session_citations(project_key, session_ref)?;
+        guard::guard(&self.shown.clone(), || {
+            let txn = self.txn()?;
+            let mut table = txn.open_table(CITATIONS).store()?;
+            let mut at = 0;
+            while at < citations.len() {
+                let line = citations[at].line;
+                let end = citations[at..]
+                    .iter()
+                    .position(|c| c.line != line)
+                    .map_or(citations.len(), |n| at + n);
+                let group: Vec<&StoredCitation> =
+                    citations[at..end].iter().map(|c| &c.citation).collect();
+                table
+                    .insert(
+                        (project_key, session_ref, line),
+                        codec::encode(&group).as_slice(),
+                    )
+                    .store()?;
+                at = end;
+            }
+            txn.open_table(CITATION_SCANS)
+                .store()?
+                .insert((project_key, session_ref), codec::encode(scan).as_slice())
+                .store()?;
+            Ok(())
+        })
+    }
+
+    /// Removes a session's citations and its scan record.
+    pub fn delete_session_citations(
+        &mut self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let txn = self.txn()?;
+            txn.open_table(CITATIONS)
+                .store()?
+                .retain_in(
+                    (project_key, session_ref, 0)..=(project_key, session_ref, u64::MAX),
+                    |_, _| false,
+                )
+                .store()?;
+            txn.open_table(CITATION_SCANS)
+                .store()?
+                .remove((project_key, session_ref))
+                .store()?;
+            Ok(())
+        })
+    }
+
+    /// Every entry of `file_id`'s line table, in line order.
+    pub fn each_line(
+        &self,
+        file_id: u64,
+        mut each: impl FnMut(&crate::lines::LineEntry),
+    ) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;
+            for item in table.range((file_id, 0)..=(file_id, u64::MAX)).store()? {
+                let (_, value) = item.store()?;
+                for entry in codec::decode_lines(value.value())? {
+                    each(&entry);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every `(project_key, session_ref)` with a scan record.
+    pub fn scanned_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut out = Vec::new();
+            for item in self
+                .txn()?
+                .open_table(CITATION_SCANS)
+                .store()?
+                .iter()
+                .store()?
+            {
+                let (key, _) = item.store()?;
+                let (p, s) = key.value();
+                out.push((p.to_owned(), s.to_owned()));
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// `verify`'s part: every citation and scan record decodes, belongs to a stored session,
+/// and every session's citations have their scan record with the right count.
+pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<(), StoreError> {
+    use std::collections::BTreeMap;
+    let shown = reader.shown().to_owned();
+    guard::guard(&shown, || {
+        let mut counted: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for item in reader.table(CITATIONS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s, line) = key.value();
+            match codec::decode::<Vec<StoredCitation>>("citations", value.value()) {
+                Ok(found) => {
+                    *counted.entry((p.to_owned(), s.to_owned())).or_default() += found.len() as u64;
+                }
+                Err(e) => problem(format!("citations of {p}/{s} line {line}: {e}")),
+            }
+        }
+        for item in reader.table(CITATION_SCANS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s) = key.value();
+            if reader.session_file(p, s)?.is_none() {
+                problem(format!(
+                    "citation scan of {p}/{s} belongs to no stored session"
+                ));
+            }
+            let found = counted.remove(&(p.to_owned(), s.to_owned())).unwrap_or(0);
+            match codec::decode::<CitationScan>("citation scan", value.value()) {
+                Ok(scan) if scan.citations != found => problem(format!(
+                    "session {p}/{s}: {found} citations stored, its scan record says {}",
+                    scan.citations
+                )),
+                Ok(_) => {}
+                Err(e) => problem(format!("citation scan of {p}/{s}: {e}")),
+            }
+        }
+        for (p, s) in counted.keys() {
+            problem(format!("citations of {p}/{s} have no scan record"));
+        }
+        Ok(())
+    })
+}

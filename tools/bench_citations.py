@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Agent-citation benchmark: import of a session carrying N citations (taken and verified
+at import), and `search_agent_citations` latency over them.
+
+The workspace is the example workspace with S0001 replaced by N/10 assistant lines of ten
+`**Evidence**:` markers each (eight file citations into a small project directory, one test,
+one URL). Searches go over stdio JSON-RPC, one request line and one answer line at a time.
+
+Usage: tools/.venv/bin/python tools/bench_citations.py [--bin target/release/evidence-store]
+       [--citations 10000] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "Demo-0123456789ab"
+
+
+def make(work: Path, citations: int) -> Path:
+    ws = work / "ws"
+    proj = work / "proj"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(ROOT / "examples" / "workspace", ws, ignore=shutil.ignore_patterns(".evidence-store"))
+    (proj / "src").mkdir(parents=True)
+    for i in range(50):
+        (proj / "src" / f"mod_{i}.py").write_text("".join(f"line {n}\n" for n in range(200)))
+    lines = []
+    for k in range(citations // 10):
+        marks = [f"**Evidence**: src/mod_{(k + j) % 60}.py:{(k * 7 + j) % 250 + 1}" for j in range(8)]
+        marks.append(f"**Evidence**: tests/test_{k % 40}.py::test_case_{k} - PASS")
+        marks.append(f"**Evidence**: [Issue {k}](https://example.com/issues/{k})")
+        text = f"Step {k} done.\n" + "\n".join(marks)
+        lines.append(json.dumps({"type": "assistant", "cwd": str(proj),
+                                 "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}))
+    session = ws / "projects" / PROJECT / "sessions" / "claude-code" / "c1.jsonl"
+    session.write_text("\n".join(lines) + "\n")
+    return ws
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default=str(ROOT / "target" / "release" / "evidence-store"))
+    parser.add_argument("--citations", type=int, default=10_000)
+    parser.add_argument("--work", default="/tmp/evidence-store-bench-citations")
+    args = parser.parse_args()
+    ws = make(Path(args.work), args.citations)
+    start = time.perf_counter()
+    subprocess.run([args.bin, "--workspace", str(ws), "import"], check=True, stdout=subprocess.DEVNULL)
+    import_s = time.perf_counter() - start
+
+    proc = subprocess.Popen([args.bin, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PROMPT_DIARY_WORKSPACE": str(ws)})
+    next_id = 0
+
+    def request(method: str, params: dict) -> dict:
+        nonlocal next_id
+        next_id += 1
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params}) + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})
+    proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    proc.stdin.flush()
+
+    def timed(arguments: dict, runs: int = 30) -> tuple[float, dict]:
+        answer = {}
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            reply = request("tools/call", {"name": "search_agent_citations", "arguments": arguments})
+            times.append(time.perf_counter() - t)
+            answer = json.loads(reply["result"]["content"][0]["text"])
+        return statistics.median(times) * 1000, answer
+
+    total = json.loads(request("tools/call", {"name": "read_agent_citations", "arguments": {
+        "project_key": PROJECT, "session_ref": "S0001"}})["result"]["content"][0]["text"])["citation_count"]
+    print(f"{total} citations stored; import (take and verify) {import_s:.2f} s")
+    print("| query | matches | returned | median ms (30 calls) |")
+    print("|---|---|---|---|")
+    for arguments in ({"query": "src/mod_7.py"}, {"query": "mod_7", "type": "file"},
+                      {"query": "src/", "limit": 200}, {"query": "no-such-thing"}):
+        ms, answer = timed(arguments)
+        print(f"| `{json.dumps(arguments)}` | {answer['total_matches']} | {len(answer['results'])} | {ms:.1f} |")
+    proc.stdin.close()
+    proc.wait()
+
+
+if __name__ == "__main__":
+    main()
