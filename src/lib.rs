@@ -16,6 +16,7 @@ pub mod fsutil;
 pub mod import;
 pub mod lines;
 pub mod mcp;
+pub mod pages;
 pub mod parallel;
 pub mod progress;
 pub mod pyjson;
