@@ -25,6 +25,7 @@ pub mod rebuild;
 pub mod report;
 pub mod run;
 pub mod service;
+pub mod sparse;
 pub mod store;
 pub mod synthesis;
 pub mod tool_output;
