@@ -13,7 +13,7 @@
 
 mod derive;
 mod json;
-mod source;
+pub mod source;
 
 pub use derive::{Part, Record, ToolResult, ToolUse, compact_record};
 

@@ -355,6 +355,62 @@ pub fn is_claude_local_command(record: &Map, previous: Option<&Map>) -> bool {
     })
 }
 
+/// The input parts of a Claude user line typed by a human (not a tool result, side
+/// chain, meta, compaction summary or client-local command), or `None`.
+pub fn parse_claude_input(record: &Map, previous: Option<&Map>) -> Option<Vec<Input>> {
+    let message = object(record.get("message"))?;
+    let tool_owned =
+        str_of(record, "sourceToolAssistantUUID").is_some_and(|o| !strip(o).is_empty());
+    let flagged = ["isSidechain", "isMeta", "isCompactSummary"]
+        .iter()
+        .any(|flag| matches!(record.get(*flag), Some(Value::Bool(true))));
+    if !is(record, "type", "user")
+        || !is(message, "role", "user")
+        || tool_owned
+        || flagged
+        || is_claude_local_command(record, previous)
+    {
+        return None;
+    }
+    Some(match message.get("content") {
+        Some(Value::String(content)) => parse_claude_input_text(content),
+        Some(Value::Array(items)) => items.iter().flat_map(claude_input_item).collect(),
+        _ => vec![Input::Unavailable("unknown content".into())],
+    })
+}
+
+fn claude_input_item(item: &Value) -> Vec<Input> {
+    if let Some(part) = item.as_object() {
+        if is(part, "type", "text")
+            && let Some(t) = str_of(part, "text")
+        {
+            return parse_claude_input_text(t);
+        }
+        if is(part, "type", "tool_result") {
+            return Vec::new();
+        }
+        if let Some(attachment) = human_attachment(part, None) {
+            return vec![attachment];
+        }
+    }
+    vec![unknown_input(Some(item), None)]
+}
+
+/// Whether the parts hold a human's own action: input, a command, a skill selection or
+/// an attachment.
+pub fn is_human_trigger(parts: &[Input]) -> bool {
+    parts.iter().any(|p| {
+        matches!(
+            p,
+            Input::Text {
+                kind: "human_input" | "human_command",
+                ..
+            } | Input::Skill { .. }
+                | Input::Attachment(_)
+        )
+    })
+}
+
 fn input_text_parts(t: &str, tag: Option<&str>) -> Vec<Input> {
     if tag == Some("compaction.summary") {
         return vec![text("context_compaction", t, tag)];
