@@ -9,7 +9,12 @@
 //! last is a page of its own, and the last may share its page with the records after it.
 //!
 //! Pure: records come from an iterator, pulled one at a time, so a page reads no more of
-//! the session than it holds, plus the record that ends it.
+//! the session than it holds, plus the record that ends it. `read.rs` feeds it a
+//! session's lines from the store.
+
+mod read;
+
+pub use read::{RawCursor, read_session_page};
 
 use crate::pyjson::write_string_content;
 
