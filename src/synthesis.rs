@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use crate::contract::Rules;
 use crate::evidence::{Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty};
 use crate::pyjson::{self, Map, Value, py_repr};
 
@@ -19,6 +20,16 @@ pub const WORK_ITEM_KINDS: &[&str] = &[
 pub const OUTCOME_CATEGORIES: &[&str] = crate::evidence::OUTCOME_CATEGORIES;
 pub const TERMINAL_STATES: &[&str] = crate::evidence::TERMINAL_STATES;
 pub const CONFIDENCE: &[&str] = &["high", "medium", "low"];
+/// A material work item's task-level status against its final effective scope.
+pub const DISPOSITIONS: &[&str] = &[
+    "completed",
+    "in_progress",
+    "blocked",
+    "interrupted",
+    "failed",
+    "cancelled",
+    "unknown",
+];
 
 /// A turn's identity within a project.
 pub type TurnKey = (String, String);
@@ -136,8 +147,14 @@ fn is_work_item_ref(s: &str) -> bool {
     b.len() == 5 && b[0] == b'W' && b[1..].iter().all(u8::is_ascii_digit)
 }
 
-/// The chain-only parse of a work item (spec §4.3, §4.4), errors in the reference's order.
+/// The chain-only parse of a 0.2.10 work item (see [`parse_work_item_for`]).
 pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
+    parse_work_item_for(crate::contract::Contract::V0_2_10.rules(), item)
+}
+
+/// The chain-only parse of a work item, errors in the reference's order, by the rules of
+/// the workspace's contract.
+pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<Problem>> {
     let w = as_object(Some(item));
     let p = "work_item";
     let mut ck = Checker {
@@ -209,6 +226,17 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     }
 
     let kind_text = kind.as_str().unwrap_or_default().to_owned();
+    let mut disposition_refs = Vec::new();
+    let disposition = if rules.work_item_disposition {
+        disposition(
+            &mut ck,
+            &kind_text,
+            provided("disposition").then(|| as_object(w.get("disposition"))),
+            &mut disposition_refs,
+        )
+    } else {
+        None
+    };
     match kind_text.as_str() {
         "material_work_item" => {
             let hint = "material_work_item requires trigger and agent_reaction";
@@ -316,6 +344,9 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     }
     stored.push(("outcomes", Value::Array(outcomes)));
     stored.push(("terminal_states", Value::Array(states)));
+    if let Some(disposition) = disposition {
+        stored.push(("disposition", disposition));
+    }
     stored.push(("limits", limits));
     if let Some(reason) = reason {
         stored.push(("reason", reason));
@@ -325,9 +356,77 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
         work_item_ref,
         kind: kind_text,
         covered,
-        evidence_refs: refs,
+        // The disposition's refs are checked first.
+        evidence_refs: disposition_refs.into_iter().chain(refs).collect(),
         stored: object(stored),
     })
+}
+
+/// A work item's `disposition`: required of a material item, refused on every other kind
+/// (its fields are still checked); `None` when not given.
+fn disposition(
+    ck: &mut Checker,
+    kind: &str,
+    given: Option<&Map>,
+    refs: &mut Vec<(String, TurnKey)>,
+) -> Option<Value> {
+    let path = "work_item.disposition";
+    let material = kind == "material_work_item";
+    let Some(d) = given else {
+        if material {
+            ck.problems.push(
+                path,
+                "material_work_item requires disposition",
+                "judge the task across its covered turns against the final effective scope",
+            );
+        }
+        return None;
+    };
+    if !material {
+        ck.problems.push(
+            path,
+            format!("{kind} must leave disposition empty"),
+            "only material_work_item carries a task-level disposition",
+        );
+    }
+    let kind = ck
+        .problems
+        .controlled_field(path, d, "type", "work item disposition", DISPOSITIONS);
+    let scope = ck.problems.text_field(path, d, "scope");
+    let summary = ck.problems.text_field(path, d, "summary");
+    if as_list(d.get("evidence_refs")).is_empty() {
+        let refs_path = format!("{path}.evidence_refs");
+        ck.problems.push(
+            &refs_path,
+            format!("{refs_path} must list at least one entry"),
+            "cite at least one covered turn supporting the task-level judgment",
+        );
+    }
+    let evidence = ck.refs(path, d, refs);
+    Some(object(vec![
+        ("type", kind),
+        ("scope", scope),
+        ("summary", summary),
+        ("evidence_refs", evidence),
+    ]))
+}
+
+/// Whether an existing envelope is one this contract appends to: its `schema_version` equals
+/// the contract's as Python compares (`2.0 == 2`). Any other envelope counts as absent and
+/// the next write replaces it.
+pub fn envelope_is_current(rules: Rules, envelope: &Map) -> bool {
+    !rules.replaces_other_envelopes
+        || py_int_equals(envelope.get("schema_version"), rules.envelope_schema)
+}
+
+/// Python's `value == n` for a JSON value and an integer.
+pub fn py_int_equals(value: Option<&Value>, n: i64) -> bool {
+    match value {
+        Some(Value::Int(text)) => text.parse::<i64>() == Ok(n),
+        Some(Value::Float(f)) => *f == n as f64,
+        Some(Value::Bool(b)) => i64::from(*b) == n,
+        _ => false,
+    }
 }
 
 /// The object rows of an envelope's `work_items`.
@@ -461,6 +560,7 @@ pub fn source_user_messages(chains: &[CommittedChain]) -> Value {
 /// The envelope after appending `item`: an existing object keeps its keys and rows
 /// (non-object rows are dropped); a new one is the base envelope.
 pub fn append_item(
+    rules: Rules,
     existing: Option<Map>,
     project_key: &str,
     label: &str,
@@ -469,7 +569,10 @@ pub fn append_item(
 ) -> Map {
     let mut envelope = existing.unwrap_or_else(|| {
         let mut m = Map::new();
-        m.insert("schema_version".into(), Value::Int("1".into()));
+        m.insert(
+            "schema_version".into(),
+            Value::Int(rules.envelope_schema.to_string()),
+        );
         m.insert("project_key".into(), Value::String(project_key.into()));
         m.insert("project_label".into(), Value::String(label.into()));
         m.insert("work_items".into(), Value::Array(Vec::new()));
