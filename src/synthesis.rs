@@ -228,9 +228,11 @@ pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<P
     let kind_text = kind.as_str().unwrap_or_default().to_owned();
     let mut disposition_refs = Vec::new();
     let disposition = if rules.work_item_disposition {
+        // Named as given, even when not a controlled kind.
+        let kind_given = w.get("kind").and_then(Value::as_str).unwrap_or_default();
         disposition(
             &mut ck,
-            &kind_text,
+            kind_given,
             provided("disposition").then(|| as_object(w.get("disposition"))),
             &mut disposition_refs,
         )
@@ -607,4 +609,103 @@ pub fn uncovered(universe: &[TurnKey], envelope: &Map) -> Vec<TurnRef> {
             turn_ref: t.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod contract_tests {
+    use super::*;
+    use crate::contract::Contract;
+
+    /// `(name, work item JSON, expected)` where expected is `{"errors": [[path, message,
+    /// hint], ...]}` or `{"stored": <the item as the envelope writes it>}`, as prompt-diary
+    /// 0.2.20's own parse gives them.
+    const CASES: &str = include_str!("../tests/fixtures/contract/work_items_0_2_20.json");
+
+    fn check(rules: Rules, input: &str, expect: &Value) {
+        let item = pyjson::parse(input).expect("case JSON");
+        match (parse_work_item_for(rules, &item), expect.get("errors")) {
+            (Err(problems), Some(Value::Array(errors))) => {
+                let got: Vec<Value> = problems
+                    .iter()
+                    .map(|p| {
+                        Value::Array(vec![
+                            Value::String(p.path.clone()),
+                            Value::String(p.message.clone()),
+                            Value::String(p.hint.clone()),
+                        ])
+                    })
+                    .collect();
+                assert_eq!(&got, errors, "{input}");
+            }
+            (Ok(item), None) => {
+                let stored = expect.get("stored").and_then(Value::as_str);
+                assert_eq!(
+                    Some(pyjson::to_pretty(&item.stored).as_str()),
+                    stored,
+                    "{input}"
+                );
+            }
+            (got, _) => panic!("{input}: got {got:?}, expected {expect:?}"),
+        }
+    }
+
+    #[test]
+    fn work_item_dispositions_as_0_2_20_parses_them() {
+        let Ok(Value::Array(cases)) = pyjson::parse(CASES) else {
+            panic!("fixture")
+        };
+        assert!(cases.len() >= 10);
+        for case in &cases {
+            let [
+                Value::String(_),
+                Value::String(input),
+                Value::String(expect),
+            ] = case.as_array().unwrap_or_default()
+            else {
+                panic!("case shape")
+            };
+            let expect = pyjson::parse(expect.as_str()).expect("expected JSON");
+            check(Contract::V0_2_20.rules(), input.as_str(), &expect);
+        }
+    }
+
+    #[test]
+    fn a_0_2_10_work_item_ignores_a_disposition() {
+        let item = r#"{"work_item_ref": "W0001", "kind": "no_material_work_item", "title": "T", "covered_turns": [{"session_ref": "S", "turn_ref": "T0001"}], "confidence": "high", "disposition": 5}"#;
+        let parsed = parse_work_item(&pyjson::parse(item).unwrap()).unwrap();
+        assert!(parsed.stored.get("disposition").is_none());
+    }
+
+    #[test]
+    fn disposition_refs_are_checked_first() {
+        let item = r#"{"work_item_ref": "W0001", "kind": "material_work_item", "title": "T", "covered_turns": [{"session_ref": "S", "turn_ref": "T0001"}], "trigger": {"summary": "s", "evidence_refs": [{"session_ref": "S", "turn_ref": "T0009"}]}, "agent_reaction": {"summary": "a"}, "terminal_states": [{"type": "material_result", "summary": "x"}], "confidence": "high", "disposition": {"type": "completed", "scope": "s", "summary": "s", "evidence_refs": [{"session_ref": "S", "turn_ref": "T0008"}]}}"#;
+        let parsed =
+            parse_work_item_for(Contract::V0_2_20.rules(), &pyjson::parse(item).unwrap()).unwrap();
+        let paths: Vec<&str> = parsed
+            .evidence_refs
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "work_item.disposition.evidence_refs[0]",
+                "work_item.trigger.evidence_refs[0]"
+            ]
+        );
+    }
+
+    #[test]
+    fn envelopes_of_another_version_are_replaced_under_0_2_20() {
+        let env = |v: &str| match pyjson::parse(&format!(r#"{{"schema_version": {v}}}"#)) {
+            Ok(Value::Object(m)) => m,
+            _ => unreachable!(),
+        };
+        let new = Contract::V0_2_20.rules();
+        assert!(envelope_is_current(new, &env("2")));
+        assert!(envelope_is_current(new, &env("2.0")));
+        assert!(!envelope_is_current(new, &env("1")));
+        assert!(!envelope_is_current(new, &env("\"2\"")));
+        assert!(envelope_is_current(Contract::V0_2_10.rules(), &env("1")));
+    }
 }
