@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::contract::Contract;
 use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
@@ -20,6 +21,8 @@ use crate::workspace::WorkspaceRoot;
 /// The tools' shared state: the store, or the reason there is none.
 pub struct Service {
     root: WorkspaceRoot,
+    /// The contract of the served workspace (0.2.10 when none is served).
+    contract: Contract,
     state: Result<Store, String>,
 }
 
@@ -44,9 +47,13 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
+        let mut contract = Contract::V0_2_10;
         let state = crate::workspace::load(&root)
             .map_err(|e| e.to_string())
-            .and_then(|_| Store::open(store_path).map_err(|e| e.to_string()))
+            .and_then(|workspace| {
+                contract = workspace.contract;
+                Store::open(store_path).map_err(|e| e.to_string())
+            })
             .and_then(|store| {
                 match import::import(&root, &store, ImportOptions::default(), &Quiet) {
                     Ok(report) => {
@@ -65,7 +72,18 @@ impl Service {
         if let Err(problem) = &state {
             tracing::warn!(%problem, "workspace unavailable; every call will report it");
         }
-        Service { root, state }
+        Service {
+            root,
+            contract,
+            state,
+        }
+    }
+
+    /// The prompt-diary contract the served workspace uses: it decides validation rules,
+    /// record shapes and messages. 0.2.10 when no workspace is served (every call then
+    /// answers the problem).
+    pub fn contract(&self) -> Contract {
+        self.contract
     }
 
     /// The connectivity check: prompt-diary's constant answer while the workspace is
@@ -211,7 +229,7 @@ impl Service {
         project_key: &str,
         item: &Value,
     ) -> WriteResult<WorkItemAppended> {
-        let item = match synthesis::parse_work_item(item) {
+        let item = match synthesis::parse_work_item_for(self.contract.rules(), item) {
             Ok(item) => item,
             Err(problems) => return WriteResult::invalid(problems),
         };
@@ -241,7 +259,11 @@ impl Service {
         let rel = import::envelope_path(project_key);
         let envelope = match documents::sync(&mut writer, &self.root.path, &rel)? {
             Some(bytes) => match parse_document(&rel, &bytes) {
-                Ok(Value::Object(map)) => Some(map),
+                Ok(Value::Object(map))
+                    if synthesis::envelope_is_current(self.contract.rules(), &map) =>
+                {
+                    Some(map)
+                }
                 Ok(_) => None,
                 Err(message) => {
                     return Ok(WriteResult::one(
@@ -262,7 +284,14 @@ impl Service {
         if !problems.is_empty() {
             return Ok(WriteResult::invalid(problems));
         }
-        let envelope = synthesis::append_item(envelope, project_key, &project.label, &chains, item);
+        let envelope = synthesis::append_item(
+            self.contract.rules(),
+            envelope,
+            project_key,
+            &project.label,
+            &chains,
+            item,
+        );
         let written = documents::write(
             &mut writer,
             &self.root.path,

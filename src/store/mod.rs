@@ -7,6 +7,7 @@
 
 mod backend;
 pub mod codec;
+pub mod contract;
 mod guard;
 mod migrate;
 pub mod schema;
@@ -581,6 +582,11 @@ pub trait Lookup {
         guard::guard(self.shown(), || {
             decoded(&self.table(PROJECTS)?, key, "project")
         })
+    }
+
+    /// The prompt-diary contract of the imported workspace (0.2.10 when none is recorded).
+    fn contract(&self) -> Result<crate::contract::Contract, StoreError> {
+        contract::recorded(self)
     }
 
     /// Whether a workspace was imported, without decoding it.
