@@ -516,7 +516,7 @@ impl Service {
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
                 .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
-            let built = report::build(&ctx, previous.as_ref())
+            let built = report::build_for(self.contract.rules(), &ctx, previous.as_ref())
                 .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
             // A slot is filled after a build only if it was kept from the previous report.
             let summaries = as_projects(&built).iter().filter_map(|p| {
