@@ -193,10 +193,7 @@ fn material_count_and_entry(
         _ => None,
     };
     let current = |e: &Map| pyjson::int_equals(e.get("schema_version"), rules.envelope_schema);
-    if rules.replaces_other_envelopes
-        && p.envelope.is_some()
-        && !envelope.is_some_and(current)
-    {
+    if rules.replaces_other_envelopes && p.envelope.is_some() && !envelope.is_some_and(current) {
         return Err(BuildError(format!(
             "project {} requires project-synthesis schema version {}; re-run project synthesis to assess task dispositions",
             py_repr(&p.key),
