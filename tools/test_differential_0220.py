@@ -14,8 +14,10 @@ read_session_lines) can be added beside them:
   compare_synthesis        (from test_differential.py) Build with disposition assessments,
                            the four slot writers, Finalize and the render, byte for byte.
 
-Workspaces: the generated workspaces of test_differential.py, re-labelled as schema 7 (the
-index rows lose their subagent fields, as 0.2.20's prepare writes them).
+Workspaces, per seed: (1) built by 0.2.20's own `prepare` from histories made of the
+generated sessions of test_differential.py (gen_workspace.py without edge cases, given the
+timestamps, cwd and Codex session_meta that prepare reads); (2) the generated workspace
+with edge cases, re-labelled as schema 7 (see `schema7_workspace`).
 
 Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3]
 """
@@ -25,16 +27,57 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_differential as base  # noqa: E402
 
 ROOT = base.ROOT
+
+
+def prepared_workspace(tmp: Path, seed: str) -> Path:
+    """A workspace written by prompt-diary 0.2.20's `prepare` for 2026-01-15 (UTC) from the
+    histories of a generated workspace: each session becomes a Claude project file or a Codex
+    rollout, its records stamped inside the day, with the project directory as `cwd`."""
+    gen, hist, reports = tmp / f"gen{seed}", tmp / f"hist{seed}", tmp / f"reports{seed}"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(gen), "--seed", seed,
+                    "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
+                   check=True, stdout=subprocess.DEVNULL)
+    for index in sorted(gen.glob("projects/*/sessions.index.jsonl")):
+        project = index.parent.name
+        cwd = f"/home/dev/{project.lower()}"
+        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for n, row in enumerate(rows):
+            sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{project}/{n}"))
+            records: list[dict] = []
+            if row["source"] == "codex":
+                records.append({"timestamp": "2026-01-15T09:00:00.000Z", "type": "session_meta", "payload": {
+                    "id": sid, "timestamp": "2026-01-15T09:00:00.000Z", "cwd": cwd, "originator": "codex_cli_rs",
+                    "cli_version": "0.50.0", "source": "cli"}})
+                dest = hist / "codex" / "2026" / "01" / "15" / f"rollout-2026-01-15T09-00-00-{sid}.jsonl"
+            else:
+                dest = hist / "claude" / cwd.replace("/", "-") / f"{sid}.jsonl"
+            lines = (index.parent / row["session_path"]).read_bytes().decode("utf-8").splitlines()
+            for k, text in enumerate(lines):
+                record = json.loads(text)
+                record["timestamp"] = f"2026-01-15T{10 + n:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
+                if row["source"] != "codex":
+                    record.update(cwd=cwd, sessionId=sid, uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{k}")))
+                records.append(record)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    env = dict(os.environ, PROMPT_DIARY_CODEX_SESSIONS=str(hist / "codex"), PROMPT_DIARY_CLAUDE_PROJECTS=str(hist / "claude"),
+               HOME=str(tmp / "home"))
+    prepare = Path(sys.executable).parent / "prompt-diary"
+    subprocess.run([str(prepare), "prepare", "--date", "2026-01-15", "--timezone", "UTC", "--reports-root", str(reports),
+                    "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
+    return reports / "work" / "2026-01-15"
 
 
 def schema7_workspace(out: Path, seed: str) -> None:
@@ -200,10 +243,14 @@ def main() -> int:
     reference_python = Path(sys.executable)
     diff = base.Diff()
     with tempfile.TemporaryDirectory() as tmp:
+        workspaces = []
         for seed in args.seeds.split(","):
+            workspaces.append((f"prepared {seed}", prepared_workspace(Path(tmp), seed)))
             ws = Path(tmp) / f"ws{seed}"
             schema7_workspace(ws, seed)
-            ws_ref = Path(tmp) / f"ws{seed}-ref"
+            workspaces.append((f"relabelled {seed}", ws))
+        for seed, ws in workspaces:
+            ws_ref = ws.with_name(ws.name + "-ref")
             shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
             committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
             asyncio.run(base.compare_synthesis(ws, ws_ref, args.bin.resolve(), reference_python, diff, committed, held_back))
