@@ -157,3 +157,51 @@ fn run_brings_a_schema_7_workspace_in_line() {
     assert!(ws.ok(&["export"]).starts_with("exported 1 file(s)"));
     assert_eq!(ws.read("daily-report.json"), b"{\"schema_version\": 2}\n");
 }
+
+/// The trigger line is read when the chain is written: a session file changed under a
+/// running server is refused (nothing written), and a deleted one is named as 0.2.20 names it.
+#[tokio::test]
+async fn the_trigger_line_must_still_be_the_imported_one() {
+    use serde_json::json;
+    let ws = example_with_schema("7");
+    let client = common::connect(&ws).await;
+    let session = format!("projects/{}/sessions/claude-code/c1.jsonl", common::PROJECT);
+    let card = format!("projects/{}/evidence/S0001.json", common::PROJECT);
+    let args = json!({"project_key": common::PROJECT, "session_ref": "S0001", "evidence_chain": {
+        "turn_ref": "T0001", "trigger": {"citations": [{"lines": "1-1"}]},
+        "agent_reactions": [{"summary": "ran the tests", "citations": [{"lines": "2-6"}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "fixed", "citations": [{"lines": "3-6"}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": "6-6"}]},
+        "materiality": "material"}});
+    // The server has imported the workspace once it answers a tool.
+    common::call_ok(&client, "prompt_diary_ping", json!({})).await;
+    let original = ws.read(&session);
+    // Same length, other words: only the stored digest can tell.
+    let changed = String::from_utf8(original.clone()).unwrap().replacen(
+        "Fix the failing parser test.",
+        "Fix the passing parser test.",
+        1,
+    );
+    assert_eq!(changed.len(), original.len());
+    ws.write(&session, &changed);
+    let got = common::call_ok(&client, "write_evidence", args.clone()).await;
+    assert_eq!(got["status"], "invalid", "{got}");
+    assert!(
+        got["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was imported"),
+        "{got}"
+    );
+    assert!(!ws.path(&card).exists());
+    std::fs::remove_file(ws.path(&session)).unwrap();
+    let got = common::call_ok(&client, "write_evidence", args).await;
+    assert_eq!(
+        got["errors"][0],
+        json!({"path": "evidence_chain.trigger.citations",
+               "message": "could not read the copied session file: No such file or directory",
+               "hint": "restore or re-prepare the copied session, then retry the indexed human trigger"})
+    );
+    assert!(!ws.path(&card).exists());
+    client.cancel().await.unwrap();
+}
