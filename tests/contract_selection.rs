@@ -25,6 +25,11 @@ fn a_schema_7_workspace_imports_dumps_and_verifies() {
     ws.ok(&["import"]);
     let dump = ws.ok(&["dump"]);
     assert!(dump.contains(common::PROJECT), "{dump}");
+    let stats = ws.ok(&["dump", "--stats"]);
+    assert!(
+        stats.contains("contract        prompt-diary 0.2.20 (workspace schema_version 7)"),
+        "{stats}"
+    );
     ws.ok(&["verify"]);
 }
 
