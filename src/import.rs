@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use crate::agent_citations::{self, check::Checker, scan};
+use crate::contract::Contract;
 use crate::lines;
 use crate::store::citations::{CitationLookup, CitationScan};
 use crate::store::{
@@ -63,6 +64,35 @@ pub enum ImportError {
     Io { path: String, source: io::Error },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "the store {store} holds a prompt-diary {} workspace (schema_version {}), but the workspace \
+         is now prompt-diary {} (schema_version {}); a store serves one contract: run \
+         `evidence-store import --rebuild` to rebuild it from the workspace",
+        stored.release(), stored.workspace_schema(), found.release(), found.workspace_schema()
+    )]
+    ContractChanged {
+        store: String,
+        stored: Contract,
+        found: Contract,
+    },
+}
+
+/// A store keeps the contract of the workspace it first imported: its cards, envelopes and
+/// report were checked by that contract's rules, so a workspace re-prepared by another
+/// prompt-diary release is refused until the store is rebuilt.
+fn same_contract(lookup: &impl Lookup, workspace: &Workspace) -> Result<(), ImportError> {
+    if !lookup.has_workspace()? {
+        return Ok(());
+    }
+    let stored = lookup.contract()?;
+    if stored != workspace.contract {
+        return Err(ImportError::ContractChanged {
+            store: lookup.shown().to_owned(),
+            stored,
+            found: workspace.contract,
+        });
+    }
+    Ok(())
 }
 
 /// Receives import progress; the CLI draws a bar with it when on a terminal.
@@ -207,6 +237,7 @@ pub fn import(
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
         let reader = store.reader()?;
+        same_contract(&reader, &workspace)?;
         let plan = plan(root, &reader, &workspace, options)?;
         if let Some(report) = up_to_date(&reader, root, &workspace, &plan)? {
             return Ok(report);
@@ -221,6 +252,7 @@ pub fn import(
         .inspect_err(|e| tracing::warn!(error = %e, "importing without the document lock"))
         .ok();
     let mut writer = store.writer()?;
+    same_contract(&writer, &workspace)?;
     // Planned again against what this transaction sees: another import may have
     // committed since the snapshot, and its line tables are the ones to keep or replace.
     let plan = plan(root, &writer, &workspace, options)?;
@@ -358,6 +390,7 @@ pub fn import(
         writer.put_project(&project_record(project))?;
     }
     writer.put_workspace(&workspace_record(root, &workspace))?;
+    writer.put_contract(workspace.contract)?;
     pause_point("before-commit");
     writer.commit()?;
     report.committed = true;

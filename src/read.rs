@@ -261,18 +261,69 @@ struct Plan {
 fn plan(store: &Store, root: &Path, req: &ReadRequest) -> Planned {
     match try_plan(store, root, req) {
         Ok(planned) => planned,
-        Err(e) => Planned::Answer(ReadResult::invalid(
-            "session_ref",
-            format!("the evidence store could not be read: {e}"),
-            "run `evidence-store import` again; if it persists, remove the store and import",
-        )),
+        Err(e) => Planned::Answer(store_failure(&e)),
     }
 }
 
+/// The answer when the store itself cannot be read.
+pub(crate) fn store_failure(e: &StoreError) -> ReadResult {
+    ReadResult::invalid(
+        "session_ref",
+        format!("the evidence store could not be read: {e}"),
+        "run `evidence-store import` again; if it persists, remove the store and import",
+    )
+}
+
 fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, StoreError> {
-    let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
-    let answer = |result: ReadResult| Ok(Planned::Answer(result));
     let reader = store.reader()?;
+    let found = match locate(&reader, root, req)? {
+        Located::Found(found) => found,
+        Located::Answer(answer) => return Ok(Planned::Answer(answer)),
+    };
+    if let Some(problem) = check_range(req, found.lines, Some(req.mode.cap())) {
+        return Ok(Planned::Answer(problem));
+    }
+    // Validated: 1 <= start <= end <= lines.
+    let (first, last) = (req.start_line as u64, req.end_line as u64);
+    let entries = reader.lines(found.file_id, first, last)?;
+    drop(reader);
+    if entries.len() as u64 != last - first + 1 {
+        return Err(StoreError::Inconsistent(format!(
+            "the line table of {} is incomplete",
+            found.path.display()
+        )));
+    }
+    Ok(Planned::Read(Plan {
+        path: found.path,
+        source: found.source,
+        first_line: first,
+        entries,
+    }))
+}
+
+/// A session file found for a read, before its range is checked.
+pub(crate) enum Located {
+    Found(Found),
+    Answer(ReadResult),
+}
+
+pub(crate) struct Found {
+    pub path: PathBuf,
+    pub source: String,
+    pub file_id: u64,
+    /// The file's number of physical lines.
+    pub lines: u64,
+}
+
+/// Finds the requested session's file: the project, the session, and a file of the
+/// size it was indexed at; any other case is the answer.
+pub(crate) fn locate(
+    reader: &crate::store::Reader,
+    root: &Path,
+    req: &ReadRequest,
+) -> Result<Located, StoreError> {
+    let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
+    let answer = |result: ReadResult| Ok(Located::Answer(result));
     if !reader.has_workspace()? {
         return Err(StoreError::NotImported);
     }
@@ -283,7 +334,7 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
         return answer(Unknown::session(project_key, session_ref).into());
     };
     let missing = || {
-        Ok(Planned::Answer(ReadResult::invalid(
+        Ok(Located::Answer(ReadResult::invalid(
             "session_ref",
             format!(
                 "session file for session_ref {} is missing from the prepared workspace",
@@ -308,28 +359,15 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     if meta.len() != file.size {
         return answer(changed(session_ref, "its size changed"));
     }
-    if let Some(problem) = check_range(req, file.lines) {
-        return answer(problem);
-    }
-    // Validated: 1 <= start <= end <= lines.
-    let (first, last) = (req.start_line as u64, req.end_line as u64);
-    let entries = reader.lines(file.file_id, first, last)?;
-    drop(reader);
-    if entries.len() as u64 != last - first + 1 {
-        return Err(StoreError::Inconsistent(format!(
-            "the line table of {} is incomplete",
-            path.display()
-        )));
-    }
-    Ok(Planned::Read(Plan {
+    Ok(Located::Found(Found {
         path,
         source: record.source,
-        first_line: first,
-        entries,
+        file_id: file.file_id,
+        lines: file.lines,
     }))
 }
 
-fn changed(session_ref: &str, what: &str) -> ReadResult {
+pub(crate) fn changed(session_ref: &str, what: &str) -> ReadResult {
     ReadResult::invalid(
         "session_ref",
         format!(
@@ -340,11 +378,11 @@ fn changed(session_ref: &str, what: &str) -> ReadResult {
     )
 }
 
-/// prompt-diary's range checks, in its order.
-fn check_range(req: &ReadRequest, lines: u64) -> Option<ReadResult> {
+/// prompt-diary's range checks, in its order; `cap` is the most lines one read may
+/// return, when there is such a limit.
+pub(crate) fn check_range(req: &ReadRequest, lines: u64, cap: Option<i64>) -> Option<ReadResult> {
     let (start, end) = (req.start_line, req.end_line);
     let n = i64::try_from(lines).unwrap_or(i64::MAX);
-    let cap = req.mode.cap();
     if start < 1 {
         return Some(ReadResult::invalid(
             "start_line",
@@ -373,7 +411,9 @@ fn check_range(req: &ReadRequest, lines: u64) -> Option<ReadResult> {
             RANGE_HINT,
         ));
     }
-    if end - start + 1 > cap {
+    if let Some(cap) = cap
+        && end - start + 1 > cap
+    {
         return Some(ReadResult::invalid(
             "end_line",
             format!(

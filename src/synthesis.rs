@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use crate::contract::Rules;
 use crate::evidence::{Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty};
 use crate::pyjson::{self, Map, Value, py_repr};
 
@@ -19,6 +20,16 @@ pub const WORK_ITEM_KINDS: &[&str] = &[
 pub const OUTCOME_CATEGORIES: &[&str] = crate::evidence::OUTCOME_CATEGORIES;
 pub const TERMINAL_STATES: &[&str] = crate::evidence::TERMINAL_STATES;
 pub const CONFIDENCE: &[&str] = &["high", "medium", "low"];
+/// A material work item's task-level status against its final effective scope.
+pub const DISPOSITIONS: &[&str] = &[
+    "completed",
+    "in_progress",
+    "blocked",
+    "interrupted",
+    "failed",
+    "cancelled",
+    "unknown",
+];
 
 /// A turn's identity within a project.
 pub type TurnKey = (String, String);
@@ -136,8 +147,14 @@ fn is_work_item_ref(s: &str) -> bool {
     b.len() == 5 && b[0] == b'W' && b[1..].iter().all(u8::is_ascii_digit)
 }
 
-/// The chain-only parse of a work item (spec §4.3, §4.4), errors in the reference's order.
+/// The chain-only parse of a 0.2.10 work item (see [`parse_work_item_for`]).
 pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
+    parse_work_item_for(crate::contract::Contract::V0_2_10.rules(), item)
+}
+
+/// The chain-only parse of a work item, errors in the reference's order, by the rules of
+/// the workspace's contract.
+pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<Problem>> {
     let w = as_object(Some(item));
     let p = "work_item";
     let mut ck = Checker {
@@ -209,6 +226,19 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     }
 
     let kind_text = kind.as_str().unwrap_or_default().to_owned();
+    let mut disposition_refs = Vec::new();
+    let disposition = if rules.work_item_disposition {
+        // Named as given, even when not a controlled kind.
+        let kind_given = w.get("kind").and_then(Value::as_str).unwrap_or_default();
+        disposition(
+            &mut ck,
+            kind_given,
+            provided("disposition").then(|| as_object(w.get("disposition"))),
+            &mut disposition_refs,
+        )
+    } else {
+        None
+    };
     match kind_text.as_str() {
         "material_work_item" => {
             let hint = "material_work_item requires trigger and agent_reaction";
@@ -316,6 +346,9 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     }
     stored.push(("outcomes", Value::Array(outcomes)));
     stored.push(("terminal_states", Value::Array(states)));
+    if let Some(disposition) = disposition {
+        stored.push(("disposition", disposition));
+    }
     stored.push(("limits", limits));
     if let Some(reason) = reason {
         stored.push(("reason", reason));
@@ -325,9 +358,77 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
         work_item_ref,
         kind: kind_text,
         covered,
-        evidence_refs: refs,
+        // The disposition's refs are checked first.
+        evidence_refs: disposition_refs.into_iter().chain(refs).collect(),
         stored: object(stored),
     })
+}
+
+/// A work item's `disposition`: required of a material item, refused on every other kind
+/// (its fields are still checked); `None` when not given.
+fn disposition(
+    ck: &mut Checker,
+    kind: &str,
+    given: Option<&Map>,
+    refs: &mut Vec<(String, TurnKey)>,
+) -> Option<Value> {
+    let path = "work_item.disposition";
+    let material = kind == "material_work_item";
+    let Some(d) = given else {
+        if material {
+            ck.problems.push(
+                path,
+                "material_work_item requires disposition",
+                "judge the task across its covered turns against the final effective scope",
+            );
+        }
+        return None;
+    };
+    if !material {
+        ck.problems.push(
+            path,
+            format!("{kind} must leave disposition empty"),
+            "only material_work_item carries a task-level disposition",
+        );
+    }
+    let kind = ck
+        .problems
+        .controlled_field(path, d, "type", "work item disposition", DISPOSITIONS);
+    let scope = ck.problems.text_field(path, d, "scope");
+    let summary = ck.problems.text_field(path, d, "summary");
+    if as_list(d.get("evidence_refs")).is_empty() {
+        let refs_path = format!("{path}.evidence_refs");
+        ck.problems.push(
+            &refs_path,
+            format!("{refs_path} must list at least one entry"),
+            "cite at least one covered turn supporting the task-level judgment",
+        );
+    }
+    let evidence = ck.refs(path, d, refs);
+    Some(object(vec![
+        ("type", kind),
+        ("scope", scope),
+        ("summary", summary),
+        ("evidence_refs", evidence),
+    ]))
+}
+
+/// Whether an existing envelope is one this contract appends to: its `schema_version` equals
+/// the contract's as Python compares (`2.0 == 2`). Any other envelope counts as absent and
+/// the next write replaces it.
+pub fn envelope_is_current(rules: Rules, envelope: &Map) -> bool {
+    !rules.replaces_other_envelopes
+        || py_int_equals(envelope.get("schema_version"), rules.envelope_schema)
+}
+
+/// Python's `value == n` for a JSON value and an integer.
+pub fn py_int_equals(value: Option<&Value>, n: i64) -> bool {
+    match value {
+        Some(Value::Int(text)) => text.parse::<i64>() == Ok(n),
+        Some(Value::Float(f)) => *f == n as f64,
+        Some(Value::Bool(b)) => i64::from(*b) == n,
+        _ => false,
+    }
 }
 
 /// The object rows of an envelope's `work_items`.
@@ -461,6 +562,7 @@ pub fn source_user_messages(chains: &[CommittedChain]) -> Value {
 /// The envelope after appending `item`: an existing object keeps its keys and rows
 /// (non-object rows are dropped); a new one is the base envelope.
 pub fn append_item(
+    rules: Rules,
     existing: Option<Map>,
     project_key: &str,
     label: &str,
@@ -469,7 +571,10 @@ pub fn append_item(
 ) -> Map {
     let mut envelope = existing.unwrap_or_else(|| {
         let mut m = Map::new();
-        m.insert("schema_version".into(), Value::Int("1".into()));
+        m.insert(
+            "schema_version".into(),
+            Value::Int(rules.envelope_schema.to_string()),
+        );
         m.insert("project_key".into(), Value::String(project_key.into()));
         m.insert("project_label".into(), Value::String(label.into()));
         m.insert("work_items".into(), Value::Array(Vec::new()));
@@ -504,4 +609,103 @@ pub fn uncovered(universe: &[TurnKey], envelope: &Map) -> Vec<TurnRef> {
             turn_ref: t.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod contract_tests {
+    use super::*;
+    use crate::contract::Contract;
+
+    /// `(name, work item JSON, expected)` where expected is `{"errors": [[path, message,
+    /// hint], ...]}` or `{"stored": <the item as the envelope writes it>}`, as prompt-diary
+    /// 0.2.20's own parse gives them.
+    const CASES: &str = include_str!("../tests/fixtures/contract/work_items_0_2_20.json");
+
+    fn check(rules: Rules, input: &str, expect: &Value) {
+        let item = pyjson::parse(input).expect("case JSON");
+        match (parse_work_item_for(rules, &item), expect.get("errors")) {
+            (Err(problems), Some(Value::Array(errors))) => {
+                let got: Vec<Value> = problems
+                    .iter()
+                    .map(|p| {
+                        Value::Array(vec![
+                            Value::String(p.path.clone()),
+                            Value::String(p.message.clone()),
+                            Value::String(p.hint.clone()),
+                        ])
+                    })
+                    .collect();
+                assert_eq!(&got, errors, "{input}");
+            }
+            (Ok(item), None) => {
+                let stored = expect.get("stored").and_then(Value::as_str);
+                assert_eq!(
+                    Some(pyjson::to_pretty(&item.stored).as_str()),
+                    stored,
+                    "{input}"
+                );
+            }
+            (got, _) => panic!("{input}: got {got:?}, expected {expect:?}"),
+        }
+    }
+
+    #[test]
+    fn work_item_dispositions_as_0_2_20_parses_them() {
+        let Ok(Value::Array(cases)) = pyjson::parse(CASES) else {
+            panic!("fixture")
+        };
+        assert!(cases.len() >= 10);
+        for case in &cases {
+            let [
+                Value::String(_),
+                Value::String(input),
+                Value::String(expect),
+            ] = case.as_array().unwrap_or_default()
+            else {
+                panic!("case shape")
+            };
+            let expect = pyjson::parse(expect.as_str()).expect("expected JSON");
+            check(Contract::V0_2_20.rules(), input.as_str(), &expect);
+        }
+    }
+
+    #[test]
+    fn a_0_2_10_work_item_ignores_a_disposition() {
+        let item = r#"{"work_item_ref": "W0001", "kind": "no_material_work_item", "title": "T", "covered_turns": [{"session_ref": "S", "turn_ref": "T0001"}], "confidence": "high", "disposition": 5}"#;
+        let parsed = parse_work_item(&pyjson::parse(item).unwrap()).unwrap();
+        assert!(parsed.stored.get("disposition").is_none());
+    }
+
+    #[test]
+    fn disposition_refs_are_checked_first() {
+        let item = r#"{"work_item_ref": "W0001", "kind": "material_work_item", "title": "T", "covered_turns": [{"session_ref": "S", "turn_ref": "T0001"}], "trigger": {"summary": "s", "evidence_refs": [{"session_ref": "S", "turn_ref": "T0009"}]}, "agent_reaction": {"summary": "a"}, "terminal_states": [{"type": "material_result", "summary": "x"}], "confidence": "high", "disposition": {"type": "completed", "scope": "s", "summary": "s", "evidence_refs": [{"session_ref": "S", "turn_ref": "T0008"}]}}"#;
+        let parsed =
+            parse_work_item_for(Contract::V0_2_20.rules(), &pyjson::parse(item).unwrap()).unwrap();
+        let paths: Vec<&str> = parsed
+            .evidence_refs
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "work_item.disposition.evidence_refs[0]",
+                "work_item.trigger.evidence_refs[0]"
+            ]
+        );
+    }
+
+    #[test]
+    fn envelopes_of_another_version_are_replaced_under_0_2_20() {
+        let env = |v: &str| match pyjson::parse(&format!(r#"{{"schema_version": {v}}}"#)) {
+            Ok(Value::Object(m)) => m,
+            _ => unreachable!(),
+        };
+        let new = Contract::V0_2_20.rules();
+        assert!(envelope_is_current(new, &env("2")));
+        assert!(envelope_is_current(new, &env("2.0")));
+        assert!(!envelope_is_current(new, &env("1")));
+        assert!(!envelope_is_current(new, &env("\"2\"")));
+        assert!(envelope_is_current(Contract::V0_2_10.rules(), &env("1")));
+    }
 }

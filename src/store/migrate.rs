@@ -26,6 +26,10 @@ const STEPS: &[Step] = &[
         from: 3,
         run: citation_tables,
     },
+    Step {
+        from: 4,
+        run: record_workspace_contract,
+    },
 ];
 
 /// 3 → 4: the `citations` and `citation_scans` tables, empty. No session has a scan
@@ -34,6 +38,20 @@ const STEPS: &[Step] = &[
 fn citation_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(schema::CITATIONS)?;
     txn.open_table(schema::CITATION_SCANS)?;
+    Ok(())
+}
+
+/// 4 → 5: a store with an imported workspace records that workspace's contract, which
+/// can only be prompt-diary 0.2.10 (schema_version 2): no earlier build imported another.
+fn record_workspace_contract(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    let imported = txn
+        .open_table(schema::WORKSPACE)?
+        .get(schema::WORKSPACE_KEY)?
+        .is_some();
+    if imported {
+        txn.open_table(META)?
+            .insert(super::contract::CONTRACT_KEY, 2)?;
+    }
     Ok(())
 }
 
@@ -282,6 +300,46 @@ mod tests {
             .expect("kept");
         assert_eq!(doc, DocumentRecord::new(b"{}\n".to_vec()));
         assert!(doc.intact());
+    }
+
+    /// A version-3 store with a workspace records the 0.2.10 contract; one without a
+    /// workspace records nothing (its first import records the workspace's own).
+    #[test]
+    fn version_3_stores_record_the_0_2_10_contract() {
+        use crate::contract::Contract;
+        use crate::store::Lookup;
+        for imported in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.redb");
+            let store = crate::store::Store::open(&path).unwrap();
+            {
+                let writer = store.writer().unwrap();
+                let txn = writer.txn().unwrap();
+                if imported {
+                    txn.open_table(schema::WORKSPACE)
+                        .unwrap()
+                        .insert(schema::WORKSPACE_KEY, b"x".as_slice())
+                        .unwrap();
+                }
+                txn.open_table(META)
+                    .unwrap()
+                    .insert("schema_version", 3)
+                    .unwrap();
+                writer.commit().unwrap();
+            }
+            drop(store);
+            let store = crate::store::Store::open(&path).unwrap();
+            let reader = store.reader().unwrap();
+            assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
+            let recorded = reader
+                .table(META)
+                .unwrap()
+                .get(crate::store::contract::CONTRACT_KEY)
+                .unwrap()
+                .map(|v| v.value());
+            assert_eq!(recorded, imported.then_some(2), "imported: {imported}");
+            assert_eq!(reader.contract().unwrap(), Contract::V0_2_10);
+        }
     }
 
     #[test]

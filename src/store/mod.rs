@@ -8,6 +8,7 @@
 mod backend;
 pub mod citations;
 pub mod codec;
+pub mod contract;
 mod guard;
 mod migrate;
 pub mod schema;
@@ -582,6 +583,11 @@ pub trait Lookup {
         guard::guard(self.shown(), || {
             decoded(&self.table(PROJECTS)?, key, "project")
         })
+    }
+
+    /// The prompt-diary contract of the imported workspace (0.2.10 when none is recorded).
+    fn contract(&self) -> Result<crate::contract::Contract, StoreError> {
+        contract::recorded(self)
     }
 
     /// Whether a workspace was imported, without decoding it.

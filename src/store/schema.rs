@@ -6,9 +6,10 @@
 use redb::TableDefinition;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
-/// Store-level counters: `schema_version`, `next_file_id`.
+/// Store-level counters: `schema_version`, `next_file_id`, and `workspace_schema` (the
+/// imported workspace's contract, see [`super::contract`]).
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// The imported workspace: key [`WORKSPACE_KEY`] → `WorkspaceRecord`.

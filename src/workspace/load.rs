@@ -4,6 +4,7 @@ use std::io;
 
 use super::validate::{self, Escape};
 use super::{LoadError, Project, Workspace};
+use crate::contract::Rules;
 use crate::workspace::{WorkspaceRoot, display_join};
 
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
@@ -11,13 +12,17 @@ use crate::workspace::{WorkspaceRoot, display_join};
 pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
     let metadata_file = display_join(&root.display, "metadata.json");
     let bytes = read_required(root, "metadata.json", &metadata_file)?;
-    let metadata = validate::metadata(&metadata_file, &bytes)?;
+    let (contract, metadata) = validate::workspace_metadata(&metadata_file, &bytes)?;
 
     let mut projects = Vec::new();
     for dir in project_dirs(root)? {
-        projects.push(load_project(root, &dir)?);
+        projects.push(load_project(root, &dir, contract.rules())?);
     }
-    Ok(Workspace { metadata, projects })
+    Ok(Workspace {
+        contract,
+        metadata,
+        projects,
+    })
 }
 
 /// Sub-directories of `projects/` (symlinks to directories included), in code-point order.
@@ -41,7 +46,7 @@ fn project_dirs(root: &WorkspaceRoot) -> Result<Vec<String>, LoadError> {
     Ok(dirs)
 }
 
-fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
+fn load_project(root: &WorkspaceRoot, dir: &str, rules: Rules) -> Result<Project, LoadError> {
     let rel = format!("projects/{dir}");
     let project_dir = root.path.join("projects").join(dir);
     let project_file = display_join(&root.display, &format!("{rel}/project.json"));
@@ -66,7 +71,7 @@ fn load_project(root: &WorkspaceRoot, dir: &str) -> Result<Project, LoadError> {
                     None
                 }
             };
-            validate::index(&index_file, &bytes, &mut escapes)?
+            validate::index_for(rules, &index_file, &bytes, &mut escapes)?
         }
         Ok(None) => Vec::new(),
         Err(e) => return Err(io_error(&index_file, &e)),

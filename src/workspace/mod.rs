@@ -14,6 +14,8 @@ pub use load::load;
 /// A validated prepared workspace (everything the index files say; no session bytes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workspace {
+    /// The prompt-diary contract `metadata.json`'s `schema_version` selects.
+    pub contract: crate::contract::Contract,
     pub metadata: Metadata,
     /// Projects in directory-name order.
     pub projects: Vec<Project>,

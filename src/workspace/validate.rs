@@ -4,6 +4,7 @@
 //! printed, and (for `session_path`) a callback that answers the one question needing I/O.
 
 use super::{LoadError, Metadata, Session, Span, Turn};
+use crate::contract::{self, Contract, Rules};
 use crate::lines::splitlines;
 use crate::pyjson::{self, Map, Value, py_repr};
 
@@ -42,13 +43,25 @@ fn string_field(file: &str, map: &Map, field: &str) -> Result<String, LoadError>
 
 /// `metadata.json`: `report_date`, `status`, `timezone` must be strings (checked in that order).
 pub fn metadata(file: &str, bytes: &[u8]) -> Result<Metadata, LoadError> {
+    workspace_metadata(file, bytes).map(|(_, metadata)| metadata)
+}
+
+/// `metadata.json` with the contract its `schema_version` selects, checked right after the
+/// file parses as an object and before any other field; an unsupported version is refused.
+pub fn workspace_metadata(file: &str, bytes: &[u8]) -> Result<(Contract, Metadata), LoadError> {
     let map = json_object(file, bytes)?;
-    Ok(Metadata {
-        report_date: string_field(file, &map, "report_date")?,
-        status: string_field(file, &map, "status")?,
-        timezone: string_field(file, &map, "timezone")?,
-        text: String::from_utf8_lossy(bytes).into_owned(),
-    })
+    let version = map.get("schema_version");
+    let contract = contract::select(version)
+        .ok_or_else(|| LoadError::new(contract::unsupported_message(file, version)))?;
+    Ok((
+        contract,
+        Metadata {
+            report_date: string_field(file, &map, "report_date")?,
+            status: string_field(file, &map, "status")?,
+            timezone: string_field(file, &map, "timezone")?,
+            text: String::from_utf8_lossy(bytes).into_owned(),
+        },
+    ))
 }
 
 /// `projects/<dir>/project.json`: returns `(project_key, project_label)`.
@@ -80,8 +93,19 @@ pub enum Escape {
 /// path, where it resolves when that is outside its sessions directory or the workspace.
 pub type EscapeCheck<'a> = dyn FnMut(&str) -> Option<Escape> + 'a;
 
-/// `sessions.index.jsonl`: every non-blank physical line is one session row.
+/// `sessions.index.jsonl` of a 0.2.10 workspace (see [`index_for`]).
 pub fn index(
+    file: &str,
+    bytes: &[u8],
+    escapes: &mut EscapeCheck<'_>,
+) -> Result<Vec<Session>, LoadError> {
+    index_for(Contract::V0_2_10.rules(), file, bytes, escapes)
+}
+
+/// `sessions.index.jsonl`: every non-blank physical line is one session row, checked by
+/// the rules of the workspace's contract.
+pub fn index_for(
+    rules: Rules,
     file: &str,
     bytes: &[u8],
     escapes: &mut EscapeCheck<'_>,
@@ -99,7 +123,7 @@ pub fn index(
             Ok(_) => return Err(at("must contain a JSON object".into())),
             Err(e) => return Err(at(format!("contains invalid JSON: {}", e.message()))),
         };
-        let session = session_row(&row, n, escapes).map_err(at)?;
+        let session = session_row(rules, &row, n, escapes).map_err(at)?;
         if sessions
             .iter()
             .any(|s| s.session_ref == session.session_ref)
@@ -150,7 +174,12 @@ fn span(label: &str, start: i64, end: i64) -> Result<Span, String> {
 
 /// One row, checked in prompt-diary's order (spec workspace.md §6.5). Errors are returned
 /// without the `<file>:<line>` prefix, which the caller adds.
-fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Session, String> {
+fn session_row(
+    rules: Rules,
+    row: &Map,
+    n: u64,
+    escapes: &mut EscapeCheck<'_>,
+) -> Result<Session, String> {
     let target_start = int(row, "target_start_line")?;
     let target_end = int(row, "target_end_line")?;
     let session_ref = string(row, "session_ref")?;
@@ -199,6 +228,9 @@ fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Sessi
         let start = int(turn, "turn_start_line")?;
         let end = int(turn, "turn_end_line")?;
         let span = span(&format!("turn {turn_ref}"), start, end)?;
+        if rules.previous_context {
+            previous_context(turn, &turn_ref, span.start)?;
+        }
         turns.push(Turn { turn_ref, span });
     }
     Ok(Session {
@@ -210,6 +242,25 @@ fn session_row(row: &Map, n: u64, escapes: &mut EscapeCheck<'_>) -> Result<Sessi
         turns,
         index_line: n,
     })
+}
+
+/// A turn's optional `previous_context {start_line, end_line}` (absent or `null`: none): the
+/// human turn before it, which must end before this turn starts. Checked, not kept: no tool
+/// reads it.
+fn previous_context(turn: &Map, turn_ref: &str, turn_start: i64) -> Result<(), String> {
+    let context = match turn.get("previous_context") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(context)) => context,
+        Some(_) => return Err("missing object field 'previous_context'".into()),
+    };
+    let start = int(context, "start_line")?;
+    let end = int(context, "end_line")?;
+    let label = format!("previous_context for turn {turn_ref}");
+    let context = span(&label, start, end)?;
+    if context.end >= turn_start {
+        return Err(format!("{label} must end before the assigned turn starts"));
+    }
+    Ok(())
 }
 
 /// A `session_ref` names the card file `evidence/<session_ref>.json`, so it must stay one
@@ -512,6 +563,140 @@ mod tests {
         for (key, value, expect) in cases {
             check_index(&row_with(key, *value), *expect);
         }
+    }
+
+    /// A schema-7 row whose turn T0001 spans 5-9, with `extra` merged into the turn;
+    /// messages as prompt-diary 0.2.20's loader gives them.
+    #[test]
+    fn previous_context_rules_of_schema_7() {
+        let cases: &[(&str, Result<usize, &str>)] = &[
+            ("", Ok(1)),
+            (r#", "previous_context": null"#, Ok(1)),
+            (
+                r#", "previous_context": {"start_line": 1, "end_line": 4}"#,
+                Ok(1),
+            ),
+            (
+                r#", "previous_context": {"start_line": 1, "end_line": 5}"#,
+                Err("1 previous_context for turn T0001 must end before the assigned turn starts"),
+            ),
+            (
+                r#", "previous_context": [1, 4]"#,
+                Err("1 missing object field 'previous_context'"),
+            ),
+            (
+                r#", "previous_context": "x""#,
+                Err("1 missing object field 'previous_context'"),
+            ),
+            (
+                r#", "previous_context": {}"#,
+                Err("1 missing integer field 'start_line'"),
+            ),
+            (
+                r#", "previous_context": {"end_line": 4}"#,
+                Err("1 missing integer field 'start_line'"),
+            ),
+            (
+                r#", "previous_context": {"start_line": 1.0, "end_line": 4}"#,
+                Err("1 missing integer field 'start_line'"),
+            ),
+            (
+                r#", "previous_context": {"start_line": 1}"#,
+                Err("1 missing integer field 'end_line'"),
+            ),
+            (
+                r#", "previous_context": {"start_line": 0, "end_line": 4}"#,
+                Err("1 previous_context for turn T0001 start line must be positive"),
+            ),
+            (
+                r#", "previous_context": {"start_line": 4, "end_line": 3}"#,
+                Err("1 previous_context for turn T0001 end line must be >= start line"),
+            ),
+            (
+                r#", "previous_context": {"start_line": true, "end_line": true}"#,
+                Ok(1),
+            ),
+            // The turn's own span is checked first.
+            (
+                r#", "previous_context": {"start_line": 1, "end_line": 4}, "turn_start_line": 0"#,
+                Err("1 turn T0001 start line must be positive"),
+            ),
+            // Subagent fields are neither needed nor refused.
+            (r#", "subagent_path": "", "target_subagents": [1]"#, Ok(1)),
+        ];
+        let row = |extra: &str| {
+            format!(
+                r#"{{"session_ref": "S0001", "source": "codex", "source_session_id": "id1", "session_path": "sessions/codex/a.jsonl", "target_start_line": 1, "target_end_line": 9, "turns": [{{"turn_ref": "T0001", "turn_start_line": 5, "turn_end_line": 9{extra}}}]}}"#
+            )
+        };
+        for (extra, expect) in cases {
+            let got = index_for(
+                Contract::V0_2_20.rules(),
+                I,
+                row(extra).as_bytes(),
+                &mut |_: &str| None,
+            )
+            .map(|s| s.len())
+            .map_err(|e| e.message);
+            assert_eq!(got, expect.map_err(|m| format!("{I}:{m}")), "{extra}");
+            // 0.2.10 never reads the field.
+            if !extra.contains("turn_start_line") {
+                assert_eq!(
+                    index(I, row(extra).as_bytes(), &mut |_: &str| None).map(|s| s.len()),
+                    Ok(1),
+                    "{extra}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn schema_version_selects_the_contract_before_other_fields() {
+        let check = |text: &str, expect: Result<Contract, &str>| {
+            let got = workspace_metadata(F, text.as_bytes())
+                .map(|(c, _)| c)
+                .map_err(|e| e.message);
+            assert_eq!(got, expect.map_err(str::to_owned), "{text}");
+        };
+        let fields = r#""report_date": "d", "status": "s", "timezone": "UTC""#;
+        check(&format!("{{{fields}}}"), Ok(Contract::V0_2_10));
+        check(
+            &format!(r#"{{"schema_version": 2, {fields}}}"#),
+            Ok(Contract::V0_2_10),
+        );
+        check(
+            &format!(r#"{{"schema_version": 7, {fields}}}"#),
+            Ok(Contract::V0_2_20),
+        );
+        check(
+            &format!(r#"{{"schema_version": 7.0, {fields}}}"#),
+            Ok(Contract::V0_2_20),
+        );
+        let refused = |found: &str| {
+            format!(
+                "Unsupported prepared workspace schema at {F}. Run prompt-diary prepare --force \
+                 for this report date and timezone to rebuild it. evidence-store serves \
+                 workspace schema_version 2 (prompt-diary 0.2.10) and 7 (prompt-diary 0.2.20); \
+                 this workspace has schema_version {found}."
+            )
+        };
+        for (version, found) in [
+            ("3", "3"),
+            ("\"7\"", "\"7\""),
+            ("null", "null"),
+            ("true", "true"),
+        ] {
+            check(
+                &format!(r#"{{"schema_version": {version}, {fields}}}"#),
+                Err(&refused(found)),
+            );
+        }
+        // Refused before the missing report_date is noticed, as 0.2.20 does.
+        check(r#"{"schema_version": 5}"#, Err(&refused("5")));
+        check(
+            r#"{"schema_version": 7}"#,
+            Err("/w/metadata.json missing string field 'report_date'"),
+        );
     }
 
     #[test]
