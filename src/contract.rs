@@ -91,8 +91,11 @@ pub struct Rules {
     /// `write_evidence`'s trigger is only `citations`, exactly the turn's first line; the
     /// server reads that line and stores the human text as `quoted_messages`.
     pub server_quoted_trigger: bool,
-    /// `schema_version` of evidence cards written (and required of an existing card).
+    /// `schema_version` of evidence cards written.
     pub card_schema: i64,
+    /// An existing card must carry `card_schema`, this project and session, and an
+    /// `evidence_chains` list, or `write_evidence` refuses to append to it.
+    pub checks_card_schema: bool,
     /// Material work items carry a `disposition`; every other kind must leave it empty.
     pub work_item_disposition: bool,
     /// `schema_version` of `project-synthesis.json`.
@@ -111,6 +114,7 @@ impl Contract {
                 previous_context: false,
                 server_quoted_trigger: false,
                 card_schema: 1,
+                checks_card_schema: false,
                 work_item_disposition: false,
                 envelope_schema: 1,
                 replaces_other_envelopes: false,
@@ -120,6 +124,7 @@ impl Contract {
                 previous_context: true,
                 server_quoted_trigger: true,
                 card_schema: 2,
+                checks_card_schema: true,
                 work_item_disposition: true,
                 envelope_schema: 2,
                 replaces_other_envelopes: true,

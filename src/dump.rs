@@ -145,6 +145,7 @@ fn stats(store: &Store) -> Result<Value, DumpError> {
         "store_bytes": store_bytes,
         "schema_version": reader.schema_version()?,
         "workspace": reader.workspace()?.map(|w| w.root_display),
+        "contract": contract_name(&reader)?,
         "sessions_indexed": totals.sessions_indexed,
         "sessions_missing": totals.sessions_missing,
         "lines_indexed": totals.lines_indexed,
@@ -153,6 +154,19 @@ fn stats(store: &Store) -> Result<Value, DumpError> {
         "document_bytes": totals.document_bytes,
         "tables": tables,
     }))
+}
+
+/// The prompt-diary release whose contract the imported workspace is served by.
+fn contract_name(reader: &impl Lookup) -> Result<Option<String>, DumpError> {
+    if !reader.has_workspace()? {
+        return Ok(None);
+    }
+    let contract = reader.contract()?;
+    Ok(Some(format!(
+        "prompt-diary {} (workspace schema_version {})",
+        contract.release(),
+        contract.workspace_schema()
+    )))
 }
 
 /// [`stats`] as aligned text for people.
@@ -170,6 +184,7 @@ fn stats_text(stats: &Value) -> String {
             .map_or("-".to_owned(), |v| v.to_string()),
     );
     row("workspace", text("workspace"));
+    row("contract", text("contract"));
     row(
         "sessions",
         format!(

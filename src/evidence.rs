@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::contract::{Contract, Rules};
 use crate::pyjson::{self, Map, Value, py_repr};
 use crate::workspace::Span;
 
@@ -349,13 +350,42 @@ fn object(pairs: Vec<(&str, Value)>) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
-/// The chain-only parse (spec §6.3): every structural error, in the reference's order.
+impl Chain {
+    /// Stores the human text the server read from the trigger line as the trigger's
+    /// `quoted_messages` (`[{"text": ...}]`, in source order).
+    pub fn quote(&mut self, messages: Vec<String>) {
+        if let Value::Object(chain) = &mut self.stored
+            && let Some(Value::Object(trigger)) = chain.get_mut("trigger")
+        {
+            let quoted = messages
+                .into_iter()
+                .map(|text| object(vec![("text", Value::String(text))]))
+                .collect();
+            trigger.insert("quoted_messages".into(), Value::Array(quoted));
+        }
+    }
+}
+
+/// The chain-only parse of a 0.2.10 chain (see [`parse_chain_for`]).
 pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
+    parse_chain_for(Contract::V0_2_10.rules(), chain)
+}
+
+/// The chain-only parse (spec §6.3): every structural error, in the reference's order,
+/// by the rules of the workspace's contract. Where the server quotes the trigger, the
+/// trigger is only `citations` and is checked first; its `quoted_messages` are filled in
+/// later ([`Chain::quote`]).
+pub fn parse_chain_for(rules: Rules, chain: &Value) -> Result<Chain, Vec<Problem>> {
     let c = as_object(Some(chain));
     let mut ck = Checker {
         problems: Problems::new(SUMMARY_HINT),
     };
     let p = "evidence_chain";
+    let tr = as_object(c.get("trigger"));
+    let tr_base = format!("{p}.trigger");
+    let citations_only = rules
+        .server_quoted_trigger
+        .then(|| trigger_citations_only(&mut ck, &tr_base, tr));
 
     let mut outcomes = Vec::new();
     let mut outcome_spans = Vec::new();
@@ -396,23 +426,40 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     }
     let turn_ref = ck.problems.text_field(p, c, "turn_ref");
 
-    let tr = as_object(c.get("trigger"));
-    let tr_base = format!("{p}.trigger");
-    let tr_type = ck
-        .problems
-        .controlled_field(&tr_base, tr, "type", "trigger.type", TRIGGER_TYPES);
-    let tr_summary = ck.problems.text_field(&tr_base, tr, "summary");
-    let mut quoted = Vec::new();
-    let mut quoted_spans = Vec::new();
-    for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
-        let q = as_object(Some(q));
-        let base = format!("{tr_base}.quoted_messages[{i}]");
-        let text = ck.problems.text_field(&base, q, "text");
-        let (citations, spans) = ck.citations(&base, q);
-        quoted.push(object(vec![("text", text), ("citations", citations)]));
-        quoted_spans.push((base, spans));
-    }
-    let (tr_citations, tr_spans) = ck.citations(&tr_base, tr);
+    let (trigger, tr_spans, quoted_spans) = match citations_only {
+        Some((citations, spans)) => (
+            object(vec![
+                ("citations", citations),
+                ("quoted_messages", Value::Array(Vec::new())),
+            ]),
+            spans,
+            Vec::new(),
+        ),
+        None => {
+            let tr_type =
+                ck.problems
+                    .controlled_field(&tr_base, tr, "type", "trigger.type", TRIGGER_TYPES);
+            let tr_summary = ck.problems.text_field(&tr_base, tr, "summary");
+            let mut quoted = Vec::new();
+            let mut quoted_spans = Vec::new();
+            for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
+                let q = as_object(Some(q));
+                let base = format!("{tr_base}.quoted_messages[{i}]");
+                let text = ck.problems.text_field(&base, q, "text");
+                let (citations, spans) = ck.citations(&base, q);
+                quoted.push(object(vec![("text", text), ("citations", citations)]));
+                quoted_spans.push((base, spans));
+            }
+            let (tr_citations, tr_spans) = ck.citations(&tr_base, tr);
+            let trigger = object(vec![
+                ("type", tr_type),
+                ("summary", tr_summary),
+                ("quoted_messages", Value::Array(quoted)),
+                ("citations", tr_citations),
+            ]);
+            (trigger, tr_spans, quoted_spans)
+        }
+    };
 
     let mut reactions = Vec::new();
     let mut reaction_spans = Vec::new();
@@ -449,15 +496,7 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     let turn_ref_text = turn_ref.as_str().unwrap_or_default().to_owned();
     let stored = object(vec![
         ("turn_ref", turn_ref),
-        (
-            "trigger",
-            object(vec![
-                ("type", tr_type),
-                ("summary", tr_summary),
-                ("quoted_messages", Value::Array(quoted)),
-                ("citations", tr_citations),
-            ]),
-        ),
+        ("trigger", trigger),
         ("agent_reactions", Value::Array(reactions)),
         ("outcomes", Value::Array(outcomes)),
         ("observed_checks", Value::Array(checks)),
@@ -493,9 +532,46 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     })
 }
 
-/// The turn checks (spec §6.6): containment, then outcomes that cite only the trigger.
+/// A trigger that is only `citations`: every other key is refused (in code-point order),
+/// then the citations are parsed.
+fn trigger_citations_only(ck: &mut Checker, base: &str, trigger: &Map) -> (Value, Vec<Lines>) {
+    let mut extra: Vec<&String> = trigger.keys().filter(|k| *k != "citations").collect();
+    extra.sort();
+    for key in extra {
+        let path = format!("{base}.{key}");
+        ck.problems.push(
+            &path,
+            format!("{path} is not an accepted field"),
+            "submit only trigger.citations; write_evidence retrieves the human text",
+        );
+    }
+    ck.citations(base, trigger)
+}
+
+/// The turn checks of a 0.2.10 chain (see [`check_turn_for`]).
 pub fn check_turn(chain: &Chain, turn: Span) -> Vec<Problem> {
+    check_turn_for(Contract::V0_2_10.rules(), chain, turn)
+}
+
+/// The turn checks (spec §6.6): where the server quotes the trigger, the trigger must
+/// cite exactly the turn's first line; then containment, then outcomes that cite only
+/// the trigger.
+pub fn check_turn_for(rules: Rules, chain: &Chain, turn: Span) -> Vec<Problem> {
     let mut problems = Vec::new();
+    let first = turn.start.max(0) as u64;
+    if rules.server_quoted_trigger
+        && chain.trigger
+            != [Lines {
+                start: first,
+                end: first,
+            }]
+    {
+        problems.push(Problem::new(
+            "evidence_chain.trigger.citations",
+            format!("trigger.citations must contain exactly the indexed human trigger line {first}-{first}"),
+            format!(r#"cite only {{"lines": "{first}-{first}"}}; exclude generated context and assistant activity"#),
+        ));
+    }
     let (ts, te) = (turn.start.max(0) as u64, turn.end.max(0) as u64);
     for (base, spans) in &chain.cited {
         for (j, s) in spans.iter().enumerate() {
@@ -560,6 +636,41 @@ pub fn card_problem(message: String) -> Problem {
     )
 }
 
+/// The existing card under the contract's rules (see [`existing_card`]). Where the card's
+/// schema is checked, a card that is not an object of this contract's `schema_version`,
+/// project and session, with an `evidence_chains` list, is refused (unreadable JSON
+/// counts as such a card); its chains must still be objects.
+pub fn existing_card_for(
+    rules: Rules,
+    rel: &str,
+    bytes: &[u8],
+    project_key: &str,
+    session_ref: &str,
+) -> Result<Map, Problem> {
+    if !rules.checks_card_schema {
+        return existing_card(rel, bytes, project_key, session_ref);
+    }
+    let card = match std::str::from_utf8(bytes).ok().map(pyjson::parse) {
+        Some(Ok(Value::Object(card))) => card,
+        _ => Map::new(),
+    };
+    let matching = pyjson::int_equals(card.get("schema_version"), rules.card_schema)
+        && card.get("project_key").and_then(Value::as_str) == Some(project_key)
+        && card.get("session_ref").and_then(Value::as_str) == Some(session_ref)
+        && matches!(card.get("evidence_chains"), Some(Value::Array(_)));
+    if !matching {
+        return Err(Problem::new(
+            "evidence_card",
+            format!(
+                "existing evidence card must use schema_version {} and match the prepared session",
+                rules.card_schema
+            ),
+            "re-prepare and regenerate the workspace instead of appending to an incompatible card",
+        ));
+    }
+    existing_card(rel, bytes, project_key, session_ref)
+}
+
 /// The existing card's object and its chains, validated; `rel` names it in messages.
 pub fn existing_card(
     rel: &str,
@@ -619,6 +730,7 @@ pub fn has_chain(card: &Map, turn_ref: &str) -> bool {
 /// card is `{schema_version, project_key, session_ref, evidence_chains}`; an existing
 /// one keeps its keys and order, with `evidence_chains` extended in place.
 pub fn append(
+    rules: Rules,
     existing: Option<Map>,
     project_key: &str,
     session_ref: &str,
@@ -626,7 +738,10 @@ pub fn append(
 ) -> Vec<u8> {
     let mut card = existing.unwrap_or_else(|| {
         let mut m = Map::new();
-        m.insert("schema_version".into(), Value::Int("1".into()));
+        m.insert(
+            "schema_version".into(),
+            Value::Int(rules.card_schema.to_string()),
+        );
         m.insert("project_key".into(), Value::String(project_key.into()));
         m.insert("session_ref".into(), Value::String(session_ref.into()));
         m.insert("evidence_chains".into(), Value::Array(Vec::new()));

@@ -29,4 +29,5 @@ pub mod sparse;
 pub mod store;
 pub mod synthesis;
 pub mod tool_output;
+pub mod trigger;
 pub mod workspace;

@@ -1068,6 +1068,16 @@ fn is_printable(c: char) -> bool {
         || unassigned_plane)
 }
 
+/// Python's `value == n` for a parsed JSON value and an integer (`2.0 == 2`, `True == 1`).
+pub fn int_equals(value: Option<&Value>, n: i64) -> bool {
+    match value {
+        Some(Value::Int(text)) => text.parse::<i64>() == Ok(n),
+        Some(Value::Float(f)) => *f == n as f64,
+        Some(Value::Bool(b)) => i64::from(*b) == n,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::contract::{Contract, Rules};
 use crate::evidence::{Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty};
 use crate::pyjson::{self, Map, Value, py_repr};
 use crate::synthesis::{self, TurnKey};
@@ -102,11 +103,23 @@ fn s(text: &str) -> Value {
 #[error("{0}")]
 pub struct BuildError(pub String);
 
-/// The Build step: the daily-report skeleton, with still-valid slots of `previous` kept.
+/// The Build step of a 0.2.10 workspace (see [`build_for`]).
 pub fn build(ctx: &Context, previous: Option<&Value>) -> Result<Value, BuildError> {
+    build_for(Contract::V0_2_10.rules(), ctx, previous)
+}
+
+/// The Build step: the daily-report skeleton, with still-valid slots of `previous` kept,
+/// by the rules of the workspace's contract. Where work items carry a disposition, each
+/// item's `disposition` and `disposition_assessment` are copied from it, an envelope of
+/// another schema is refused, and a previous report of another schema keeps nothing.
+pub fn build_for(
+    rules: Rules,
+    ctx: &Context,
+    previous: Option<&Value>,
+) -> Result<Value, BuildError> {
     let mut projects = Vec::new();
     for p in &ctx.projects {
-        projects.push((material_count_and_entry(ctx, p)?, p.label.clone()));
+        projects.push((material_count_and_entry(rules, ctx, p)?, p.label.clone()));
     }
     // Significance: most material items first, then label; stable for ties.
     let mut order: Vec<usize> = (0..projects.len()).collect();
@@ -132,7 +145,10 @@ pub fn build(ctx: &Context, previous: Option<&Value>) -> Result<Value, BuildErro
         ])
     };
     let mut report = Map::new();
-    report.insert("schema_version".into(), Value::Int("1".into()));
+    report.insert(
+        "schema_version".into(),
+        Value::Int(rules.report_schema.to_string()),
+    );
     report.insert("report_date".into(), s(&ctx.report_date));
     report.insert("status".into(), s(&ctx.status));
     report.insert(
@@ -148,7 +164,10 @@ pub fn build(ctx: &Context, previous: Option<&Value>) -> Result<Value, BuildErro
     report.insert("projects".into(), Value::Array(entries));
     report.insert("engagement_assessment".into(), Value::Null);
     report.insert("team_learning".into(), Value::Null);
-    if let Some(Value::Object(prev)) = previous {
+    if let Some(Value::Object(prev)) = previous
+        && (!rules.work_item_disposition
+            || pyjson::int_equals(prev.get("schema_version"), rules.report_schema))
+    {
         preserve(ctx, &mut report, prev);
     }
     Ok(Value::Object(report))
@@ -165,6 +184,7 @@ fn confidence_rank(v: Option<&Value>) -> i32 {
 
 /// A project's entry, its number of material items, and whether it has reportable work.
 fn material_count_and_entry(
+    rules: Rules,
     ctx: &Context,
     p: &ProjectContext,
 ) -> Result<(usize, Value, bool), BuildError> {
@@ -172,10 +192,18 @@ fn material_count_and_entry(
         Some(Value::Object(map)) => Some(map),
         _ => None,
     };
+    let current = |e: &Map| pyjson::int_equals(e.get("schema_version"), rules.envelope_schema);
+    if rules.replaces_other_envelopes && p.envelope.is_some() && !envelope.is_some_and(current) {
+        return Err(BuildError(format!(
+            "project {} requires project-synthesis schema version {}; re-run project synthesis to assess task dispositions",
+            py_repr(&p.key),
+            rules.envelope_schema
+        )));
+    }
     let rows = envelope.map_or(&[][..], |e| as_list(e.get("work_items")));
     let mut items = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        let parsed = synthesis::parse_work_item(row).map_err(|_| {
+        let parsed = synthesis::parse_work_item_for(rules, row).map_err(|_| {
             let name = non_empty(as_object(Some(row)).get("work_item_ref"))
                 .map_or_else(|| format!("index {i}"), str::to_owned);
             BuildError(format!(
@@ -202,7 +230,7 @@ fn material_count_and_entry(
     });
     let views: Vec<Value> = order
         .iter()
-        .map(|&i| work_item_view(ctx, &p.key, &items[i]))
+        .map(|&i| work_item_view(rules, ctx, &p.key, &items[i]))
         .collect();
     let material = items.iter().filter(|i| is_material(&i.kind)).count();
     let reportable = items
@@ -230,7 +258,12 @@ fn material_count_and_entry(
     Ok((material, entry, reportable))
 }
 
-fn work_item_view(ctx: &Context, project_key: &str, item: &synthesis::WorkItem) -> Value {
+fn work_item_view(
+    rules: Rules,
+    ctx: &Context,
+    project_key: &str,
+    item: &synthesis::WorkItem,
+) -> Value {
     let w = &item.stored;
     let resolve = |refs: Option<&Value>| {
         Value::Array(
@@ -272,7 +305,22 @@ fn work_item_view(ctx: &Context, project_key: &str, item: &synthesis::WorkItem) 
             ])
         })
         .collect();
-    let disposition = if item.kind == "material_work_item" {
+    let assessed = rules
+        .work_item_disposition
+        .then(|| match w.get("disposition") {
+            Some(d @ Value::Object(_)) => (
+                d.get("type").cloned().unwrap_or(Value::Null),
+                object(vec![
+                    ("scope", d.get("scope").cloned().unwrap_or(Value::Null)),
+                    ("summary", d.get("summary").cloned().unwrap_or(Value::Null)),
+                    ("citations", resolve(d.get("evidence_refs"))),
+                ]),
+            ),
+            _ => (Value::Null, Value::Null),
+        });
+    let disposition = if let Some((kind, _)) = &assessed {
+        kind.clone()
+    } else if item.kind == "material_work_item" {
         let types: Vec<&str> = as_list(w.get("terminal_states"))
             .iter()
             .filter_map(|t| t.get("type")?.as_str())
@@ -298,11 +346,16 @@ fn work_item_view(ctx: &Context, project_key: &str, item: &synthesis::WorkItem) 
             .cloned()
             .unwrap_or(Value::Null)
     };
-    object(vec![
+    let mut view = vec![
         ("work_item_ref", s(&item.work_item_ref)),
         ("title", w.get("title").cloned().unwrap_or(Value::Null)),
         ("kind", s(&item.kind)),
         ("disposition", disposition),
+    ];
+    if let Some((_, assessment)) = assessed {
+        view.push(("disposition_assessment", assessment));
+    }
+    view.extend([
         (
             "confidence",
             w.get("confidence").cloned().unwrap_or(Value::Null),
@@ -321,7 +374,8 @@ fn work_item_view(ctx: &Context, project_key: &str, item: &synthesis::WorkItem) 
             "limits",
             w.get("limits").cloned().unwrap_or(Value::Array(Vec::new())),
         ),
-    ])
+    ]);
+    object(view)
 }
 
 /// Python `==` on JSON values: key order ignored, and `1 == 1.0 == true`.

@@ -154,7 +154,7 @@ impl Service {
         session_ref: &str,
         chain: &Value,
     ) -> WriteResult<Appended> {
-        let chain = match evidence::parse_chain(chain) {
+        let chain = match evidence::parse_chain_for(self.contract.rules(), chain) {
             Ok(chain) => chain,
             Err(problems) => return WriteResult::invalid(problems),
         };
@@ -175,6 +175,7 @@ impl Service {
         session_ref: &str,
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
+        let rules = self.contract.rules();
         let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
@@ -193,12 +194,23 @@ impl Service {
                 "use the assigned turn_ref from the target turn",
             ));
         };
+        if rules.server_quoted_trigger
+            && !matches!(record.session.source.as_str(), "codex" | "claude-code")
+        {
+            return Ok(WriteResult::one(
+                "session_ref",
+                "session source is unsupported",
+                "re-prepare the source session",
+            ));
+        }
         let rel = import::card_path(project_key, session_ref);
         let existing = match documents::sync(&mut writer, &self.root.path, &rel)? {
-            Some(bytes) => match evidence::existing_card(&rel, &bytes, project_key, session_ref) {
-                Ok(card) => Some(card),
-                Err(problem) => return Ok(WriteResult::invalid(vec![problem])),
-            },
+            Some(bytes) => {
+                match evidence::existing_card_for(rules, &rel, &bytes, project_key, session_ref) {
+                    Ok(card) => Some(card),
+                    Err(problem) => return Ok(WriteResult::invalid(vec![problem])),
+                }
+            }
             None => None,
         };
         if existing
@@ -214,11 +226,19 @@ impl Service {
                 "each turn may have only one evidence chain",
             ));
         }
-        let problems = evidence::check_turn(chain, turn.span);
+        let problems = evidence::check_turn_for(rules, chain, turn.span);
         if !problems.is_empty() {
             return Ok(WriteResult::invalid(problems));
         }
-        let bytes = evidence::append(existing, project_key, session_ref, chain);
+        let mut chain = chain.clone();
+        if rules.server_quoted_trigger {
+            match self.trigger_text(store, project_key, session_ref, &record, turn.span.start)? {
+                Ok(messages) => chain.quote(messages),
+                Err(problem) => return Ok(WriteResult::invalid(vec![problem])),
+            }
+        }
+        let chain = &chain;
+        let bytes = evidence::append(rules, existing, project_key, session_ref, chain);
         let written = documents::write(&mut writer, &self.root.path, &rel, bytes)?;
         documents::commit(writer, written)?;
         Ok(WriteResult::Done(Appended {
@@ -231,6 +251,75 @@ impl Service {
 }
 
 impl Service {
+    /// The human text of the trigger line `line` of the session, read from its file and
+    /// checked against the store; or the problem to answer.
+    fn trigger_text(
+        &self,
+        store: &Store,
+        project_key: &str,
+        session_ref: &str,
+        record: &crate::store::SessionRecord,
+        line: i64,
+    ) -> Result<Result<Vec<String>, Problem>, DocumentError> {
+        let field = "evidence_chain.trigger.citations";
+        let restore =
+            "restore or re-prepare the copied session, then retry the indexed human trigger";
+        let crate::store::FileState::Indexed(file) = &record.file else {
+            return Ok(Err(Problem::new(
+                field,
+                "could not read the copied session file: No such file or directory",
+                restore,
+            )));
+        };
+        let line = u64::try_from(line).unwrap_or(0);
+        if line == 0 || line > file.lines {
+            return Ok(Err(Problem::new(
+                field,
+                format!("trigger line {line} is outside the copied session file"),
+                restore,
+            )));
+        }
+        let entries = store.reader()?.lines(file.file_id, line.max(2) - 1, line)?;
+        let path = self
+            .root
+            .path
+            .join("projects")
+            .join(project_key)
+            .join(&record.session.session_path);
+        let texts = match crate::trigger::read_lines(&path, &entries) {
+            Ok(texts) => texts,
+            Err(crate::trigger::ReadError::Io(e)) => {
+                return Ok(Err(Problem::new(
+                    field,
+                    format!(
+                        "could not read the copied session file: {}",
+                        crate::trigger::strerror(&e)
+                    ),
+                    restore,
+                )));
+            }
+            Err(crate::trigger::ReadError::Changed) => {
+                return Ok(Err(Problem::new(
+                    "session_ref",
+                    format!(
+                        "session file for session_ref {} changed since it was imported",
+                        py_repr(session_ref)
+                    ),
+                    "run `evidence-store import` so the store matches the prepared workspace, then retry",
+                )));
+            }
+        };
+        let (previous, current) = match texts.as_slice() {
+            [previous, current] if line > 1 => (Some(previous.as_str()), current.as_str()),
+            [.., current] => (None, current.as_str()),
+            [] => (None, ""),
+        };
+        Ok(
+            crate::trigger::human_text(&record.session.source, line, Some(current), previous)
+                .map_err(|message| Problem::new(field, message, restore)),
+        )
+    }
+
     /// `write_work_item`: parse the item, then in one store transaction gather the
     /// project's indexed turns, committed chains and envelope (each synced with its file),
     /// check the item against them, replace the envelope file and commit.
@@ -437,7 +526,7 @@ impl Service {
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
                 .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
-            let built = report::build(&ctx, previous.as_ref())
+            let built = report::build_for(self.contract.rules(), &ctx, previous.as_ref())
                 .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
             // A slot is filled after a build only if it was kept from the previous report.
             let summaries = as_projects(&built).iter().filter_map(|p| {

@@ -1,0 +1,217 @@
+//! The human text of a turn's trigger line, which `write_evidence` stores as the trigger's
+//! `quoted_messages` where the server quotes the trigger (prompt-diary 0.2.20).
+//!
+//! [`human_text`] is pure: it takes the decoded trigger line and the line before it (a
+//! Claude client-local command is recognised by the notice line preceding it).
+//! [`read_lines`] reads those lines from the session file, checked against the store.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use crate::lines::{self, LineEntry};
+use crate::pyjson::{self, Map, Value};
+use crate::sparse::source::{self, Input};
+
+/// The human text blocks of the trigger line `line` (1-based), in source order: the
+/// `human_input` and `human_command` text parts. Attachments and skill selections add no
+/// text. `record` is `None` when the file has no such line.
+///
+/// Refused, with the message to give: a line past the end, a line that is not a JSON
+/// object, one that is no human input or action, and one with unsupported or malformed
+/// input (an unknown part or one whose provenance is not established).
+pub fn human_text(
+    source: &str,
+    line: u64,
+    record: Option<&str>,
+    previous: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let Some(record) = record else {
+        return Err(format!(
+            "trigger line {line} is outside the copied session file"
+        ));
+    };
+    let Some(record) = json_object(record) else {
+        return Err(format!("trigger line {line} is not a JSON object"));
+    };
+    let previous = previous.and_then(json_object);
+    let parts = if source == "codex" {
+        source::parse_codex_input(&record)
+    } else {
+        source::parse_claude_input(&record, previous.as_ref())
+    };
+    let parts = match parts {
+        Some(parts) if source::is_human_trigger(&parts) => parts,
+        _ => {
+            return Err(format!(
+                "trigger line {line} is not a recognized human input or action"
+            ));
+        }
+    };
+    let unsupported = parts.iter().any(|part| {
+        matches!(
+            part,
+            Input::Unavailable(_)
+                | Input::Text {
+                    kind: "unknown",
+                    ..
+                }
+        )
+    });
+    if unsupported {
+        return Err(format!(
+            "trigger line {line} contains unsupported or malformed input"
+        ));
+    }
+    Ok(parts
+        .into_iter()
+        .filter_map(|part| match part {
+            Input::Text {
+                kind: "human_input" | "human_command",
+                text,
+                ..
+            } => Some(text),
+            _ => None,
+        })
+        .collect())
+}
+
+fn json_object(text: &str) -> Option<Map> {
+    match pyjson::parse(text) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// Why the lines could not be read as the store describes them.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    /// A line's bytes no longer match the digest import stored.
+    Changed,
+}
+
+/// The decoded text of each entry's line in `path`, each checked against its stored
+/// digest.
+pub fn read_lines(path: &Path, entries: &[LineEntry]) -> Result<Vec<String>, ReadError> {
+    let mut file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let len = usize::try_from(entry.len).map_err(|_| ReadError::Changed)?;
+        let mut bytes = vec![0; len];
+        file.seek(SeekFrom::Start(entry.offset))
+            .and_then(|_| file.read_exact(&mut bytes))
+            .map_err(ReadError::Io)?;
+        if !lines::matches(&bytes, entry) {
+            return Err(ReadError::Changed);
+        }
+        out.push(lines::decode(&bytes).into_owned());
+    }
+    Ok(out)
+}
+
+/// An I/O error as Python's `OSError.strerror` prints it: the description alone.
+pub fn strerror(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(source, line, previous, expected)`: the text parts, or the refusal.
+    #[test]
+    fn human_text_of_trigger_lines() {
+        let claude = |content: &str| {
+            format!(r#"{{"type": "user", "message": {{"role": "user", "content": {content}}}}}"#)
+        };
+        type Case = (
+            &'static str,
+            Option<String>,
+            Option<String>,
+            Result<Vec<&'static str>, &'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            ("claude-code", Some(claude(r#""Fix the bug""#)), None, Ok(vec!["Fix the bug"])),
+            (
+                "claude-code",
+                Some(claude(
+                    r#""<command-name>/review</command-name>\n<command-message>review</command-message>\n<command-args>calc.py only</command-args>""#,
+                )),
+                None,
+                Ok(vec!["/review", "calc.py only"]),
+            ),
+            (
+                "claude-code",
+                Some(claude(
+                    r#"[{"type": "text", "text": "Does this look right?"}, {"type": "image", "source": {}}]"#,
+                )),
+                None,
+                Ok(vec!["Does this look right?"]),
+            ),
+            (
+                "claude-code",
+                Some(claude(r#"[{"type": "image", "source": {}}]"#)),
+                None,
+                Ok(vec![]),
+            ),
+            ("claude-code", None, None, Err("trigger line 3 is outside the copied session file")),
+            ("claude-code", Some("[1]".into()), None, Err("trigger line 3 is not a JSON object")),
+            ("claude-code", Some("{bad".into()), None, Err("trigger line 3 is not a JSON object")),
+            (
+                "claude-code",
+                Some(r#"{"type": "assistant", "message": {"role": "assistant", "content": "hi"}}"#.into()),
+                None,
+                Err("trigger line 3 is not a recognized human input or action"),
+            ),
+            (
+                "claude-code",
+                Some(claude("5")),
+                None,
+                Err("trigger line 3 is not a recognized human input or action"),
+            ),
+            (
+                "claude-code",
+                Some(claude(r#"[{"type": "text", "text": "hi"}, 7]"#)),
+                None,
+                Err("trigger line 3 contains unsupported or malformed input"),
+            ),
+            (
+                "codex",
+                Some(
+                    r#"{"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Run the tests"}]}}"#.into(),
+                ),
+                None,
+                Ok(vec!["Run the tests"]),
+            ),
+            (
+                "codex",
+                Some(r#"{"type": "event_msg", "payload": {"type": "user_message", "message": "Ship it"}}"#.into()),
+                None,
+                Ok(vec!["Ship it"]),
+            ),
+            (
+                "codex",
+                Some(r#"{"type": "session_meta", "payload": {}}"#.into()),
+                None,
+                Err("trigger line 3 is not a recognized human input or action"),
+            ),
+        ];
+        for (source, record, previous, expect) in cases {
+            let got = human_text(source, 3, record.as_deref(), previous.as_deref());
+            let expect = expect
+                .map(|v| v.into_iter().map(str::to_owned).collect::<Vec<_>>())
+                .map_err(str::to_owned);
+            assert_eq!(got, expect, "{record:?}");
+        }
+    }
+
+    #[test]
+    fn strerror_drops_the_os_error_number() {
+        let err = std::io::Error::from_raw_os_error(2);
+        assert_eq!(strerror(&err), "No such file or directory");
+    }
+}

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Differential test: evidence-store against prompt-diary 0.2.20 on schema-7 workspaces.
+
+The 0.2.20 sibling of test_differential.py, and built from its pieces (Diff, server_pair,
+compare_synthesis). Runs under the 0.2.20 venv (tools/.venv-0.2.20, made by
+tools/setup_python.sh), whose prompt-diary is the reference server, Build, Finalize and
+renderer. One function per tool comparison, so that more (the page walk of
+read_session_lines) can be added beside them:
+
+  compare_write_evidence   the 0.2.20 trigger contract (citations only, the turn's first
+                           line, quoted_messages read by the server), card schema 2, and the
+                           0.2.10-style chain refused field by field;
+  compare_write_work_item  dispositions required, refused and malformed; envelope schema 2;
+  compare_synthesis        (from test_differential.py) Build with disposition assessments,
+                           the four slot writers, Finalize and the render, byte for byte.
+
+Workspaces, per seed: (1) built by 0.2.20's own `prepare` from histories made of the
+generated sessions of test_differential.py (gen_workspace.py without edge cases, given the
+timestamps, cwd and Codex session_meta that prepare reads); (2) the generated workspace
+with edge cases, re-labelled as schema 7 (see `schema7_workspace`).
+
+Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_differential as base  # noqa: E402
+
+ROOT = base.ROOT
+
+
+def prepared_workspace(tmp: Path, seed: str) -> Path:
+    """A workspace written by prompt-diary 0.2.20's `prepare` for 2026-01-15 (UTC) from the
+    histories of a generated workspace: each session becomes a Claude project file or a Codex
+    rollout, its records stamped inside the day, with the project directory as `cwd`."""
+    gen, hist, reports = tmp / f"gen{seed}", tmp / f"hist{seed}", tmp / f"reports{seed}"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(gen), "--seed", seed,
+                    "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
+                   check=True, stdout=subprocess.DEVNULL)
+    for index in sorted(gen.glob("projects/*/sessions.index.jsonl")):
+        project = index.parent.name
+        cwd = f"/home/dev/{project.lower()}"
+        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for n, row in enumerate(rows):
+            sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{project}/{n}"))
+            records: list[dict] = []
+            if row["source"] == "codex":
+                records.append({"timestamp": "2026-01-15T09:00:00.000Z", "type": "session_meta", "payload": {
+                    "id": sid, "timestamp": "2026-01-15T09:00:00.000Z", "cwd": cwd, "originator": "codex_cli_rs",
+                    "cli_version": "0.50.0", "source": "cli"}})
+                dest = hist / "codex" / "2026" / "01" / "15" / f"rollout-2026-01-15T09-00-00-{sid}.jsonl"
+            else:
+                dest = hist / "claude" / cwd.replace("/", "-") / f"{sid}.jsonl"
+            lines = (index.parent / row["session_path"]).read_bytes().decode("utf-8").splitlines()
+            for k, text in enumerate(lines):
+                record = json.loads(text)
+                record["timestamp"] = f"2026-01-15T{10 + n:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
+                if row["source"] != "codex":
+                    record.update(cwd=cwd, sessionId=sid, uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{k}")))
+                records.append(record)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    env = dict(os.environ, PROMPT_DIARY_CODEX_SESSIONS=str(hist / "codex"), PROMPT_DIARY_CLAUDE_PROJECTS=str(hist / "claude"),
+               HOME=str(tmp / "home"))
+    prepare = Path(sys.executable).parent / "prompt-diary"
+    subprocess.run([str(prepare), "prepare", "--date", "2026-01-15", "--timezone", "UTC", "--reports-root", str(reports),
+                    "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
+    return reports / "work" / "2026-01-15"
+
+
+def schema7_workspace(out: Path, seed: str) -> None:
+    """A generated workspace as prompt-diary 0.2.20 lays it out: metadata schema_version 7,
+    index rows without `subagent_path` and turns without `target_subagents`, each turn after
+    the first with `previous_context` (the turn before it). In each project's first session
+    the last turn starts one line late, on a line that is no human input, so that the
+    trigger read's refusals are compared too."""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(out), "--seed", seed,
+                    "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
+                   check=True, stdout=subprocess.DEVNULL)
+    metadata = out / "metadata.json"
+    meta = json.loads(metadata.read_text(encoding="utf-8"))
+    meta["schema_version"] = 7
+    metadata.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    for index in out.glob("projects/*/sessions.index.jsonl"):
+        rows = []
+        for line in index.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            row.pop("subagent_path", None)
+            for turn in row["turns"]:
+                turn.pop("target_subagents", None)
+            for before, turn in zip(row["turns"], row["turns"][1:]):
+                turn["previous_context"] = {"start_line": before["turn_start_line"], "end_line": before["turn_end_line"]}
+            last = row["turns"][-1] if row["turns"] else None
+            if not rows and last and last["turn_start_line"] < last["turn_end_line"]:
+                last["turn_start_line"] += 1
+            rows.append(json.dumps(row, sort_keys=True))
+        index.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+
+
+def chain_for(turn: dict, variant: int) -> dict:
+    """A 0.2.20 chain for `turn`: valid (the trigger cites only the turn's first line), or
+    broken in one of several ways (by `variant`)."""
+    a, b = turn["turn_start_line"], turn["turn_end_line"]
+    inside = f"{a}-{b}"
+    chain = {
+        "turn_ref": turn["turn_ref"],
+        "trigger": {"citations": [{"lines": f"{a}-{a}"}]},
+        "agent_reactions": [{"summary": "did it — é", "citations": [{"lines": inside}]}],
+        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": f"0{a}-{b}"}]}],
+        "observed_checks": [{"type": "test_output", "summary": "tests", "citations": [{"lines": f"{b}-{b}"}]}],
+        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": inside}]},
+        "materiality": "material",
+        "extra": "dropped",
+    }
+    if variant == 1:
+        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{b + 5}"}]  # outside the turn
+    elif variant == 2:
+        chain["agent_reactions"] = []
+        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{a}"}]  # only trigger evidence
+    elif variant == 3:  # the 0.2.10 trigger shape
+        chain["trigger"] = {"type": "explicit_user_message", "summary": "asked",
+                            "quoted_messages": [{"text": "do it", "citations": [{"lines": inside}]}],
+                            "citations": [{"lines": f"{a}-{a}"}]}
+    elif variant == 4:
+        chain["trigger"]["citations"] = [{"lines": inside}]  # not exactly the first line
+    elif variant == 5:
+        chain["trigger"] = "asked"  # not an object: no citations
+        chain["materiality"] = "huge"
+    return chain
+
+
+async def compare_write_evidence(both, ws: Path) -> dict[str, list]:
+    """Every turn gets several chains; returns each project's committed turns."""
+    committed: dict[str, list] = {}
+    for index in sorted(ws.glob("projects/*/sessions.index.jsonl")):
+        project = index.parent.name
+        committed[project] = []
+        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for row in rows:
+            for k, turn in enumerate(row["turns"]):
+                for variant in (3, 4, 5, 1, 2, 0, 0) if k % 2 == 0 else (4,):
+                    args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
+                    got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
+                    if got.get("status") == "appended":
+                        committed[project].append((row["session_ref"], turn["turn_ref"]))
+        first = rows[0] if rows else None
+        if first and first["turns"]:
+            args = {"project_key": project, "session_ref": "S9999", "evidence_chain": chain_for(first["turns"][0], 0)}
+            await both("write_evidence", args, f"write_evidence {project} unknown session")
+    return committed
+
+
+def work_item_for(n: int, key: tuple[str, str], committed: bool) -> dict:
+    """test_differential's work item with a disposition where 0.2.20 wants one; every
+    seventh item breaks the disposition rule in one of several ways."""
+    item = base.work_item_for(n, key, committed)
+    ref = {"session_ref": key[0], "turn_ref": key[1]}
+    disposition = {"type": ("completed", "in_progress", "blocked", "failed", "unknown")[n % 5],
+                   "scope": f"scope of {key[1]}", "summary": "judged — é", "evidence_refs": [ref]}
+    if item["kind"] == "material_work_item":
+        item["disposition"] = disposition
+    if n % 7 == 3:
+        if item["kind"] == "material_work_item":
+            item.pop("disposition")
+        else:
+            item["disposition"] = disposition
+    elif n % 7 == 5 and item["kind"] == "material_work_item":
+        item["disposition"] = dict(disposition, type="done", scope=" ", evidence_refs=[])
+    return item
+
+
+async def compare_write_work_item(both, ws: Path, committed: dict[str, list]) -> list[dict]:
+    """Work items for every project but the last, each twice (the second time: duplicate
+    ref and coverage errors); the last project's items are returned, for later."""
+    held_back: list[dict] = []
+    indexes = sorted(ws.glob("projects/*/sessions.index.jsonl"))
+    for index in indexes:
+        project = index.parent.name
+        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+        n = 0
+        for row in rows:
+            for turn in row["turns"]:
+                key = (row["session_ref"], turn["turn_ref"])
+                n += 1
+                args = {"project_key": project, "work_item": work_item_for(n, key, key in committed[project])}
+                if index == indexes[-1]:
+                    held_back.append(args)
+                    continue
+                what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
+                got = await both("write_work_item", args, what)
+                if got.get("status") != "appended" and "disposition" in json.dumps(got):
+                    # Repaired: the item goes in with a valid disposition (or none).
+                    fixed = base.work_item_for(n, key, key in committed[project])
+                    if fixed["kind"] == "material_work_item":
+                        fixed["disposition"] = {"type": "completed", "scope": "s", "summary": "s",
+                                                "evidence_refs": [{"session_ref": key[0], "turn_ref": key[1]}]}
+                    args = {"project_key": project, "work_item": fixed}
+                    await both("write_work_item", args, what + " repaired")
+                await both("write_work_item", args, what + " again")
+    return [a for a in held_back if "disposition" in a["work_item"] or a["work_item"]["kind"] != "material_work_item"]
+
+
+def compare_files(ws_ours: Path, ws_ref: Path, diff: base.Diff) -> None:
+    """Cards and envelopes, byte for byte."""
+    for path in sorted(ws_ref.rglob("*.json")):
+        rel = path.relative_to(ws_ref)
+        if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
+            mine = ws_ours / rel
+            diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
+
+
+async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: base.Diff):
+    async with base.server_pair(ws_ours, ws_ref, binary, reference_python, diff) as both:
+        committed = await compare_write_evidence(both, ws_ours)
+        held_back = await compare_write_work_item(both, ws_ours, committed)
+    compare_files(ws_ours, ws_ref, diff)
+    return committed, held_back
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
+    parser.add_argument("--seeds", default="1,2,3")
+    args = parser.parse_args()
+    import prompt_diary.models as models
+    if getattr(models, "WORKSPACE_SCHEMA_VERSION", None) != 7:
+        print("run this with prompt-diary 0.2.20's python (tools/.venv-0.2.20/bin/python)", file=sys.stderr)
+        return 2
+    reference_python = Path(sys.executable)
+    diff = base.Diff()
+    with tempfile.TemporaryDirectory() as tmp:
+        workspaces = []
+        for seed in args.seeds.split(","):
+            workspaces.append((f"prepared {seed}", prepared_workspace(Path(tmp), seed)))
+            ws = Path(tmp) / f"ws{seed}"
+            schema7_workspace(ws, seed)
+            workspaces.append((f"relabelled {seed}", ws))
+        for seed, ws in workspaces:
+            ws_ref = ws.with_name(ws.name + "-ref")
+            shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
+            committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
+            asyncio.run(base.compare_synthesis(ws, ws_ref, args.bin.resolve(), reference_python, diff, committed, held_back))
+            cards = list(ws_ref.glob("projects/*/evidence/*.json"))
+            quoted = sum(len(c["trigger"]["quoted_messages"]) for card in cards
+                         for c in json.loads(card.read_text(encoding="utf-8"))["evidence_chains"])
+            report = json.loads((ws_ref / "daily-report.json").read_text(encoding="utf-8"))
+            assessed = sum(1 for p in report["projects"] for w in p["work_items"] if w.get("disposition_assessment"))
+            print(f"seed {seed}: {sum(map(len, committed.values()))} chains committed, {quoted} quoted messages, "
+                  f"{assessed} assessed work items in the report")
+            if not (quoted and assessed):
+                diff.compare(f"seed {seed} exercises quotes and assessments", False, True)
+    print(f"differential 0.2.20: {diff.passed} passed, {diff.failed} failed")
+    return 1 if diff.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
