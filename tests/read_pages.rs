@@ -145,3 +145,31 @@ async fn a_0_2_10_workspace_ignores_the_cursor_and_keeps_its_schema() {
     );
     client.cancel().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn a_line_changed_under_the_server_is_refused_not_served() {
+    let ws = schema_7_workspace();
+    let client = connect(&ws).await;
+    let args =
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 3});
+    let first = call(&client, "read_session_lines", args.clone()).await;
+    assert!(text(&first).starts_with("{\"next_cursor\":"));
+    // Same size, other bytes: only the line's digest can tell.
+    let session = format!("projects/{PROJECT}/sessions/claude-code/c1.jsonl");
+    let bytes = ws.read(&session);
+    let at = bytes.iter().position(|b| *b == b'a').unwrap();
+    let mut edited = bytes.clone();
+    edited[at] = b'b';
+    ws.write(&session, edited);
+    let result = call(&client, "read_session_lines", args).await;
+    assert_eq!(result.is_error, Some(false));
+    let answer: Value = serde_json::from_str(text(&result)).unwrap();
+    assert_eq!(answer["status"], "invalid");
+    assert_eq!(answer["errors"][0]["field"], "session_ref");
+    let message = answer["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no longer matches its recorded SHA-256"),
+        "{message}"
+    );
+    client.cancel().await.expect("clean shutdown");
+}
