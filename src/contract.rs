@@ -36,6 +36,12 @@ impl Contract {
         }
     }
 
+    /// Whether `read_session_lines` answers in cursor pages of at most 32 KiB with sparse
+    /// records (0.2.20), rather than the whole capped range at once (0.2.10).
+    pub fn paged_reads(self) -> bool {
+        self == Contract::V0_2_20
+    }
+
     /// The prompt-diary release that defines this contract.
     pub fn release(self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@ use crate::contract::Contract;
 use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
 use crate::import::{self, ImportOptions, Quiet};
+use crate::pages::{self, RawCursor};
 use crate::pyjson::{Value, py_repr};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
@@ -118,6 +119,15 @@ impl Service {
         match &self.state {
             Ok(store) => read::read_session_text(store, &self.root.path, request),
             Err(problem) => unavailable(problem).to_pretty_json(),
+        }
+    }
+
+    /// One page of a read under the paged contract, as tool-result text
+    /// ([`crate::pages::read_session_page`]).
+    pub fn read_session_page(&self, request: &ReadRequest, cursor: Option<RawCursor>) -> String {
+        match &self.state {
+            Ok(store) => pages::read_session_page(store, &self.root.path, request, cursor),
+            Err(problem) => pages::invalid_text(&unavailable(problem)),
         }
     }
 

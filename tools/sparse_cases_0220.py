@@ -20,6 +20,50 @@ from prompt_diary.generate.evidence_extraction.session_compaction import (
     compact_record_to_json,
 )
 from prompt_diary.generate.evidence_extraction.session_pagination import encode_read_json
+from prompt_diary.source_records import (
+    HumanAttachment,
+    InputPart,
+    SkillInvocation,
+    parse_claude_input,
+    parse_codex_input,
+)
+
+
+def parts_of(parsed) -> list | None:
+    """The input parts as [tag, ...] lists, or None when the line is no input."""
+    if parsed is None:
+        return None
+    out = []
+    for p in parsed.parts:
+        if isinstance(p, InputPart):
+            # A lone surrogate is written as its escape text, as the read prints it.
+            out.append(["text", p.kind, p.text.encode("utf-8", "backslashreplace").decode(), p.source_tag])
+        elif isinstance(p, SkillInvocation):
+            out.append(["skill", p.name, p.path])
+        elif isinstance(p, HumanAttachment):
+            out.append(["attachment", p.source_type])
+        else:
+            out.append(["unavailable", p.source_type])
+    return out
+
+
+def inputs(source: str, prev: str | None, line: str) -> dict:
+    """What write_evidence's trigger read sees: the line's input parts and is_human_trigger."""
+    try:
+        record = json.loads(line)
+        previous = json.loads(prev) if prev is not None else None
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    previous = previous if isinstance(previous, dict) else None
+    if source == "codex":
+        parsed = parse_codex_input(record)
+    elif source == "claude-code":
+        parsed = parse_claude_input(record, previous)
+    else:
+        return {}
+    return {"input": parts_of(parsed), "human_trigger": bool(parsed and parsed.is_human_trigger)}
 
 T0 = "2026-11-20T10:00:00.000Z"
 T1 = "2026-11-20T10:00:00.050Z"
@@ -170,7 +214,7 @@ def case(source, triple):
     prev, line, nxt = triple
     record = compact_record(line, line=5, source=source, previous_line=prev, next_line=nxt)
     expect = encode_read_json(compact_record_to_json(record)) if record is not None else None
-    return {"source": source, "lines": [prev, line, nxt], "line": 5, "expect": expect}
+    return {"source": source, "lines": [prev, line, nxt], "line": 5, "expect": expect, **inputs(source, prev, line)}
 
 
 def main() -> None:
@@ -195,7 +239,8 @@ def main() -> None:
                     nxt = lines[i + 1] if i + 1 < len(lines) else None
                     record = compact_record(line, line=i + 1, source=s["source"], previous_line=prev, next_line=nxt)
                     expect = encode_read_json(compact_record_to_json(record)) if record is not None else None
-                    out.append({"source": s["source"], "lines": [prev, line, nxt], "line": i + 1, "expect": expect})
+                    out.append({"source": s["source"], "lines": [prev, line, nxt], "line": i + 1, "expect": expect,
+                                **inputs(s["source"], prev, line)})
     target = Path(sys.argv[-1])
     with target.open("w") as f:
         for c in out:

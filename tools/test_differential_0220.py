@@ -11,6 +11,8 @@ read_session_lines) can be added beside them:
                            line, quoted_messages read by the server), card schema 2, and the
                            0.2.10-style chain refused field by field;
   compare_write_work_item  dispositions required, refused and malformed; envelope schema 2;
+  page walk                (tools/test_pages_0220.py) every session's ranges walked with
+                           next_cursor in both modes, page by page, fragments rebuilt;
   compare_synthesis        (from test_differential.py) Build with disposition assessments,
                            the four slot writers, Finalize and the render, byte for byte.
 
@@ -38,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_differential as base  # noqa: E402
+import test_pages_0220 as pages  # noqa: E402
 
 ROOT = base.ROOT
 
@@ -283,6 +286,12 @@ def main() -> int:
             schema7_workspace(ws, seed)
             workspaces.append((f"relabelled {seed}", ws))
         for seed, ws in workspaces:
+            # The page walk of read_session_lines (tools/test_pages_0220.py), before any write.
+            walked = pages.Diff()
+            asyncio.run(pages.compare(ws, args.bin.resolve(), reference_python, walked))
+            print(f"seed {seed}: {walked.pages} pages walked ({walked.fragments} fragments, "
+                  f"{walked.surrogate_pages} equal but for lone surrogates)")
+            diff.compare(f"seed {seed} page walk", walked.failures, [])
             ws_ref = ws.with_name(ws.name + "-ref")
             shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
             committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))

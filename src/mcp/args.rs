@@ -197,6 +197,30 @@ impl ArgErrors {
     }
 
     /// An optional argument restricted to a few literal strings; `None` if absent.
+    /// The paged read's `cursor`: absent or null, or `{line, offset = 0}` of integers.
+    pub fn cursor(&mut self, arg: &Arg<Value>) -> Option<(i64, i64)> {
+        let raw = arg.raw.as_ref()?;
+        let Value::Object(map) = raw else {
+            self.push(
+                "cursor",
+                "Input should be a dictionary or an instance of ReadCursor",
+            );
+            return None;
+        };
+        let line = match map.get("line") {
+            None => Err("Field required"),
+            Some(v) => lax_integer(v),
+        };
+        let offset = map.get("offset").map_or(Ok(0), lax_integer);
+        if let Err(problem) = line {
+            self.push("cursor.line", problem);
+        }
+        if let Err(problem) = offset {
+            self.push("cursor.offset", problem);
+        }
+        Some((line.ok()?, offset.ok()?))
+    }
+
     pub fn literal<T: Copy>(
         &mut self,
         name: &'static str,

@@ -26,6 +26,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use crate::pages::RawCursor;
 use crate::read::{Mode, ReadRequest, TextForm};
 use crate::service::Service;
 use args::{Arg, ArgErrors};
@@ -64,6 +65,10 @@ pub struct ReadSessionLinesArgs {
     #[serde(default, deserialize_with = "args::present")]
     #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
     mode: Arg<ModeArg>,
+    /// The paged contract's continuation; its schema is [`read_schema_0_2_20`]'s.
+    #[serde(default)]
+    #[schemars(skip)]
+    cursor: Arg<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -211,6 +216,44 @@ fn argument_error(tool: &str, message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!(
         "Error executing tool {tool}: {message}"
     ))])
+}
+
+/// `read_session_lines`'s input schema under the paged contract: `mode` describes the
+/// page budget and `cursor` continues a read.
+fn read_schema_0_2_20() -> Arc<JsonObject> {
+    let schema = serde_json::json!({
+        "$defs": {"ReadCursor": {
+            "description": "Next physical line and Unicode-character offset in its serialized record or raw line.",
+            "properties": {
+                "line": {"title": "Line", "type": "integer"},
+                "offset": {"default": 0, "title": "Offset", "type": "integer"}
+            },
+            "required": ["line"], "title": "ReadCursor", "type": "object"
+        }},
+        "properties": {
+            "project_key": {"title": "Project Key", "type": "string"},
+            "session_ref": {"title": "Session Ref", "type": "string"},
+            "start_line": {"title": "Start Line", "type": "integer"},
+            "end_line": {"title": "End Line", "type": "integer"},
+            "mode": {
+                "default": "compact",
+                "description": "Output verbosity. 'compact' (default) returns bounded structured records. 'full' returns raw JSONL content, which can require many large pages; use it only for a narrow line range where exact raw content is necessary. Both modes return at most 32 KiB of JSON per page. Follow next_cursor with the same request until it is null.",
+                "enum": ["compact", "full"], "title": "Mode", "type": "string"
+            },
+            "cursor": {
+                "anyOf": [{"$ref": "#/$defs/ReadCursor"}, {"type": "null"}],
+                "default": null,
+                "description": "Continuation from next_cursor; omit for the first page."
+            }
+        },
+        "required": ["project_key", "session_ref", "start_line", "end_line"],
+        "title": "read_session_linesArguments",
+        "type": "object"
+    });
+    match schema {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
 }
 
 fn ping_output_schema() -> Arc<JsonObject> {
@@ -418,6 +461,20 @@ impl Server {
                 Some(ModeArg::Compact) | None => Mode::Compact,
             },
         };
+        let contract = self.service.get().await?.contract();
+        // The paged contract: one page from the cursor, built whole on the blocking pool.
+        if contract.paged_reads() {
+            let cursor = errors
+                .cursor(&args.cursor)
+                .map(|(line, offset)| RawCursor { line, offset });
+            if let Some(message) = errors.into_message("read_session_lines") {
+                return Ok(argument_error("read_session_lines", message));
+            }
+            let text = self
+                .call(move |service| service.read_session_page(&request, cursor))
+                .await?;
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
+        }
         if let Some(message) = errors.into_message("read_session_lines") {
             return Ok(argument_error("read_session_lines", message));
         }
@@ -460,6 +517,13 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
+        if self.service.get().await?.contract().paged_reads() {
+            for tool in &mut tools {
+                if tool.name == "read_session_lines" {
+                    tool.input_schema = read_schema_0_2_20();
+                }
+            }
+        }
         tools.sort_by_key(|t| {
             TOOL_ORDER
                 .iter()

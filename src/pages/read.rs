@@ -211,8 +211,12 @@ impl Window<'_> {
             // Lines while they stay within the batch's bytes (always at least one).
             let mut take = 1;
             let base = entries[0].offset;
+            // Offsets come from the store; a corrupt one ends the batch, and `read` then
+            // reports its line as changed, never a panic.
             while take < entries.len()
-                && entries[take].offset + entries[take].len - base <= BATCH_BYTES
+                && (entries[take].offset.saturating_add(entries[take].len))
+                    .checked_sub(base)
+                    .is_some_and(|n| n <= BATCH_BYTES)
             {
                 take += 1;
             }
@@ -226,16 +230,25 @@ impl Window<'_> {
         let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
             return Ok(());
         };
-        let span = (last.offset + last.len)
+        let span = (last.offset.saturating_add(last.len))
             .checked_sub(first.offset)
             .and_then(|n| usize::try_from(n).ok())
             .ok_or(Failure::Changed(from))?;
+        // A corrupt entry could name a span past the file: refuse it before allocating.
+        let size = self.file.metadata().map_err(Failure::Io)?.len();
+        if first.offset.saturating_add(span as u64) > size {
+            return Err(Failure::Changed(from));
+        }
         let mut bytes = vec![0; span];
         self.file
             .read_exact_at(&mut bytes, first.offset)
             .map_err(Failure::Io)?;
         for (line, entry) in (from..).zip(entries) {
-            let start = usize::try_from(entry.offset - first.offset).unwrap_or(usize::MAX);
+            let start = entry
+                .offset
+                .checked_sub(first.offset)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(usize::MAX);
             let end = start.saturating_add(usize::try_from(entry.len).unwrap_or(usize::MAX));
             let Some(raw) = bytes.get(start..end) else {
                 return Err(Failure::Changed(line));

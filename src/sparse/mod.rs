@@ -77,4 +77,68 @@ mod tests {
             failures.join("\n")
         );
     }
+
+    fn strings_without_lone_surrogates(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::String(s) => serde_json::Value::String(without_lone_surrogates(s)),
+            serde_json::Value::Array(items) => {
+                items.iter().map(strings_without_lone_surrogates).collect()
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn parts_json(parts: &[source::Input]) -> serde_json::Value {
+        use serde_json::json;
+        parts
+            .iter()
+            .map(|p| match p {
+                source::Input::Text { kind, text, tag } => json!(["text", kind, text, tag]),
+                source::Input::Skill { name, path } => json!(["skill", name, path]),
+                source::Input::Attachment(t) => json!(["attachment", t]),
+                source::Input::Unavailable(t) => json!(["unavailable", t]),
+            })
+            .collect()
+    }
+
+    /// The input parts write_evidence's trigger read sees, and whether they are a human
+    /// trigger, as prompt-diary 0.2.20's `parse_claude_input` / `parse_codex_input` give
+    /// them for the same cases.
+    #[test]
+    fn inputs_match_prompt_diary_0_2_20() {
+        let cases = include_str!("../../tests/fixtures/sparse_0220.jsonl");
+        let mut failures = Vec::new();
+        let mut checked = 0;
+        for (i, case) in cases.lines().enumerate() {
+            let case: serde_json::Value = serde_json::from_str(case).unwrap();
+            let Some(expect) = case.get("input") else {
+                continue;
+            };
+            let lines = case["lines"].as_array().unwrap();
+            let parse = |v: &serde_json::Value| match v.as_str().map(crate::pyjson::parse) {
+                Some(Ok(crate::pyjson::Value::Object(m))) => Some(m),
+                _ => None,
+            };
+            let Some(record) = parse(&lines[1]) else {
+                continue;
+            };
+            let previous = parse(&lines[0]);
+            let parts = match case["source"].as_str() {
+                Some("codex") => source::parse_codex_input(&record),
+                _ => source::parse_claude_input(&record, previous.as_ref()),
+            };
+            let got = parts.as_deref().map(parts_json).unwrap_or_default();
+            let trigger = parts.as_deref().is_some_and(source::is_human_trigger);
+            let expect = strings_without_lone_surrogates(expect);
+            checked += 1;
+            if got != expect || trigger != case["human_trigger"] {
+                failures.push(format!(
+                    "case {i}: {:.300}\n  got {got:?} {trigger}\n  expect {expect} {}",
+                    lines[1], case["human_trigger"]
+                ));
+            }
+        }
+        assert!(checked > 100);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }

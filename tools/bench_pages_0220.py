@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Benchmarks of the paged read (prompt-diary 0.2.20 contract), beside 0.2.20's server.
+
+  page   one compact and one full page in the middle of a 200 MB session;
+  walk   a 2000-line compact range in the middle of it walked page by page to the end;
+  scale  one compact page in the middle of a 1 MB and of a 1 GB session.
+
+Workspaces come from tools/gen_workspace.py, made schema 7 as in tools/test_pages_0220.py.
+Both servers are driven by bench.py's raw JSON-RPC client. Prints Markdown.
+
+Usage: /work/wt/pd20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
+       (build first: cargo build --release)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import BIN, SESSION_ARGS, RawClient, generate, serve  # noqa: E402
+from test_pages_0220 import to_schema_7  # noqa: E402
+
+
+def prepared(work: Path, size: str) -> Path:
+    ws = work / f"pages-{size}"
+    fresh = not (ws / "summary.json").exists()
+    generate(ws, *SESSION_ARGS, "--session-bytes", size)
+    if fresh:
+        to_schema_7(ws)
+    subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+    return ws
+
+
+def base_args(ws: Path) -> tuple[dict, int]:
+    index = next(ws.glob("projects/*/sessions.index.jsonl"))
+    row = json.loads(index.read_text().splitlines()[0])
+    return {"project_key": index.parent.name, "session_ref": row["session_ref"]}, row["target_end_line"]
+
+
+def call(client: RawClient, args: dict) -> tuple[float, dict, int]:
+    start = time.perf_counter()
+    line = client.request_raw("tools/call", {"name": "read_session_lines", "arguments": args})
+    took = time.perf_counter() - start
+    text = json.loads(line)["result"]["content"][0]["text"]
+    page = json.loads(text)
+    assert "records" in page, text[:300]
+    return took, page, len(text.encode())
+
+
+def one_page(client: RawClient, args: dict, repeat: int) -> tuple[float, int]:
+    times, size = [], 0
+    for _ in range(repeat):
+        took, _, size = call(client, args)
+        times.append(took)
+    return statistics.median(times) * 1000, size
+
+
+def walk(client: RawClient, args: dict) -> tuple[float, int]:
+    start, pages, cursor = time.perf_counter(), 0, None
+    while True:
+        _, page, _ = call(client, args if cursor is None else dict(args, cursor=cursor))
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return (time.perf_counter() - start) * 1000, pages
+
+
+def middle(ws: Path, width: int, mode: str) -> dict:
+    base, n = base_args(ws)
+    start = max(1, n // 2 - width // 2)
+    return dict(base, start_line=start, end_line=min(n, start + width - 1), mode=mode)
+
+
+def bench_page(work: Path) -> list[str]:
+    ws = prepared(work, "200M")
+    compact, full = middle(ws, 2000, "compact"), middle(ws, 2000, "full")
+    rows = ["| one page, 200 MB session | evidence-store | prompt-diary 0.2.20 | speed-up |", "|---|---|---|---|"]
+    for name, args in (("compact", compact), ("full", full)):
+        ours = serve(ws, False)
+        o, size = one_page(ours, args, 30)
+        ours.close()
+        theirs = serve(ws, True)
+        t, _ = one_page(theirs, args, 3)
+        theirs.close()
+        rows.append(f"| {name} ({size} bytes) | {o:.2f} ms | {t:.0f} ms | {t / o:.0f}x |")
+    return [f"Median of 30 (ours) / 3 (0.2.20) first pages of lines {compact['start_line']}-{compact['end_line']}.", "", *rows]
+
+
+def bench_walk(work: Path) -> list[str]:
+    ws = prepared(work, "200M")
+    args = middle(ws, 2000, "compact")
+    ours = serve(ws, False)
+    runs = [walk(ours, args) for _ in range(5)]
+    ours.close()
+    o, pages = statistics.median(r[0] for r in runs), runs[0][1]
+    theirs = serve(ws, True)
+    t, their_pages = walk(theirs, args)
+    theirs.close()
+    assert pages == their_pages
+    return [f"Lines {args['start_line']}-{args['end_line']} compact, {pages} pages; median of 5 walks (ours) / 1 (0.2.20).", "",
+            "| 2000-line range walked | evidence-store | prompt-diary 0.2.20 | speed-up |", "|---|---|---|---|",
+            f"| {pages} pages | {o:.1f} ms | {t:.0f} ms | {t / o:.0f}x |"]
+
+
+def bench_scale(work: Path) -> list[str]:
+    rows = ["| session | evidence-store, one page | prompt-diary 0.2.20, one page |", "|---|---|---|"]
+    for size in ("1M", "1G"):
+        ws = prepared(work, size)
+        args = middle(ws, 2000, "compact")
+        ours = serve(ws, False)
+        o, _ = one_page(ours, args, 30)
+        ours.close()
+        theirs = serve(ws, True)
+        t, _ = one_page(theirs, args, 1 if size == "1G" else 5)
+        theirs.close()
+        rows.append(f"| {size}B | {o:.2f} ms | {t:.0f} ms |")
+    return ["One compact page in the middle; median of 30 (ours) / 5 or 1 (0.2.20).", "", *rows]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", nargs="*", default=["page", "walk", "scale"])
+    parser.add_argument("--work", default="/tmp/pg-bench")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    for what in args.what:
+        print(f"### {what}\n")
+        print("\n".join({"page": bench_page, "walk": bench_walk, "scale": bench_scale}[what](work)))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
