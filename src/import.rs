@@ -278,9 +278,12 @@ pub fn import(
                 let record = indexed.record.clone();
                 let record_digest = (record.digest, record.lines);
                 done_bytes += stamp.size;
+                let same_lines = previous
+                    .as_ref()
+                    .is_some_and(|old| old.digest == record.digest && old.lines == record.lines);
                 let state = match previous {
                     // Same lines as before (a re-hash or a touch): keep the old table.
-                    Some(old) if old.digest == record.digest && old.lines == record.lines => {
+                    Some(old) if same_lines => {
                         writer.delete_lines(record.file_id)?;
                         report.files_unchanged += 1;
                         FileState::Indexed(stamp.applied_to(old))
@@ -295,7 +298,7 @@ pub fn import(
                         FileState::Indexed(record)
                     }
                 };
-                if item.citations_current {
+                if same_lines && item.citations_current {
                     if old_turns.as_ref() != Some(&session.turns) {
                         agent_citations::retarget_turns(&mut writer, &project.key, session)?;
                     }
