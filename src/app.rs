@@ -115,8 +115,12 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// What the receipt export did: one line, then each skipped session or turn on stderr.
+/// What the receipt export did: one line (none when the workspace has no receipts and
+/// none were touched), then each skipped session or turn on stderr.
 pub(crate) fn print_receipts(r: &crate::agent_citations::receipts::ReceiptsReport) {
+    if *r == crate::agent_citations::receipts::ReceiptsReport::default() {
+        return;
+    }
     println!(
         "receipts: {} written ({} already current), {} stale removed, {} skipped",
         r.written,
