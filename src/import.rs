@@ -303,11 +303,20 @@ pub fn import(
                         agent_citations::retarget_turns(&mut writer, &project.key, session)?;
                     }
                 } else {
+                    // The lines holding the search's hits, from the line table kept.
+                    let kept_id = match &state {
+                        FileState::Indexed(kept) => kept.file_id,
+                        FileState::Missing => indexed.record.file_id,
+                    };
+                    let mut capture = scan::Capture::new(&indexed.prescan);
+                    if !indexed.prescan.is_empty() {
+                        writer.each_line(kept_id, |entry| capture.push(entry))?;
+                    }
                     let found = scan::citations(
                         &indexed.file,
                         session,
                         &indexed.prescan,
-                        &indexed.capture,
+                        &capture,
                         &mut checker,
                     )
                     .map_err(|source| ImportError::Io {
@@ -525,10 +534,10 @@ struct Indexed {
     record: FileRecord,
     file: File,
     prescan: scan::Prescan,
-    capture: scan::Capture,
 }
 
-/// Streams one session file into a new line table, noting the lines that may cite.
+/// Streams one session file into a new line table while another thread searches its
+/// bytes for what a citation needs (the two use both cores between them).
 fn index_file(
     writer: &mut Writer,
     path: &Path,
@@ -541,26 +550,29 @@ fn index_file(
         source,
     };
     let file = File::open(path).map_err(io_error)?;
-    let prescan = scan::prescan(&file, stamp.size).map_err(io_error)?;
-    let mut capture = scan::Capture::new(&prescan);
     let file_id = writer.new_file_id()?;
     let mut sink = writer.line_sink(file_id)?;
-    let summary = lines::index_file::<IndexError>(
-        &file,
-        stamp.size,
-        |entry| {
-            capture.push(&entry);
-            Ok(sink.push(entry)?)
-        },
-        |n| {
-            done += n;
-            on_progress(done);
-        },
-    )
-    .map_err(|e| match e {
+    let (summary, prescan) = std::thread::scope(|scope| {
+        let searching = scope.spawn(|| scan::prescan(&file, stamp.size));
+        let summary = lines::index_file::<IndexError>(
+            &file,
+            stamp.size,
+            |entry| Ok(sink.push(entry)?),
+            |n| {
+                done += n;
+                on_progress(done);
+            },
+        );
+        let prescan = searching
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the citation search panicked")));
+        (summary, prescan)
+    });
+    let summary = summary.map_err(|e| match e {
         IndexError::Io(source) => io_error(source),
         IndexError::Store(e) => ImportError::Store(e),
     })?;
+    let prescan = prescan.map_err(io_error)?;
     let digest = sink.finish()?;
     let record = stamp.applied_to(FileRecord {
         file_id,
@@ -578,7 +590,6 @@ fn index_file(
         },
         file,
         prescan,
-        capture,
     })
 }
 

@@ -156,6 +156,9 @@ async fn markers_of_every_type_are_indexed_verified_and_served() {
     let p = Project::new();
     let ws = workspace(&p, "\n");
     ws.ok(&["import"]);
+    // The store with citations verifies clean.
+    let verified = ws.ok(&["verify"]);
+    assert!(verified.contains("no problems found"), "{verified}");
     let client = connect(&ws).await;
 
     let s1 = call_ok(&client, "read_agent_citations", read_args("S0001")).await;

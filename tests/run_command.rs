@@ -178,6 +178,7 @@ fn report_mcp_serve_is_evidence_store_and_run_adopts_what_prompt_diary_wrote() {
     );
     assert_eq!(init["result"]["serverInfo"]["name"], "evidence-store");
     let tools = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    // prompt-diary's 8 tools and the two agent-citation tools.
     assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(10));
     let read = ask(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {

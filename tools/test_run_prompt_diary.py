@@ -72,7 +72,7 @@ async def drive(workspace: Path) -> list[str]:
             init = await session.initialize()
             check("server name", init.serverInfo.name == "evidence-store", init.serverInfo)
             tools = [t.name for t in (await session.list_tools()).tools]
-            check("8 tools", len(tools) == 8, tools)
+            check("prompt-diary's 8 tools and the 2 citation tools", len(tools) == 10, tools)
             ping = await session.call_tool("prompt_diary_ping", {})
             check("ping", ping.structuredContent == {"name": "prompt-diary", "status": "ok"}, ping)
             got = await session.call_tool(

@@ -111,6 +111,10 @@ fn real_dir(cwd: &str) -> Result<PathBuf, String> {
         return Err(format!("the working directory {cwd} is not absolute"));
     }
     match path.canonicalize() {
+        // Every path is inside `/`: confinement to it would confine nothing.
+        Ok(real) if real.parent().is_none() => Err(format!(
+            "the working directory {cwd} is the filesystem root; files are checked only inside a project directory"
+        )),
         Ok(real) if real.is_dir() => Ok(real),
         Ok(_) => Err(format!("the working directory {cwd} is not a directory")),
         Err(e) => Err(format!(
@@ -254,5 +258,10 @@ mod tests {
             checker.check("file", "src/a.py:1", Some("relative")).status,
             Status::Unchecked
         );
+        for root in ["/", "/.", "//"] {
+            let at_root = checker.check("file", "etc/hostname:1", Some(root));
+            assert_eq!(at_root.status, Status::Unchecked, "{root}");
+            assert_eq!(at_root.sha256, None);
+        }
     }
 }

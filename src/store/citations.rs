@@ -239,6 +239,24 @@ impl Writer {
         })
     }
 
+    /// Every entry of `file_id`'s line table, in line order.
+    pub fn each_line(
+        &self,
+        file_id: u64,
+        mut each: impl FnMut(&crate::lines::LineEntry),
+    ) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;
+            for item in table.range((file_id, 0)..=(file_id, u64::MAX)).store()? {
+                let (_, value) = item.store()?;
+                for entry in codec::decode_lines(value.value())? {
+                    each(&entry);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Every `(project_key, session_ref)` with a scan record.
     pub fn scanned_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
         guard::guard(&self.shown.clone(), || {
@@ -257,4 +275,46 @@ impl Writer {
             Ok(out)
         })
     }
+}
+
+/// `verify`'s part: every citation and scan record decodes, belongs to a stored session,
+/// and every session's citations have their scan record with the right count.
+pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<(), StoreError> {
+    use std::collections::BTreeMap;
+    let shown = reader.shown().to_owned();
+    guard::guard(&shown, || {
+        let mut counted: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for item in reader.table(CITATIONS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s, line) = key.value();
+            match codec::decode::<Vec<StoredCitation>>("citations", value.value()) {
+                Ok(found) => {
+                    *counted.entry((p.to_owned(), s.to_owned())).or_default() += found.len() as u64;
+                }
+                Err(e) => problem(format!("citations of {p}/{s} line {line}: {e}")),
+            }
+        }
+        for item in reader.table(CITATION_SCANS)?.iter().store()? {
+            let (key, value) = item.store()?;
+            let (p, s) = key.value();
+            if reader.session_file(p, s)?.is_none() {
+                problem(format!(
+                    "citation scan of {p}/{s} belongs to no stored session"
+                ));
+            }
+            let found = counted.remove(&(p.to_owned(), s.to_owned())).unwrap_or(0);
+            match codec::decode::<CitationScan>("citation scan", value.value()) {
+                Ok(scan) if scan.citations != found => problem(format!(
+                    "session {p}/{s}: {found} citations stored, its scan record says {}",
+                    scan.citations
+                )),
+                Ok(_) => {}
+                Err(e) => problem(format!("citation scan of {p}/{s}: {e}")),
+            }
+        }
+        for (p, s) in counted.keys() {
+            problem(format!("citations of {p}/{s} have no scan record"));
+        }
+        Ok(())
+    })
 }

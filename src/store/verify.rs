@@ -205,6 +205,10 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
             Ok(())
         }),
     );
+    table_result(
+        "citations",
+        super::citations::check(&reader, &|p| problem(p)),
+    );
     out.problems.extend(problems.into_inner());
     Ok(())
 }
