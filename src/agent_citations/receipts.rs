@@ -3,8 +3,8 @@
 //! [`crate::citations::receipt`]'s).
 //!
 //! - The stored citations say which turns cite and where; the session file is read again
-//!   for the turn's lines (timestamps, the first user text, the cited messages), each line
-//!   checked against its stored digest. A session whose file changed since import gets no
+//!   for the lines a receipt needs (the turn's first user text, its last timestamp, the
+//!   cited messages), each line read checked against its stored digest. A session whose file changed since import gets no
 //!   receipt and keeps the ones it has (run `import`, then `export`).
 //! - Each receipt is written atomically ([`fsutil::atomic_write`]: a temp file of our own
 //!   name created `O_EXCL|O_NOFOLLOW` in the real directory, fsync, rename) and only when
@@ -168,22 +168,59 @@ fn session_receipts(
             Vec::new()
         };
         let cited = &by_turn[turn_ref];
-        let mut timestamp = None;
-        let mut user_text: Option<String> = None;
         // The cited messages: (line, content index) in order, once each.
         let mut wanted: Vec<(u64, Option<u64>)> = cited
             .iter()
             .map(|c| (c.line, c.citation.content_index))
             .collect();
         wanted.dedup();
-        let mut messages: Vec<String> = Vec::new();
-        for (line, entry) in (first..).zip(&entries) {
+        let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
+        let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
             let bytes = read_line(&handle, entry).map_err(|e| format!("{rel}: {e}"))?;
             if !lines::matches(&bytes, entry) {
                 return Err(format!(
                     "{rel} changed since it was imported (line {line}); run `evidence-store import`"
                 ));
             }
+            Ok(bytes)
+        };
+        // Only the lines each field needs are read: from the turn's start up to its first
+        // user text, from its end back to its last timestamp, and the cited lines.
+        let mut user_text: Option<String> = None;
+        for &(line, entry) in &numbered {
+            let bytes = checked(line, entry)?;
+            let text = lines::decode(&bytes);
+            if let Ok(node) = pyjson::parse_borrowed(&text)
+                && node.is_object()
+                && let Some(found) = receipt::line_user_text(&session.source, &node)
+            {
+                user_text = Some(found);
+                break;
+            }
+        }
+        let mut timestamp = None;
+        for &(line, entry) in numbered.iter().rev() {
+            let bytes = checked(line, entry)?;
+            let text = lines::decode(&bytes);
+            if let Ok(node) = pyjson::parse_borrowed(&text)
+                && node.is_object()
+                && let Some(found) = receipt::line_timestamp(&node)
+            {
+                timestamp = Some(found);
+                break;
+            }
+        }
+        let mut messages: Vec<String> = Vec::new();
+        let mut lines_cited: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+        lines_cited.dedup();
+        for line in lines_cited {
+            let Some(&(_, entry)) = line
+                .checked_sub(first)
+                .and_then(|i| numbered.get(usize::try_from(i).ok()?))
+            else {
+                continue;
+            };
+            let bytes = checked(line, entry)?;
             let text = lines::decode(&bytes);
             let Ok(node) = pyjson::parse_borrowed(&text) else {
                 continue;
@@ -191,21 +228,13 @@ fn session_receipts(
             if !node.is_object() {
                 continue;
             }
-            if let Some(t) = receipt::line_timestamp(&node) {
-                timestamp = Some(t);
-            }
-            if user_text.is_none() {
-                user_text = receipt::line_user_text(&session.source, &node);
-            }
-            if wanted.iter().any(|(l, _)| *l == line) {
-                let texts = record::assistant_texts(&session.source, &node);
-                for (_, index) in wanted.iter().filter(|(l, _)| *l == line) {
-                    if let Some(m) = texts
-                        .iter()
-                        .find(|t| !t.echo && t.content_index.map(|i| i as u64) == *index)
-                    {
-                        messages.push(m.text.clone().into_owned());
-                    }
+            let texts = record::assistant_texts(&session.source, &node);
+            for (_, index) in wanted.iter().filter(|(l, _)| *l == line) {
+                if let Some(m) = texts
+                    .iter()
+                    .find(|t| !t.echo && t.content_index.map(|i| i as u64) == *index)
+                {
+                    messages.push(m.text.clone().into_owned());
                 }
             }
         }
