@@ -426,6 +426,10 @@ fn stale_receipts_go_and_foreign_files_stay() {
     ws.write(&format!("{RECEIPTS}/evidence-ralph-1.json"), ralph);
     ws.write(&format!("{RECEIPTS}/notes.txt"), "keep");
     ws.write(&format!("{RECEIPTS}/evidence-garbage.json"), "{not json");
+    // What a killed export leaves: a temp file of ours.
+    let temp =
+        format!("{RECEIPTS}/.evidence-S0001-T0001.json.4242.7.0123456789abcdef.evidence-store.tmp");
+    ws.write(&temp, "{\"half");
     // T002 of S0001 no longer cites anything.
     let cwd = ws.path("code").display().to_string();
     ws.write(
@@ -436,6 +440,7 @@ fn stale_receipts_go_and_foreign_files_stay() {
     let out = ws.ok(&["export"]);
     let dump = ws.ok(&["dump", "citations"]);
     assert!(out.contains("1 stale removed"), "{out}{dump}");
+    assert!(!ws.path(&temp).exists());
     let names: Vec<String> = receipts(&ws).into_keys().collect();
     assert!(!names.contains(&"evidence-S0001-T0002.json".to_owned()));
     for kept in [
