@@ -536,8 +536,8 @@ struct Indexed {
     prescan: scan::Prescan,
 }
 
-/// Streams one session file into a new line table while another thread searches its
-/// bytes for what a citation needs (the two use both cores between them).
+/// Streams one session file into a new line table, searching its bytes for what a
+/// citation needs on the way.
 fn index_file(
     writer: &mut Writer,
     path: &Path,
@@ -552,27 +552,22 @@ fn index_file(
     let file = File::open(path).map_err(io_error)?;
     let file_id = writer.new_file_id()?;
     let mut sink = writer.line_sink(file_id)?;
-    let (summary, prescan) = std::thread::scope(|scope| {
-        let searching = scope.spawn(|| scan::prescan(&file, stamp.size));
-        let summary = lines::index_file::<IndexError>(
-            &file,
-            stamp.size,
-            |entry| Ok(sink.push(entry)?),
-            |n| {
-                done += n;
-                on_progress(done);
-            },
-        );
-        let prescan = searching
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the citation search panicked")));
-        (summary, prescan)
-    });
-    let summary = summary.map_err(|e| match e {
+    // The bytes are searched for what a citation needs as the indexer reads them.
+    let (summary, searched) = lines::index_file_observed::<IndexError, _>(
+        &file,
+        stamp.size,
+        &scan::Searcher::default,
+        |entry| Ok(sink.push(entry)?),
+        |n| {
+            done += n;
+            on_progress(done);
+        },
+    )
+    .map_err(|e| match e {
         IndexError::Io(source) => io_error(source),
         IndexError::Store(e) => ImportError::Store(e),
     })?;
-    let prescan = prescan.map_err(io_error)?;
+    let prescan = scan::merge(searched);
     let digest = sink.finish()?;
     let record = stamp.applied_to(FileRecord {
         file_id,

@@ -327,16 +327,41 @@ pub fn index_file<E: From<io::Error> + Send>(
     on_line: impl FnMut(LineEntry) -> Result<(), E>,
     on_progress: impl FnMut(u64),
 ) -> Result<FileSummary, E> {
-    index_segmented(file, len, SEGMENT, on_line, on_progress)
+    index_segmented(file, len, SEGMENT, &|| (), on_line, on_progress).map(|(summary, _)| summary)
 }
 
-fn index_segmented<E: From<io::Error> + Send>(
+/// Sees a file's bytes as [`index_file_observed`] reads them, while they are in cache.
+pub trait Observer: Send {
+    /// `bytes` are the file's bytes at `offset`. One observer sees one segment, in order
+    /// and without gaps; a segment starts right after a line boundary (or at 0) and ends
+    /// right after one (or at the end).
+    fn observe(&mut self, offset: u64, bytes: &[u8]);
+}
+
+impl Observer for () {
+    fn observe(&mut self, _: u64, _: &[u8]) {}
+}
+
+/// [`index_file`], also showing every byte read to an observer (one per segment, made by
+/// `observer`); returns the observers in file order.
+pub fn index_file_observed<E: From<io::Error> + Send, O: Observer>(
+    file: &std::fs::File,
+    len: u64,
+    observer: &(dyn Fn() -> O + Sync),
+    on_line: impl FnMut(LineEntry) -> Result<(), E>,
+    on_progress: impl FnMut(u64),
+) -> Result<(FileSummary, Vec<O>), E> {
+    index_segmented(file, len, SEGMENT, observer, on_line, on_progress)
+}
+
+fn index_segmented<E: From<io::Error> + Send, O: Observer>(
     file: &std::fs::File,
     len: u64,
     segment: u64,
+    observer: &(dyn Fn() -> O + Sync),
     mut on_line: impl FnMut(LineEntry) -> Result<(), E>,
     mut on_progress: impl FnMut(u64),
-) -> Result<FileSummary, E> {
+) -> Result<(FileSummary, Vec<O>), E> {
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, mpsc};
 
@@ -351,7 +376,8 @@ fn index_segmented<E: From<io::Error> + Send>(
     // The lowest segment not yet reported; workers wait while too far ahead of it.
     let reported = (Mutex::new(0usize), Condvar::new());
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<(usize, io::Result<Vec<LineEntry>>)>();
+    type Indexed<O> = io::Result<(Vec<LineEntry>, O)>;
+    let (tx, rx) = mpsc::channel::<(usize, Indexed<O>)>();
 
     std::thread::scope(|scope| {
         for _ in 0..2 {
@@ -375,10 +401,12 @@ fn index_segmented<E: From<io::Error> + Send>(
                         break;
                     }
                     let mut entries = Vec::new();
+                    let mut seen = observer();
                     let reader = SegmentReader {
                         file,
                         pos: start,
                         end,
+                        observer: &mut seen,
                     };
                     let result = index_lines::<_, io::Error>(
                         reader,
@@ -391,7 +419,7 @@ fn index_segmented<E: From<io::Error> + Send>(
                             progress.fetch_add(n, Ordering::Relaxed);
                         },
                     );
-                    if tx.send((k, result.map(|_| entries))).is_err() {
+                    if tx.send((k, result.map(|_| (entries, seen)))).is_err() {
                         break;
                     }
                 }
@@ -402,12 +430,15 @@ fn index_segmented<E: From<io::Error> + Send>(
         // Report segments in order as they arrive.
         let mut waiting = std::collections::BTreeMap::new();
         let mut summary = FileSummary::default();
+        let mut observers = Vec::with_capacity(segments.len());
         let mut next = 0;
         let outcome = (|| {
             for (k, result) in &rx {
                 waiting.insert(k, result);
                 while let Some(result) = waiting.remove(&next) {
-                    for entry in result? {
+                    let (entries, seen) = result?;
+                    observers.push(seen);
+                    for entry in entries {
                         on_line(entry)?;
                         summary.lines += 1;
                     }
@@ -419,7 +450,7 @@ fn index_segmented<E: From<io::Error> + Send>(
                 }
             }
             summary.bytes = len;
-            Ok(summary)
+            Ok((summary, std::mem::take(&mut observers)))
         })();
         if outcome.is_err() {
             stop.store(true, Ordering::Relaxed);
@@ -462,14 +493,16 @@ fn segment_starts(file: &std::fs::File, len: u64, segment: u64) -> io::Result<Ve
     Ok(starts)
 }
 
-/// `Read` over `[pos, end)` of a file, by positioned reads (no shared cursor).
-struct SegmentReader<'a> {
+/// `Read` over `[pos, end)` of a file, by positioned reads (no shared cursor), showing
+/// what it reads to an observer.
+struct SegmentReader<'a, O> {
     file: &'a std::fs::File,
     pos: u64,
     end: u64,
+    observer: &'a mut O,
 }
 
-impl Read for SegmentReader<'_> {
+impl<O: Observer> Read for SegmentReader<'_, O> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::unix::fs::FileExt;
         let want = usize::try_from(self.end - self.pos)
@@ -479,6 +512,7 @@ impl Read for SegmentReader<'_> {
             return Ok(0);
         }
         let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.observer.observe(self.pos, &buf[..n]);
         self.pos += n as u64;
         Ok(n)
     }
@@ -528,10 +562,11 @@ mod tests {
             .collect();
         for segment in 2..12 {
             let mut got = Vec::new();
-            let summary = index_segmented::<io::Error>(
+            let (summary, _) = index_segmented::<io::Error, ()>(
                 &file,
                 bytes.len() as u64,
                 segment,
+                &|| (),
                 |e| {
                     got.push(e);
                     Ok(())
@@ -655,10 +690,11 @@ mod tests {
             .map(|(_, e)| e)
             .collect();
         let mut got = Vec::new();
-        index_segmented::<io::Error>(
+        index_segmented::<io::Error, ()>(
             &file,
             bytes.len() as u64,
             997,
+            &|| (),
             |e| {
                 got.push(e);
                 Ok(())
@@ -668,6 +704,43 @@ mod tests {
         .expect("indexes");
         assert_eq!(got.len(), 4_000);
         assert_eq!(got, whole);
+    }
+
+    /// Observers see every byte once, in order, one segment each.
+    #[test]
+    fn observers_see_every_byte_once_in_order() {
+        struct Seen(Vec<(u64, Vec<u8>)>);
+        impl Observer for Seen {
+            fn observe(&mut self, offset: u64, bytes: &[u8]) {
+                self.0.push((offset, bytes.to_vec()));
+            }
+        }
+        let mut bytes = Vec::new();
+        for i in 0..3_000 {
+            bytes.extend_from_slice(format!("{{\"n\":{i}}}\r\n").as_bytes());
+        }
+        let mut file = tempfile::tempfile().expect("temp file");
+        std::io::Write::write_all(&mut file, &bytes).expect("write");
+        for segment in [7, 100, 997, 1 << 20] {
+            let (summary, observers) = index_segmented::<io::Error, Seen>(
+                &file,
+                bytes.len() as u64,
+                segment,
+                &|| Seen(Vec::new()),
+                |_| Ok(()),
+                |_| {},
+            )
+            .expect("indexes");
+            assert_eq!(summary.lines, 3_000);
+            let mut all = Vec::new();
+            for seen in observers {
+                for (offset, piece) in seen.0 {
+                    assert_eq!(offset, all.len() as u64, "segment size {segment}");
+                    all.extend_from_slice(&piece);
+                }
+            }
+            assert_eq!(all, bytes, "segment size {segment}");
+        }
     }
 
     #[test]

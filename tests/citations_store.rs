@@ -532,3 +532,46 @@ async fn concurrent_imports_and_a_server_agree() {
     }
     client.cancel().await.unwrap();
 }
+
+/// Lines that hold a needle but are not citing messages (broken JSON, invalid UTF-8,
+/// nesting far past the parser's limit, a Codex echo alone, a user message) are parsed,
+/// found to cite nothing, and the import goes on.
+#[tokio::test]
+async fn garbage_lines_with_markers_cite_nothing_and_import_goes_on() {
+    let p = Project::new();
+    let ws = workspace(&p, "\n");
+    let deep = format!(
+        "{}\"**Evidence**: src/a.py:1\"{}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let mut bytes = Vec::new();
+    for line in [
+        b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"**Evidence**: src/a.py:1".to_vec(),
+        b"{\"type\":\"assistant\",\"cwd\":\"\xff\xfe\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff **Evidence**: src/a.py:1\"}]}}".to_vec(),
+        deep.into_bytes(),
+        br#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"**Evidence**: src/a.py:1"}]}}"#.to_vec(),
+        b"\x00**Evidence**: src/a.py:1 \\\"evidence\\\" \\\"citations\\\"".to_vec(),
+        claude_text(p.cwd(), "ok **Evidence**: src/a.py:2").into_bytes(),
+    ] {
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    ws.write(C1, &bytes);
+    let codex_echo_only = json!({"type": "event_msg", "payload": {"type": "agent_message", "message": "**Evidence**: src/a.py:1"}});
+    ws.write(X1, format!("{codex_echo_only}\n"));
+    ws.ok(&["import"]);
+    let client = connect(&ws).await;
+    let s1 = call_ok(&client, "read_agent_citations", read_args("S0001")).await;
+    // Line 2 decodes (invalid bytes become U+FFFD) and its cwd is not a directory.
+    assert_eq!(
+        rows(&s1),
+        [
+            row(2, "T0001", "file", "src/a.py:1", "unchecked"),
+            row(6, "T0001", "file", "src/a.py:2", "ok"),
+        ]
+    );
+    let s2 = call_ok(&client, "read_agent_citations", read_args("S0002")).await;
+    assert_eq!(s2["citation_count"], 0);
+    client.cancel().await.unwrap();
+}

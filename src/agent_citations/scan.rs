@@ -1,8 +1,8 @@
 //! Finding the citations of one session file when it is indexed.
 //!
 //! Parsing every line would cost more than indexing it, so the file's raw bytes are
-//! searched (memchr's `memmem`, on a thread beside the indexing) for what a citation
-//! needs:
+//! searched (memchr's `memmem`) for what a citation needs, piece by piece as the indexer
+//! reads them ([`Searcher`], a [`lines::Observer`]), while they are still in cache:
 //! - `**Evidence**:`, which every marker citation contains;
 //! - `\"evidence\"` or `\"citations\"`, the key of a JSON evidence block as it appears
 //!   inside a JSON string.
@@ -39,6 +39,10 @@ const VIDENCE: &[u8] = b"vidence";
 const VIDENCE_AT: usize = 3;
 /// Bytes searched per read.
 const CHUNK: usize = 256 << 10;
+/// Longest line read back to be parsed: import's memory stays bounded whatever a session
+/// holds. A longer line (a huge tool output that happens to hold a needle) is passed
+/// over; no agent writes an assistant message of this size.
+pub const MAX_LINE_BYTES: u64 = 32 << 20;
 
 /// Where a file may cite something: byte offsets of needle hits, each with the offset of
 /// the last `"cwd"` key before it.
@@ -66,86 +70,149 @@ impl Prescan {
     }
 }
 
-/// Searches the first `len` bytes of `file` for the needles.
-pub fn prescan(file: &std::fs::File, len: u64) -> io::Result<Prescan> {
-    let vidence = Finder::new(VIDENCE);
-    let citations = Finder::new(CITE_NEEDLES[2]);
-    let cwd_finder = Finder::new(CWD_NEEDLE);
-    let overlap = CITE_NEEDLES
-        .iter()
-        .map(|n| n.len())
-        .chain([CWD_NEEDLE.len()])
-        .max()
-        .unwrap_or(1)
-        - 1;
-    let mut buf = vec![0u8; CHUNK + overlap];
-    let mut out = Prescan::default();
-    let mut last_cwd: Option<u64> = None;
-    // `at` is the file offset of buf[0]; buf[..carried] repeats the previous chunk's end,
-    // so a needle that straddles two reads is seen whole (and, being shorter than the
-    // carried part plus one, never twice).
-    let mut at = 0u64;
-    let mut carried = 0usize;
-    while at + (carried as u64) < len {
-        let want = usize::try_from(len - at - carried as u64)
-            .unwrap_or(usize::MAX)
-            .min(CHUNK);
-        let mut filled = carried;
-        while filled < carried + want {
-            let n = match file.read_at(&mut buf[filled..carried + want], at + filled as u64) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                break;
-            }
-            filled += n;
+/// Longest needle, less one: the bytes kept from one piece to find needles that
+/// straddle it and the next.
+const OVERLAP: usize = 14;
+
+/// Searches the bytes of one stretch of a file (a segment, as the indexer reads it) for
+/// the needles, piece by piece as they are read.
+pub struct Searcher {
+    vidence: Finder<'static>,
+    citations: Finder<'static>,
+    cwd: Finder<'static>,
+    /// Hits, each with the last `"cwd"` before it in this stretch.
+    hits: Vec<(u64, Option<u64>)>,
+    last_cwd: Option<u64>,
+    /// The last bytes seen (at most [`OVERLAP`]) and their offset.
+    carry: Vec<u8>,
+    carry_at: u64,
+}
+
+impl Default for Searcher {
+    fn default() -> Self {
+        Searcher {
+            vidence: Finder::new(VIDENCE),
+            citations: Finder::new(CITE_NEEDLES[2]),
+            cwd: Finder::new(CWD_NEEDLE),
+            hits: Vec::new(),
+            last_cwd: None,
+            carry: Vec::with_capacity(2 * OVERLAP),
+            carry_at: 0,
         }
-        let data = &buf[..filled];
-        // A short needle wholly inside the carried part was found in the previous chunk
-        // already: hits come in ascending order, so only those after the last one count.
-        let seen = out.hits.last().map(|h| h.0);
-        let mut found: Vec<u64> = vidence
+    }
+}
+
+impl lines::Observer for Searcher {
+    fn observe(&mut self, offset: u64, bytes: &[u8]) {
+        if self.carry_at + self.carry.len() as u64 != offset {
+            self.carry.clear();
+        }
+        if !self.carry.is_empty() {
+            // Needles that start in the carried bytes and end in these.
+            let split = self.carry.len();
+            let mut window = std::mem::take(&mut self.carry);
+            window.extend_from_slice(&bytes[..bytes.len().min(OVERLAP)]);
+            self.search(&window, self.carry_at, Some(split));
+            window.truncate(split);
+            self.carry = window;
+        }
+        self.search(bytes, offset, None);
+        // The last OVERLAP bytes of everything seen: they hold the start of any needle
+        // not yet complete.
+        self.carry
+            .extend_from_slice(&bytes[bytes.len().saturating_sub(OVERLAP)..]);
+        let cut = self.carry.len().saturating_sub(OVERLAP);
+        self.carry.drain(..cut);
+        self.carry_at = offset + bytes.len() as u64 - self.carry.len() as u64;
+    }
+}
+
+impl Searcher {
+    /// Records the needles in `data` (at file offset `base`); with `straddle`, only those
+    /// that start before it and end after it.
+    fn search(&mut self, data: &[u8], base: u64, straddle: Option<usize>) {
+        let keep = |start: usize, len: usize| straddle.is_none_or(|s| start < s && start + len > s);
+        let mut found: Vec<u64> = self
+            .vidence
             .find_iter(data)
             .filter_map(|i| i.checked_sub(VIDENCE_AT))
-            .filter(|&start| {
+            .filter_map(|start| {
                 CITE_NEEDLES[..2]
                     .iter()
-                    .any(|n| data[start..].starts_with(n))
+                    .find(|n| data[start..].starts_with(n))
+                    .map(|n| (start, n.len()))
             })
-            .chain(citations.find_iter(data))
-            .map(|i| at + i as u64)
+            .chain(
+                self.citations
+                    .find_iter(data)
+                    .map(|i| (i, CITE_NEEDLES[2].len())),
+            )
+            .filter(|&(start, len)| keep(start, len))
+            .map(|(start, _)| base + start as u64)
             .collect();
-        found.retain(|&hit| seen.is_none_or(|s| hit > s));
         found.sort_unstable();
         found.dedup();
+        let cwds = self
+            .cwd
+            .find_iter(data)
+            .filter(|&i| keep(i, CWD_NEEDLE.len()))
+            .map(|i| base + i as u64);
         if found.is_empty() {
             // Only the last `"cwd"` can matter to a later hit. (A forward search: the
             // reverse one has no vectorised prefilter and is several times slower.)
-            if let Some(i) = cwd_finder.find_iter(data).last() {
-                last_cwd = Some(at + i as u64);
+            if let Some(c) = cwds.last() {
+                self.last_cwd = Some(c);
             }
-        } else {
-            let cwds: Vec<u64> = cwd_finder.find_iter(data).map(|i| at + i as u64).collect();
-            for hit in found {
-                let before = cwds.partition_point(|&c| c < hit);
-                let cwd = before.checked_sub(1).map(|i| cwds[i]).or(last_cwd);
-                out.hits.push((hit, cwd));
-            }
-            if let Some(&c) = cwds.last() {
-                last_cwd = Some(c);
-            }
+            return;
         }
-        if filled < carried + want {
-            break; // the file is shorter than its stamp said
+        let cwds: Vec<u64> = cwds.collect();
+        for hit in found {
+            let before = cwds.partition_point(|&c| c < hit);
+            let cwd = before.checked_sub(1).map(|i| cwds[i]).or(self.last_cwd);
+            self.hits.push((hit, cwd));
         }
-        let keep = overlap.min(filled);
-        buf.copy_within(filled - keep..filled, 0);
-        at += (filled - keep) as u64;
-        carried = keep;
+        if let Some(&c) = cwds.last() {
+            self.last_cwd = Some(c);
+        }
     }
-    Ok(out)
+}
+
+/// The hits of a file's stretches, in file order: a hit with no `"cwd"` before it in its
+/// stretch gets the last one of the stretches before.
+pub fn merge(searchers: Vec<Searcher>) -> Prescan {
+    let mut out = Prescan::default();
+    let mut last_cwd = None;
+    for searcher in searchers {
+        out.hits.extend(
+            searcher
+                .hits
+                .into_iter()
+                .map(|(hit, cwd)| (hit, cwd.or(last_cwd))),
+        );
+        if searcher.last_cwd.is_some() {
+            last_cwd = searcher.last_cwd;
+        }
+    }
+    out
+}
+
+/// Searches the first `len` bytes of `file` for the needles, reading it in pieces.
+pub fn prescan(file: &std::fs::File, len: u64) -> io::Result<Prescan> {
+    let mut searcher = Searcher::default();
+    let mut buf = vec![0u8; CHUNK];
+    let mut at = 0u64;
+    while at < len {
+        let want = usize::try_from(len - at).unwrap_or(usize::MAX).min(CHUNK);
+        let n = match file.read_at(&mut buf[..want], at) {
+            Ok(0) => break, // the file is shorter than its stamp said
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        lines::Observer::observe(&mut searcher, at, &buf[..n]);
+        at += n as u64;
+    }
+    Ok(merge(vec![searcher]))
 }
 
 /// Collects, as a file's lines are reported in order, the lines that hold the wanted
@@ -215,7 +282,9 @@ pub fn citations(
             continue;
         }
         done_line = line;
-        let bytes = read_line(file, &entry)?;
+        let Some(bytes) = read_line(file, &entry)? else {
+            continue;
+        };
         let text = lines::decode(&bytes);
         let Ok(node) = pyjson::parse_borrowed(&text) else {
             continue;
@@ -230,13 +299,13 @@ pub fn citations(
         let cwd = match line_cwd(&node) {
             Some(cwd) => Some(cwd),
             None => match cwd_hit.and_then(|c| capture.line_of(c)) {
-                Some((cwd_line, cwd_entry)) if cwd_line != line => {
-                    let bytes = read_line(file, &cwd_entry)?;
-                    let text = lines::decode(&bytes);
-                    pyjson::parse_borrowed(&text)
-                        .ok()
-                        .and_then(|n| line_cwd(&n))
-                }
+                Some((cwd_line, cwd_entry)) if cwd_line != line => read_line(file, &cwd_entry)?
+                    .and_then(|bytes| {
+                        let text = lines::decode(&bytes);
+                        pyjson::parse_borrowed(&text)
+                            .ok()
+                            .and_then(|n| line_cwd(&n))
+                    }),
                 _ => None,
             },
         };
@@ -270,10 +339,14 @@ pub fn citations(
     Ok(out)
 }
 
-fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Vec<u8>> {
+/// A line's bytes; `None` for a line longer than [`MAX_LINE_BYTES`].
+fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
+    if entry.len > MAX_LINE_BYTES {
+        return Ok(None);
+    }
     let mut bytes = vec![0u8; usize::try_from(entry.len).unwrap_or(usize::MAX)];
     file.read_exact_at(&mut bytes, entry.offset)?;
-    Ok(bytes)
+    Ok(Some(bytes))
 }
 
 /// A line's working directory: its own `cwd` (Claude Code), or its payload's (Codex
@@ -420,6 +493,34 @@ mod tests {
         }
     }
 
+    /// Pieces of every small size find what one whole search finds.
+    #[test]
+    fn pieces_of_any_size_find_the_same() {
+        let text = br#"{"cwd":"/a"}
+x**Evidence**: a.py:1 \"evidence\" \"citations\" "cwd" **Evidence**:**Evidence**:
+\"evidence\"\"citations\"**Evidence"#;
+        let whole = {
+            let mut s = Searcher::default();
+            lines::Observer::observe(&mut s, 0, text);
+            merge(vec![s])
+        };
+        assert_eq!(whole.hits.len(), 7, "{whole:?}");
+        for size in 1..30 {
+            let mut s = Searcher::default();
+            for (i, piece) in text.chunks(size).enumerate() {
+                lines::Observer::observe(&mut s, (i * size) as u64, piece);
+            }
+            assert_eq!(merge(vec![s]), whole, "pieces of {size}");
+        }
+        // Two stretches: the second's first hit takes the first's last cwd.
+        let (a, b) = text.split_at(20);
+        let mut first = Searcher::default();
+        lines::Observer::observe(&mut first, 0, a);
+        let mut second = Searcher::default();
+        lines::Observer::observe(&mut second, 20, b);
+        assert_eq!(merge(vec![first, second]).hits[0].1, Some(1));
+    }
+
     #[test]
     fn cwd_hits_are_the_last_before() {
         let bytes = br#"{"cwd":"/a"}
@@ -483,6 +584,33 @@ mod timing {
             eprintln!(
                 "round {round}: {bytes} bytes, {hits} hits, prescan {prescan:?}, read only {read:?}"
             );
+            for needle in [
+                &b"vidence"[..],
+                br#"\"citations\""#,
+                b"itations",
+                br#""cwd""#,
+                b"**Evidence**:",
+            ] {
+                let finder = memchr::memmem::Finder::new(needle);
+                let t = std::time::Instant::now();
+                let mut n = 0;
+                for f in &files {
+                    use std::os::unix::fs::FileExt;
+                    let file = std::fs::File::open(f).unwrap();
+                    let len = file.metadata().unwrap().len();
+                    let mut at = 0;
+                    while at < len {
+                        let k = file.read_at(&mut buf[..super::CHUNK], at).unwrap();
+                        n += finder.find_iter(&buf[..k]).count();
+                        at += k as u64;
+                    }
+                }
+                eprintln!(
+                    "  {:?}: {n} hits, read and search {:?}",
+                    String::from_utf8_lossy(needle),
+                    t.elapsed()
+                );
+            }
         }
     }
 }
