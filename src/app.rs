@@ -106,8 +106,30 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                 "exported {} file(s) ({} already current), removed {} stale temp file(s)",
                 report.written, report.unchanged, report.temp_files_removed
             );
+            print_receipts(&crate::agent_citations::receipts::export_receipts(
+                &store,
+                &config.workspace.path,
+            )?);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// What the receipt export did: one line (none when the workspace has no receipts and
+/// none were touched), then each skipped session or turn on stderr.
+pub(crate) fn print_receipts(r: &crate::agent_citations::receipts::ReceiptsReport) {
+    if *r == crate::agent_citations::receipts::ReceiptsReport::default() {
+        return;
+    }
+    println!(
+        "receipts: {} written ({} already current), {} stale removed, {} skipped",
+        r.written,
+        r.unchanged,
+        r.removed,
+        r.skipped.len()
+    );
+    for reason in &r.skipped {
+        eprintln!("evidence-store: no receipt for {reason}");
     }
 }
 

@@ -146,6 +146,14 @@ enum DumpCommand {
         /// Last line, inclusive; at most the session's line count
         end_line: u64,
     },
+    /// Agent citation counts per turn, session, project and workspace, by type and by
+    /// verification status
+    Citations {
+        /// Only this project (the directory name under projects/)
+        project_key: Option<String>,
+        /// Only this session of the project (e.g. S0001)
+        session_ref: Option<String>,
+    },
 }
 
 /// Everything a run needs, free of clap.
@@ -312,6 +320,13 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
                     session_ref,
                     start_line,
                     end_line,
+                },
+                DumpCommand::Citations {
+                    project_key,
+                    session_ref,
+                } => DumpTarget::Citations {
+                    project_key,
+                    session_ref,
                 },
             },
         },

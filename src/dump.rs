@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
+use crate::citations::aggregate;
 use crate::lines;
+use crate::store::citations::CitationLookup;
 use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,11 @@ pub enum DumpTarget {
         start_line: u64,
         end_line: u64,
     },
+    /// Citation counts of the workspace, one project, or one session of it ([`citations`]).
+    Citations {
+        project_key: Option<String>,
+        session_ref: Option<String>,
+    },
 }
 
 /// The view `target` of the store, as a JSON value.
@@ -46,6 +53,10 @@ pub fn dump(store: &Store, target: &DumpTarget) -> Result<Value, DumpError> {
     let reader = &store.reader()?;
     match target {
         DumpTarget::Stats => stats(store),
+        DumpTarget::Citations {
+            project_key,
+            session_ref,
+        } => citations(reader, project_key.as_deref(), session_ref.as_deref()),
         DumpTarget::Tables => {
             let tables: serde_json::Map<String, Value> = reader
                 .counts()?
@@ -130,6 +141,42 @@ pub fn dump(store: &Store, target: &DumpTarget) -> Result<Value, DumpError> {
     }
 }
 
+/// `dump citations [P [S]]`: citation counts per turn, session, project and workspace,
+/// by type and by verification status ([`aggregate`]). An unknown project or session is an
+/// error; one without citations counts 0.
+fn citations(
+    reader: &Reader,
+    project_key: Option<&str>,
+    session_ref: Option<&str>,
+) -> Result<Value, DumpError> {
+    if let Some(p) = project_key {
+        if !reader.has_project(p)? {
+            return Err(not_found("project", p));
+        }
+        if let Some(s) = session_ref {
+            session(reader, p, s)?;
+        }
+    }
+    let groups = reader.workspace_citations(project_key)?;
+    let items = groups
+        .iter()
+        .filter(|g| session_ref.is_none_or(|s| s == g.session_ref))
+        .flat_map(|g| {
+            g.citations.iter().map(|c| aggregate::Item {
+                project_key: &g.project_key,
+                session_ref: &g.session_ref,
+                turn_ref: c.citation.turn_ref.as_deref(),
+                kind: &c.citation.kind,
+                status: &c.citation.check.status,
+            })
+        });
+    let mut value = serde_json::to_value(aggregate::aggregate(items))
+        .map_err(|e| DumpError::Range(e.to_string()))?;
+    value["project_key"] = json!(project_key);
+    value["session_ref"] = json!(session_ref);
+    Ok(value)
+}
+
 /// `dump --stats`: what the store holds and how big it is, in one screen.
 fn stats(store: &Store) -> Result<Value, DumpError> {
     let reader = store.reader()?;
@@ -152,6 +199,8 @@ fn stats(store: &Store) -> Result<Value, DumpError> {
         "bytes_covered": totals.bytes_covered,
         "documents": totals.documents,
         "document_bytes": totals.document_bytes,
+        // `null` for a store from before citations were indexed (read-only, not migrated).
+        "citations": reader.citation_count().ok(),
         "tables": tables,
     }))
 }
@@ -199,6 +248,12 @@ fn stats_text(stats: &Value) -> String {
         "documents",
         format!("{}, {}", n("documents"), size(n("document_bytes"))),
     );
+    out.push_str(&format!(
+        "Evidence citations: {}\n",
+        stats["citations"]
+            .as_u64()
+            .map_or("-".to_owned(), |v| v.to_string())
+    ));
     out.push_str("tables\n");
     if let Some(tables) = stats["tables"].as_object() {
         for (name, count) in tables {
@@ -279,6 +334,11 @@ fn session_summary(record: &SessionRecord) -> Value {
 pub fn to_text(target: &DumpTarget, value: &Value) -> String {
     if *target == DumpTarget::Stats {
         return stats_text(value);
+    }
+    if matches!(target, DumpTarget::Citations { .. })
+        && let Ok(counts) = serde_json::from_value::<aggregate::Aggregate>(value.clone())
+    {
+        return aggregate::to_text(&counts);
     }
     indented(value)
 }

@@ -89,6 +89,11 @@ fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<
     status.set(format!("exporting {shown}"));
     let report = crate::documents::export(&store, &root.path)
         .with_context(|| format!("after the command: export of {shown} failed"))?;
+    let receipts = crate::agent_citations::receipts::export_receipts(&store, &root.path)
+        .with_context(|| format!("after the command: receipt export of {shown} failed"))?;
+    for reason in &receipts.skipped {
+        tracing::warn!("no receipt for {reason}");
+    }
     status.finish(format!(
         "evidence-store: exported {shown}: {} file(s) written, {} already current",
         report.written, report.unchanged

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod query;
+pub mod receipts;
 pub mod scan;
 
 use std::collections::BTreeMap;

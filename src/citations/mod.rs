@@ -9,7 +9,9 @@
 //! receipt (`type`, `reference`, `context`); where it was found travels beside it in
 //! [`Located`], so the receipt shape stays independent of how citations are stored.
 
+pub mod aggregate;
 mod extract;
+pub mod receipt;
 pub mod record;
 pub mod verify;
 

@@ -1,0 +1,374 @@
+//! Writing receipts: one `ralph_gold.evidence.v1` file per turn that cites something, at
+//! `projects/<key>/receipts/evidence-<session_ref>-<turn_ref>.json` (the content is
+//! [`crate::citations::receipt`]'s).
+//!
+//! - The stored citations say which turns cite and where; the session file is read again
+//!   for the lines a receipt needs (the turn's first user text, its last timestamp, the
+//!   cited messages), each line read checked against its stored digest. A session whose file changed since import gets no
+//!   receipt and keeps the ones it has (run `import`, then `export`).
+//! - Each receipt is written atomically ([`fsutil::atomic_write`]: a temp file of our own
+//!   name created `O_EXCL|O_NOFOLLOW` in the real directory, fsync, rename) and only when
+//!   its bytes differ, so an unchanged store exports nothing and a re-export is
+//!   byte-identical. A `receipts/` whose real location is outside the workspace (a
+//!   symlink) is refused and nothing is written through it.
+//! - Stale receipts: a receipt this export did not write is removed when it is ours, that
+//!   is a regular file named `evidence-*.json` whose JSON has `_schema`
+//!   `ralph_gold.evidence.v1` and `metadata.project_key` equal to the project's key (Ralph
+//!   itself writes no `project_key`). So a turn that no longer cites anything, a turn
+//!   renamed and a session gone from the index lose their receipts; every other file in
+//!   `receipts/` is left alone. Receipts of a session skipped because its file changed
+//!   are kept.
+//! - Citations on a line outside every turn have no receipt (`dump citations` counts them).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::citations::receipt::{self, Cited, Receipt, TurnInput, Verification};
+use crate::citations::{Citation, record};
+use crate::documents::{self, DocumentError};
+use crate::fsutil;
+use crate::lines::{self, LineEntry};
+use crate::pyjson;
+use crate::store::citations::{CitationLookup, CitationRecord};
+use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
+
+/// What [`export_receipts`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiptsReport {
+    pub written: usize,
+    pub unchanged: usize,
+    /// Stale receipts of ours removed.
+    pub removed: usize,
+    /// Our temp files (from a killed export) removed.
+    pub temp_files_removed: usize,
+    /// Why a session or turn got no receipt (`<project>/<session>[/<turn>]: reason`).
+    pub skipped: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{rel} cannot be written: {source}")]
+    Unwritable { rel: String, source: io::Error },
+}
+
+/// Writes every receipt the store's citations call for under `root`, removes stale ones
+/// of ours, and reports what it did. Runs under the document lock on one read snapshot.
+pub fn export_receipts(store: &Store, root: &Path) -> Result<ReceiptsReport, ReceiptError> {
+    let _lock = documents::lock(root)?;
+    let reader = store.reader()?;
+    let mut report = ReceiptsReport::default();
+    let Some(workspace) = reader.workspace()? else {
+        return Ok(report);
+    };
+    for key in &workspace.project_keys {
+        let Some(project) = reader.project(key)? else {
+            continue;
+        };
+        let dir = format!("projects/{key}/receipts");
+        let mut kept: BTreeSet<String> = BTreeSet::new();
+        let mut protected: BTreeSet<String> = BTreeSet::new();
+        for session in reader.sessions(&project)? {
+            let session_ref = session.session.session_ref.clone();
+            let found = reader.session_citations(key, &session_ref)?;
+            if found.is_empty() {
+                continue;
+            }
+            let receipts = match session_receipts(&reader, root, key, &session, &found) {
+                Ok(receipts) => receipts,
+                Err(reason) => {
+                    report
+                        .skipped
+                        .push(format!("{key}/{session_ref}: {reason}"));
+                    protected.insert(session_ref);
+                    continue;
+                }
+            };
+            for (turn_ref, receipt) in receipts {
+                let Some(name) = receipt::file_name(&session_ref, &turn_ref) else {
+                    report.skipped.push(format!(
+                        "{key}/{session_ref}/{turn_ref}: the turn ref cannot be part of a file name"
+                    ));
+                    continue;
+                };
+                let rel = format!("{dir}/{name}");
+                let bytes = receipt.to_bytes();
+                let unwritable = |source| ReceiptError::Unwritable {
+                    rel: rel.clone(),
+                    source,
+                };
+                if fsutil::read_confined(root, &rel)
+                    .map_err(unwritable)?
+                    .is_some_and(|on_disk| on_disk == bytes)
+                {
+                    report.unchanged += 1;
+                } else {
+                    fsutil::atomic_write(root, &rel, &bytes).map_err(unwritable)?;
+                    report.written += 1;
+                }
+                kept.insert(name);
+            }
+        }
+        clean(root, key, &dir, &kept, &protected, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// The receipts of one session's turns, in turn order of first citation; `Err` names why
+/// the session has none now.
+fn session_receipts(
+    reader: &Reader,
+    root: &Path,
+    key: &str,
+    record: &SessionRecord,
+    found: &[CitationRecord],
+) -> Result<Vec<(String, Receipt)>, String> {
+    let session = &record.session;
+    let FileState::Indexed(file) = &record.file else {
+        return Err("its session file is missing".to_owned());
+    };
+    let mut by_turn: BTreeMap<&str, Vec<&CitationRecord>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for c in found {
+        let Some(turn) = c.citation.turn_ref.as_deref() else {
+            continue;
+        };
+        if !by_turn.contains_key(turn) {
+            order.push(turn);
+        }
+        by_turn.entry(turn).or_default().push(c);
+    }
+    if order.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rel = format!("projects/{key}/{}", session.session_path);
+    let handle = open_session(root, &rel, file.size).map_err(|e| format!("{rel}: {e}"))?;
+    let mut out = Vec::new();
+    for turn_ref in order {
+        let Some(turn) = session.turn(turn_ref) else {
+            continue;
+        };
+        let first = u64::try_from(turn.span.start.max(1)).unwrap_or(1);
+        let last = u64::try_from(turn.span.end.max(0))
+            .unwrap_or(0)
+            .min(file.lines);
+        let entries = if first <= last {
+            reader
+                .lines(file.file_id, first, last)
+                .map_err(|e| e.to_string())?
+        } else {
+            Vec::new()
+        };
+        let cited = &by_turn[turn_ref];
+        // The cited messages: (line, content index) in order, once each.
+        let mut wanted: Vec<(u64, Option<u64>)> = cited
+            .iter()
+            .map(|c| (c.line, c.citation.content_index))
+            .collect();
+        wanted.dedup();
+        let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
+        let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
+            let bytes = read_line(&handle, entry).map_err(|e| format!("{rel}: {e}"))?;
+            if !lines::matches(&bytes, entry) {
+                return Err(format!(
+                    "{rel} changed since it was imported (line {line}); run `evidence-store import`"
+                ));
+            }
+            Ok(bytes)
+        };
+        // Only the lines each field needs are read: from the turn's start up to its first
+        // user text, from its end back to its last timestamp, and the cited lines.
+        let mut user_text: Option<String> = None;
+        for &(line, entry) in &numbered {
+            let bytes = checked(line, entry)?;
+            let text = lines::decode(&bytes);
+            if let Ok(node) = pyjson::parse_borrowed(&text)
+                && node.is_object()
+                && let Some(found) = receipt::line_user_text(&session.source, &node)
+            {
+                user_text = Some(found);
+                break;
+            }
+        }
+        let mut timestamp = None;
+        for &(line, entry) in numbered.iter().rev() {
+            let bytes = checked(line, entry)?;
+            let text = lines::decode(&bytes);
+            if let Ok(node) = pyjson::parse_borrowed(&text)
+                && node.is_object()
+                && let Some(found) = receipt::line_timestamp(&node)
+            {
+                timestamp = Some(found);
+                break;
+            }
+        }
+        let mut messages: Vec<String> = Vec::new();
+        let mut lines_cited: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+        lines_cited.dedup();
+        for line in lines_cited {
+            let Some(&(_, entry)) = line
+                .checked_sub(first)
+                .and_then(|i| numbered.get(usize::try_from(i).ok()?))
+            else {
+                continue;
+            };
+            let bytes = checked(line, entry)?;
+            let text = lines::decode(&bytes);
+            let Ok(node) = pyjson::parse_borrowed(&text) else {
+                continue;
+            };
+            if !node.is_object() {
+                continue;
+            }
+            let texts = record::assistant_texts(&session.source, &node);
+            for (_, index) in wanted.iter().filter(|(l, _)| *l == line) {
+                if let Some(m) = texts
+                    .iter()
+                    .find(|t| !t.echo && t.content_index.map(|i| i as u64) == *index)
+                {
+                    messages.push(m.text.clone().into_owned());
+                }
+            }
+        }
+        let input = TurnInput {
+            project_key: key,
+            session_ref: &session.session_ref,
+            turn_ref,
+            timestamp,
+            user_text: user_text.as_deref(),
+            messages: messages.iter().map(String::as_str).collect(),
+            cited: cited
+                .iter()
+                .map(|c| Cited {
+                    line: c.line,
+                    citation: Citation {
+                        kind: c.citation.kind.clone(),
+                        reference: c.citation.reference.clone(),
+                        context: c.citation.context.clone(),
+                    },
+                    check: Verification {
+                        status: c.citation.check.status.clone(),
+                        cwd: c.citation.check.cwd.clone(),
+                        sha256: c.citation.check.sha256.as_ref().map(lines::hex),
+                        file_lines: c.citation.check.file_lines,
+                        detail: c.citation.check.detail.clone(),
+                    },
+                })
+                .collect(),
+        };
+        out.push((turn_ref.to_owned(), Receipt::build(&input)));
+    }
+    Ok(out)
+}
+
+/// Opens the session file when its real location is inside the workspace, it is a regular
+/// file, and it has the size import recorded.
+fn open_session(root: &Path, rel: &str, size: u64) -> io::Result<File> {
+    let real_root = fsutil::real_root(root)?;
+    let real = root.join(rel).canonicalize()?;
+    if !real.starts_with(&real_root) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("it resolves to {}, outside the workspace", real.display()),
+        ));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&real)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    if meta.len() != size {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it changed since it was imported (its size differs); run `evidence-store import`",
+        ));
+    }
+    Ok(file)
+}
+
+fn read_line(file: &File, entry: &LineEntry) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0u8; usize::try_from(entry.len).unwrap_or(usize::MAX)];
+    file.read_exact_at(&mut bytes, entry.offset)?;
+    Ok(bytes)
+}
+
+/// Removes our stale receipts and temp files from `<dir>` (only when its real location is
+/// inside the workspace; a missing directory has nothing to clean).
+fn clean(
+    root: &Path,
+    key: &str,
+    dir: &str,
+    kept: &BTreeSet<String>,
+    protected: &BTreeSet<String>,
+    report: &mut ReceiptsReport,
+) -> Result<(), ReceiptError> {
+    let unwritable = |rel: String| move |source| ReceiptError::Unwritable { rel, source };
+    let real_root = fsutil::real_root(root).map_err(unwritable(root.display().to_string()))?;
+    let Ok(real) = root.join(dir).canonicalize() else {
+        return Ok(());
+    };
+    if !real.starts_with(&real_root) {
+        report.skipped.push(format!(
+            "{dir}: it resolves to {}, outside the workspace",
+            real.display()
+        ));
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(&real) else {
+        return Ok(());
+    };
+    let mut removed_any = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if !regular {
+            continue;
+        }
+        if fsutil::is_temp_name(&name) {
+            std::fs::remove_file(&path).map_err(unwritable(format!("{dir}/{name}")))?;
+            report.temp_files_removed += 1;
+            removed_any = true;
+            continue;
+        }
+        if !receipt::is_receipt_name(&name) || kept.contains(&name) {
+            continue;
+        }
+        let Ok(Some(bytes)) = fsutil::read_confined(root, &format!("{dir}/{name}")) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            continue;
+        };
+        let ours = value["_schema"] == receipt::SCHEMA
+            && value["metadata"]["project_key"] == key
+            && value["metadata"]["session_ref"]
+                .as_str()
+                .is_some_and(|s| !protected.contains(s));
+        if ours {
+            std::fs::remove_file(&path).map_err(unwritable(format!("{dir}/{name}")))?;
+            report.removed += 1;
+            removed_any = true;
+        }
+    }
+    if removed_any {
+        File::open(&real)
+            .and_then(|d| d.sync_all())
+            .map_err(unwritable(dir.to_owned()))?;
+    }
+    Ok(())
+}

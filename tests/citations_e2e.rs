@@ -1,0 +1,497 @@
+//! Agent citations end to end, through the real binary: a generated workspace whose
+//! assistant messages carry markers of every type and a JSON evidence block (Claude Code,
+//! a CRLF twin of it, and Codex with its echoed `agent_message`) is imported, read and
+//! searched with both MCP tools, exported to receipts, queried with the `jq` lines Ralph
+//! documents, and exported again byte for byte.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::{Workspace, call_ok, connect};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const P: &str = "Cite-0123456789ab";
+const RECEIPTS: &str = "projects/Cite-0123456789ab/receipts";
+
+const T001_A: &str = "I've implemented the authentication feature.
+
+**Evidence**: src/auth.py:2-3
+**Evidence**: src/nope.py:1
+**Evidence**: src/auth.py:999
+**Evidence**: tests/test_auth.py::test_login - PASS
+**Evidence**: pytest tests/test_api.py::test_create_user - FAIL
+**Evidence**: [OWASP ASVS](https://owasp.org/asvs/)
+**Evidence**: src/auth.py:2-3
+**Evidence**:
+```bash
+pytest tests/test_auth.py -v
+2 passed
+```
+Done.";
+
+const T001_B: &str = "One more thing.\n**Evidence**: src/auth.py:1\n**Evidence**: src/nope.py:1";
+
+const T002: &str = "Task complete. Evidence:
+
+```json
+{\"evidence\": [
+  {\"type\": \"file\", \"reference\": \"src/auth.py:42\", \"context\": \"Added JWT validation\"},
+  {\"type\": \"test\", \"reference\": \"pytest tests/test_auth.py - PASS\"},
+  {\"reference\": \"no type here\"}
+]}
+```";
+
+const CODEX: &str = "All tests pass.\n**Evidence**: pytest tests/test_auth.py::test_logout - PASS\n**Evidence**: src/auth.py:10";
+
+fn claude_user(ts: &str, cwd: &str, text: &str) -> Value {
+    json!({"type": "user", "timestamp": ts, "cwd": cwd, "message": {"role": "user", "content": text}})
+}
+
+fn claude_assistant(ts: &str, cwd: &str, text: &str) -> Value {
+    json!({"type": "assistant", "timestamp": ts, "cwd": cwd,
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+}
+
+fn index_row(
+    session_ref: &str,
+    source: &str,
+    path: &str,
+    lines: u64,
+    turns: &[(&str, u64, u64)],
+) -> String {
+    let turns: Vec<Value> = turns
+        .iter()
+        .map(|(t, s, e)| json!({"turn_ref": t, "turn_start_line": s, "turn_end_line": e, "target_subagents": []}))
+        .collect();
+    format!(
+        "{}\n",
+        json!({"session_ref": session_ref, "source": source, "source_session_id": session_ref,
+            "session_path": path, "subagent_path": "", "target_start_line": 1, "target_end_line": lines, "turns": turns})
+    )
+}
+
+/// The Claude session's lines; `crlf` writes CRLF line ends, in the file and in the texts.
+fn claude_session(cwd: &str, crlf: bool, t002: &str) -> Vec<u8> {
+    let nl = |s: &str| {
+        if crlf {
+            s.replace('\n', "\r\n")
+        } else {
+            s.to_owned()
+        }
+    };
+    let lines = [
+        claude_user(
+            "2026-01-20T12:00:00.000Z",
+            cwd,
+            "Implement authentication for the login endpoint",
+        ),
+        claude_assistant("2026-01-20T12:01:00.123456Z", cwd, &nl(T001_A)),
+        claude_assistant("2026-01-20T12:02:00+01:00", cwd, &nl(T001_B)),
+        claude_user("2026-01-20T12:03:00Z", cwd, "Now cite as JSON"),
+        claude_assistant("2026-01-20T12:04:00.5Z", cwd, &nl(t002)),
+    ];
+    let end = if crlf { "\r\n" } else { "\n" };
+    lines
+        .iter()
+        .map(|l| format!("{l}{end}"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn codex_session(cwd: &str) -> Vec<u8> {
+    let lines = [
+        json!({"type": "session_meta", "timestamp": "2026-01-20T13:00:00Z", "payload": {"id": "x", "cwd": cwd}}),
+        json!({"type": "event_msg", "timestamp": "2026-01-20T13:00:01Z", "payload": {"type": "user_message", "message": "Run the tests"}}),
+        json!({"type": "response_item", "timestamp": "2026-01-20T13:00:02Z",
+            "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": CODEX}]}}),
+        json!({"type": "event_msg", "timestamp": "2026-01-20T13:00:03Z", "payload": {"type": "agent_message", "message": CODEX}}),
+    ];
+    lines
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// The workspace, with the cited project's code at `<root>/code` (`src/auth.py`, 50 lines).
+fn workspace() -> Workspace {
+    let ws = Workspace::empty();
+    ws.write(
+        "metadata.json",
+        r#"{"report_date": "2026-01-20", "status": "final", "timezone": "UTC"}"#,
+    );
+    ws.write(
+        &format!("projects/{P}/project.json"),
+        format!(r#"{{"project_key": "{P}", "project_label": "Cite"}}"#),
+    );
+    let auth: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+    ws.write("code/src/auth.py", auth);
+    let cwd = ws.path("code").display().to_string();
+    ws.write(
+        &format!("projects/{P}/sessions/claude-code/lf.jsonl"),
+        claude_session(&cwd, false, T002),
+    );
+    ws.write(
+        &format!("projects/{P}/sessions/claude-code/crlf.jsonl"),
+        claude_session(&cwd, true, T002),
+    );
+    ws.write(
+        &format!("projects/{P}/sessions/codex/x.jsonl"),
+        codex_session(&cwd),
+    );
+    let claude_turns = [("T0001", 1, 3), ("T0002", 4, 5)];
+    let index = [
+        index_row(
+            "S0001",
+            "claude-code",
+            "sessions/claude-code/lf.jsonl",
+            5,
+            &claude_turns,
+        ),
+        index_row(
+            "S0002",
+            "claude-code",
+            "sessions/claude-code/crlf.jsonl",
+            5,
+            &claude_turns,
+        ),
+        index_row(
+            "S0003",
+            "codex",
+            "sessions/codex/x.jsonl",
+            4,
+            &[("T0001", 1, 4)],
+        ),
+    ]
+    .concat();
+    ws.write(&format!("projects/{P}/sessions.index.jsonl"), index);
+    ws
+}
+
+/// `(type, reference, context)` of each citation in a tool answer.
+fn triples(answer: &Value) -> Vec<(String, String, Value)> {
+    answer["citations"]
+        .as_array()
+        .expect("citations")
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or_default().to_owned(),
+                c["reference"].as_str().unwrap_or_default().to_owned(),
+                c["context"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Every receipt file's bytes, by name.
+fn receipts(ws: &Workspace) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(ws.path(RECEIPTS))
+        .expect("receipts dir")
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read"),
+            )
+        })
+        .collect()
+}
+
+fn receipt(ws: &Workspace, session_ref: &str, turn_ref: &str) -> Value {
+    let rel = format!("{RECEIPTS}/evidence-{session_ref}-{turn_ref}.json");
+    serde_json::from_slice(&ws.read(&rel)).expect("receipt is JSON")
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Runs `jq -c <filter>` on the receipt files (sorted by name); `None` when no `jq` is installed.
+fn jq(ws: &Workspace, filter: &str) -> Option<Vec<String>> {
+    let files: Vec<std::path::PathBuf> = receipts(ws)
+        .keys()
+        .map(|n| ws.path(RECEIPTS).join(n))
+        .collect();
+    let out = Command::new("jq")
+        .arg("-c")
+        .arg(filter)
+        .args(&files)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "jq {filter}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_tools_export_receipts_and_reexport() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+
+    // The tools: every marker type and the JSON block; CRLF and LF give the same citations;
+    // the Codex echo is counted once.
+    let client = connect(&ws).await;
+    let read = |s: &str, t: Option<&str>| {
+        let mut args = json!({"project_key": P, "session_ref": s});
+        if let Some(t) = t {
+            args["turn_ref"] = json!(t);
+        }
+        args
+    };
+    let lf = call_ok(&client, "read_agent_citations", read("S0001", None)).await;
+    let crlf = call_ok(&client, "read_agent_citations", read("S0002", None)).await;
+    assert_eq!(triples(&lf), triples(&crlf));
+    let kinds: Vec<String> = triples(&lf).into_iter().map(|t| t.0).collect();
+    assert_eq!(
+        kinds,
+        [
+            "file", "file", "file", "test", "test", "url", "command", "file", "file", "file",
+            "test", "unknown"
+        ]
+    );
+    let t001 = call_ok(
+        &client,
+        "read_agent_citations",
+        read("S0001", Some("T0001")),
+    )
+    .await;
+    assert_eq!(t001["citation_count"], 9);
+    let statuses: Vec<&str> = t001["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["verification"]["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(&statuses[..3], ["ok", "missing_file", "line_out_of_range"]);
+    let codex = call_ok(&client, "read_agent_citations", read("S0003", None)).await;
+    assert_eq!(
+        triples(&codex).into_iter().map(|t| t.1).collect::<Vec<_>>(),
+        ["tests/test_auth.py::test_logout - PASS", "src/auth.py:10"]
+    );
+    assert_eq!(codex["citations"][1]["verification"]["status"], "ok");
+    let search = call_ok(
+        &client,
+        "search_agent_citations",
+        json!({"query": "src/auth.py", "type": "file", "limit": 3}),
+    )
+    .await;
+    assert_eq!(search["results"].as_array().unwrap().len(), 3);
+    assert_eq!(search["truncated"], true);
+    assert!(search["total_matches"].as_u64().unwrap() > 3);
+    client.cancel().await.expect("server stops");
+
+    // Export: one receipt per citing turn.
+    let out = ws.ok(&["export"]);
+    assert!(
+        out.contains("receipts: 5 written (0 already current), 0 stale removed, 0 skipped"),
+        "{out}"
+    );
+    let names: Vec<String> = receipts(&ws).into_keys().collect();
+    assert_eq!(
+        names,
+        [
+            "evidence-S0001-T0001.json",
+            "evidence-S0001-T0002.json",
+            "evidence-S0002-T0001.json",
+            "evidence-S0002-T0002.json",
+            "evidence-S0003-T0001.json"
+        ]
+    );
+    let r = receipt(&ws, "S0001", "T0001");
+    assert_eq!(r["_schema"], "ralph_gold.evidence.v1");
+    assert_eq!(r["attempt_id"], "S0001-T0001");
+    // The turn's last timestamp (line 3, +01:00), in UTC with milliseconds.
+    assert_eq!(r["timestamp"], "2026-01-20T11:02:00.000Z");
+    // Nine stored citations; the repeat of src/nope.py:1 in the second message is kept once.
+    assert_eq!(r["citation_count"], 8);
+    assert_eq!(
+        r["raw_output_hash"],
+        hex_sha256(format!("{T001_A}\n{T001_B}").as_bytes())
+    );
+    assert_eq!(r["metadata"]["task_id"], "T0001");
+    assert_eq!(
+        r["metadata"]["task_title"],
+        "Implement authentication for the login endpoint"
+    );
+    assert_eq!(r["metadata"]["project_key"], P);
+    assert_eq!(r["metadata"]["session_ref"], "S0001");
+    assert_eq!(r["metadata"]["lines"], json!([2, 2, 2, 2, 2, 2, 2, 3]));
+    assert_eq!(r["metadata"]["verification"][0]["status"], "ok");
+    assert_eq!(
+        r["metadata"]["verification"][0]["sha256"],
+        hex_sha256(&ws.read("code/src/auth.py"))
+    );
+    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "_schema",
+            "attempt_id",
+            "timestamp",
+            "citation_count",
+            "citations",
+            "raw_output_hash",
+            "metadata"
+        ]
+    );
+    let crlf_r = receipt(&ws, "S0002", "T0001");
+    assert_eq!(crlf_r["citations"], r["citations"]);
+    let codex_r = receipt(&ws, "S0003", "T0001");
+    assert_eq!(codex_r["citation_count"], 2);
+    assert_eq!(codex_r["timestamp"], "2026-01-20T13:00:03.000Z");
+    assert_eq!(codex_r["metadata"]["task_title"], "Run the tests");
+    assert_eq!(codex_r["raw_output_hash"], hex_sha256(CODEX.as_bytes()));
+
+    // Ralph's "Parse with jq" queries.
+    match jq(&ws, ".citation_count") {
+        Some(counts) => {
+            assert_eq!(counts, ["8", "3", "8", "3", "2"]);
+            let listed = jq(&ws, r#".citations[] | "\(.type): \(.reference)""#).unwrap();
+            assert_eq!(listed.len(), 24);
+            assert_eq!(listed[0], r#""file: src/auth.py:2-3""#);
+            assert!(listed.contains(&r#""unknown: no type here""#.to_owned()));
+            let files = jq(&ws, r#".citations[] | select(.type == "file")"#).unwrap();
+            assert_eq!(files.len(), 2 * 5 + 1);
+            assert!(
+                files
+                    .iter()
+                    .all(|f| f.starts_with(r#"{"type":"file","reference":"#))
+            );
+        }
+        None => eprintln!("jq is not installed; the jq queries were not run"),
+    }
+
+    // A re-export writes nothing and leaves every byte as it was.
+    let before = receipts(&ws);
+    let out = ws.ok(&["export"]);
+    assert!(
+        out.contains("receipts: 0 written (5 already current), 0 stale removed"),
+        "{out}"
+    );
+    assert_eq!(receipts(&ws), before);
+    // Also after the store is rebuilt from scratch.
+    std::fs::remove_file(ws.store()).expect("remove store");
+    ws.ok(&["import"]);
+    ws.ok(&["export"]);
+    assert_eq!(receipts(&ws), before);
+
+    // Counts in dump.
+    let text = ws.ok(&["dump", "citations"]);
+    assert!(text.starts_with("Evidence citations: 26\n"), "{text}");
+    assert!(
+        text.contains("\n  S0003: 2 (file 1, test 1; ok 1, unchecked 1)\n"),
+        "{text}"
+    );
+    let one: Value =
+        serde_json::from_str(&ws.ok(&["dump", "citations", P, "S0001", "--json"])).unwrap();
+    assert_eq!(one["citations"], 12);
+    assert_eq!(
+        one["projects"][0]["sessions"][0]["turns"][0]["citations"],
+        9
+    );
+    assert_eq!(one["by_status"]["missing_file"], 2);
+    let stats = ws.ok(&["dump", "--stats"]);
+    assert!(stats.contains("\nEvidence citations: 26\n"), "{stats}");
+    assert!(
+        ws.fails(&["dump", "citations", "Nope-000000000000"])
+            .contains("no such project")
+    );
+}
+
+#[test]
+fn stale_receipts_go_and_foreign_files_stay() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+    ws.ok(&["export"]);
+    // Files in receipts/ that are not ours: Ralph's own receipt (no project_key), another
+    // project's, and a note.
+    let ralph =
+        r#"{"_schema": "ralph_gold.evidence.v1", "attempt_id": "x", "metadata": {"task_id": "1"}}"#;
+    ws.write(&format!("{RECEIPTS}/evidence-ralph-1.json"), ralph);
+    ws.write(&format!("{RECEIPTS}/notes.txt"), "keep");
+    ws.write(&format!("{RECEIPTS}/evidence-garbage.json"), "{not json");
+    // What a killed export leaves: a temp file of ours.
+    let temp =
+        format!("{RECEIPTS}/.evidence-S0001-T0001.json.4242.7.0123456789abcdef.evidence-store.tmp");
+    ws.write(&temp, "{\"half");
+    // T002 of S0001 no longer cites anything.
+    let cwd = ws.path("code").display().to_string();
+    ws.write(
+        &format!("projects/{P}/sessions/claude-code/lf.jsonl"),
+        claude_session(&cwd, false, "No evidence this time."),
+    );
+    ws.ok(&["import"]);
+    let out = ws.ok(&["export"]);
+    let dump = ws.ok(&["dump", "citations"]);
+    assert!(out.contains("1 stale removed"), "{out}{dump}");
+    assert!(!ws.path(&temp).exists());
+    let names: Vec<String> = receipts(&ws).into_keys().collect();
+    assert!(!names.contains(&"evidence-S0001-T0002.json".to_owned()));
+    for kept in [
+        "evidence-S0001-T0001.json",
+        "evidence-S0002-T0002.json",
+        "evidence-ralph-1.json",
+        "notes.txt",
+        "evidence-garbage.json",
+    ] {
+        assert!(names.contains(&kept.to_owned()), "{kept} in {names:?}");
+    }
+
+    // A session file changed after import: its receipts are kept, none is written for it.
+    let before = ws.read(&format!("{RECEIPTS}/evidence-S0003-T0001.json"));
+    let mut codex = codex_session(&cwd);
+    codex.extend_from_slice(b"{\"type\":\"event_msg\"}\n");
+    ws.write(&format!("projects/{P}/sessions/codex/x.jsonl"), codex);
+    let out = ws.run(&["export"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no receipt for Cite-0123456789ab/S0003"),
+        "{stderr}"
+    );
+    assert_eq!(
+        ws.read(&format!("{RECEIPTS}/evidence-S0003-T0001.json")),
+        before
+    );
+}
+
+#[test]
+fn receipts_never_leave_the_workspace() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+    let outside = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(outside.path(), ws.path(RECEIPTS)).expect("symlink");
+    let err = ws.fails(&["export"]);
+    assert!(err.contains("outside the workspace"), "{err}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    // A receipt name that is a symlink to a file outside is replaced, not written through.
+    std::fs::remove_file(ws.path(RECEIPTS)).expect("unlink");
+    std::fs::create_dir_all(ws.path(RECEIPTS)).expect("mkdir");
+    let target = outside.path().join("victim.json");
+    std::fs::write(&target, "victim").expect("write");
+    std::os::unix::fs::symlink(
+        &target,
+        ws.path(&format!("{RECEIPTS}/evidence-S0001-T0001.json")),
+    )
+    .expect("symlink");
+    let err = ws.fails(&["export"]);
+    assert!(err.contains("outside the workspace"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"victim");
+}
