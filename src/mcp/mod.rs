@@ -5,7 +5,9 @@
 //! server sends them; argument problems are `isError` results naming the argument.
 
 pub mod args;
+mod sampling;
 mod stdio;
+pub mod tool_output;
 
 pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
 
@@ -175,7 +177,7 @@ impl Server {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
             }),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::tool_output_router(),
             streamer: None,
         }
     }

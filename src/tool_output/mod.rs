@@ -12,10 +12,13 @@
 
 pub mod chunk;
 pub mod engine;
+pub mod lookup;
 pub mod model;
 pub mod prompts;
 pub mod report;
 pub mod route;
+pub mod settings;
+pub mod text_tools;
 pub mod truncate;
 
 /// Extraction strategy, spelled as the tool's `mode` input enumerates it.
