@@ -104,32 +104,32 @@ enum CliCommand {
 struct ModelFlags {
     /// OpenAI-compatible chat-completions base URL, such as http://127.0.0.1:11434/v1
     /// (Ollama), http://127.0.0.1:8080/v1 (llama.cpp), https://api.openai.com/v1
-    #[arg(long, env = MODEL_URL_ENV, value_name = "URL", requires = "model")]
+    #[arg(long, env = MODEL_URL_ENV, hide_env_values = true, value_name = "URL", requires = "model")]
     model_url: Option<String>,
     /// Model name sent to the endpoint
-    #[arg(long, env = MODEL_ENV, value_name = "NAME", requires = "model_url")]
+    #[arg(long, env = MODEL_ENV, hide_env_values = true, value_name = "NAME", requires = "model_url")]
     model: Option<String>,
     /// Name of the environment variable holding the endpoint's API key (its value is never
     /// logged); unset: no key is sent
-    #[arg(long, env = MODEL_API_KEY_ENV_ENV, value_name = "VAR")]
+    #[arg(long, env = MODEL_API_KEY_ENV_ENV, hide_env_values = true, value_name = "VAR")]
     model_api_key_env: Option<String>,
     /// Longest one model request may take, in seconds
-    #[arg(long, env = MODEL_TIMEOUT_ENV, value_name = "SECS", default_value_t = 300)]
+    #[arg(long, env = MODEL_TIMEOUT_ENV, hide_env_values = true, value_name = "SECS", default_value_t = 300)]
     model_timeout_secs: u64,
     /// The model's context window, in tokens (sizes the full-chunked chunks)
-    #[arg(long, env = MODEL_CONTEXT_ENV, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_CONTEXT_TOKENS)]
+    #[arg(long, env = MODEL_CONTEXT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_CONTEXT_TOKENS)]
     model_context_tokens: usize,
     /// Most tokens of one model answer
-    #[arg(long, env = MODEL_OUTPUT_ENV, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_MAX_OUTPUT_TOKENS)]
+    #[arg(long, env = MODEL_OUTPUT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_MAX_OUTPUT_TOKENS)]
     model_max_output_tokens: usize,
     /// Cap of every `tool_output` answer, in bytes
-    #[arg(long, env = MAX_BYTES_ENV, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES)]
+    #[arg(long, env = MAX_BYTES_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES)]
     tool_output_max_bytes: usize,
     /// Most chunks `auto` lets full-chunked use (more: read-grep)
-    #[arg(long, env = MAX_CHUNKS_ENV, value_name = "N", default_value_t = crate::tool_output::route::DEFAULT_MAX_CHUNKS)]
+    #[arg(long, env = MAX_CHUNKS_ENV, hide_env_values = true, value_name = "N", default_value_t = crate::tool_output::route::DEFAULT_MAX_CHUNKS)]
     tool_output_max_chunks: usize,
     /// Average line size above which `auto` prefers full-chunked
-    #[arg(long, env = LONG_LINE_ENV, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
+    #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
     tool_output_long_line_bytes: usize,
 }
 

@@ -461,6 +461,9 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
+        if !self.workspace_has_handles().await {
+            tools.retain(|t| !tool_output::NEEDS_HANDLES.contains(&t.name.as_ref()));
+        }
         tools.sort_by_key(|t| {
             TOOL_ORDER
                 .iter()

@@ -45,6 +45,16 @@ fn configured() -> &'static Configured {
     })
 }
 
+/// Tools listed only when the workspace holds at least one handle.
+pub const NEEDS_HANDLES: [&str; 1] = ["tool_output"];
+
+impl Server {
+    /// Whether the workspace holds at least one handle (then the handle tools are listed).
+    pub(super) async fn workspace_has_handles(&self) -> bool {
+        false
+    }
+}
+
 /// The input schema, exactly as published.
 pub fn tool_output_schema() -> Arc<JsonObject> {
     let schema = serde_json::json!({
