@@ -50,6 +50,44 @@ pub fn stale_body(
 }
 
 /// Resolves `handle` against the store behind `service`.
-pub fn resolve(_service: &crate::service::Service, _handle: &str) -> Lookup {
+pub fn resolve(_service: &crate::service::Service, handle: &str) -> Lookup {
+    #[cfg(debug_assertions)]
+    if let Some(found) = test_payload(handle) {
+        return found;
+    }
+    let _ = handle;
     Lookup::Unknown
+}
+
+/// Debug builds only, for end-to-end tests of the extraction without a session: with
+/// `EVIDENCE_STORE_TEST_PAYLOADS=DIR`, a handle of letters, digits, `-` and `_` names the
+/// file `DIR/<handle>`; `DIR/<handle>.tool` holds the tool name (else `unknown`) and
+/// `DIR/<handle>.stale`, when present, makes the handle stale with that file's text.
+#[cfg(debug_assertions)]
+fn test_payload(handle: &str) -> Option<Lookup> {
+    let dir = std::path::PathBuf::from(std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS")?);
+    let safe = !handle.is_empty()
+        && handle.len() <= 128
+        && handle
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !safe {
+        return None;
+    }
+    let read = |suffix: &str| std::fs::read_to_string(dir.join(format!("{handle}{suffix}"))).ok();
+    let text = read("")?;
+    let tool_name = read(".tool").map_or_else(|| "unknown".to_string(), |t| t.trim().to_string());
+    if let Some(detail) = read(".stale") {
+        return Some(Lookup::Stale {
+            tool_name,
+            detail: detail.trim().to_string(),
+        });
+    }
+    Some(Lookup::Found {
+        text,
+        source: Source {
+            tool_name,
+            tool_args_json: read(".args").unwrap_or_else(|| "null".to_string()),
+        },
+    })
 }
