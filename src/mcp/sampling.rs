@@ -12,6 +12,9 @@ use rmcp::service::Peer;
 
 use crate::tool_output::model::{BoxFuture, Message, Model, ModelError, Reply, Request, ToolCall};
 
+/// Longest the client may take to answer one sampling request.
+const SAMPLING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The client's model, reached through sampling requests on its connection.
 pub struct Sampling {
     peer: Peer<RoleServer>,
@@ -128,10 +131,15 @@ impl Model for Sampling {
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Reply, ModelError>> {
         Box::pin(async move {
-            let result = self
-                .peer
-                .create_message(params(&request))
+            let call = self.peer.create_message(params(&request));
+            let result = tokio::time::timeout(SAMPLING_TIMEOUT, call)
                 .await
+                .map_err(|_| {
+                    ModelError::Transport(format!(
+                        "the client did not answer the sampling request within {} s",
+                        SAMPLING_TIMEOUT.as_secs()
+                    ))
+                })?
                 .map_err(|e| ModelError::Refused(e.to_string()))?;
             Ok(reply(result.message))
         })

@@ -163,7 +163,7 @@ impl Server {
             .call(move |service| lookup::resolve(service, &h))
             .await?;
         let body = match found {
-            Lookup::Unknown => lookup::unknown_body(&handle, mode),
+            Lookup::Unknown => lookup::unknown_body(&handle, mode, config.max_bytes),
             Lookup::Stale { tool_name, detail } => {
                 lookup::stale_body(&tool_name, &handle, mode, &detail, config.max_bytes)
             }

@@ -204,7 +204,7 @@ pub async fn extract(
 pub fn failure(tool_name: &str, handle: &str, mode: Mode, error: &str, cap: usize) -> String {
     let header = format_failure(tool_name, handle, mode, "");
     let text = truncate::truncate(error, cap.saturating_sub(header.len()));
-    header + &text
+    truncate::truncate(&(header + &text), cap)
 }
 
 fn fallback(

@@ -16,8 +16,8 @@ pub enum Lookup {
 
 /// The success body for a handle no stored output has: a normal answer, not an error,
 /// saying what was searched.
-pub fn unknown_body(handle: &str, mode: super::Mode) -> String {
-    super::format_success(
+pub fn unknown_body(handle: &str, mode: super::Mode, cap: usize) -> String {
+    let body = super::format_success(
         "unknown",
         handle,
         mode,
@@ -26,7 +26,8 @@ pub fn unknown_body(handle: &str, mode: super::Mode) -> String {
              trimmed tool_results and tool_uses entries in compact read_session_lines records of \
              this workspace; copy one exactly."
         ),
-    )
+    );
+    super::truncate::truncate(&body, cap)
 }
 
 /// The failure body for a stale handle.
@@ -90,4 +91,29 @@ fn test_payload(handle: &str) -> Option<Lookup> {
             tool_args_json: read(".args").unwrap_or_else(|| "null".to_string()),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_stay_within_the_cap_whatever_the_handle() {
+        let handle = "h".repeat(100_000);
+        assert!(unknown_body(&handle, crate::tool_output::Mode::Auto, 12288).len() <= 12288);
+        assert!(
+            stale_body(
+                "Bash",
+                &handle,
+                crate::tool_output::Mode::Auto,
+                "changed",
+                12288
+            )
+            .len()
+                <= 12288
+        );
+        assert!(
+            unknown_body("h", crate::tool_output::Mode::Auto, 12288).ends_with("copy one exactly.")
+        );
+    }
 }

@@ -98,7 +98,7 @@ impl TextTools for Tools {
                 block.push_str(&format!("{}@{}: ...{}...\n", i + 1, m.start(), &line[a..b]));
             } else {
                 let lo = i.saturating_sub(context_lines);
-                let hi = (i + context_lines).min(lines.len() - 1);
+                let hi = i.saturating_add(context_lines).min(lines.len() - 1);
                 for (j, l) in lines.iter().enumerate().take(hi + 1).skip(lo) {
                     let sep = if j == i { ':' } else { '-' };
                     block.push_str(&format!("{}{sep} {l}\n", j + 1));
@@ -151,5 +151,11 @@ mod tests {
                 .contains("stopped after 3")
         );
         assert!(t.read(&many, 1, 100, 200).contains("cut at the size cap"));
+        // Absurd numbers are clamped, not overflowed.
+        assert_eq!(
+            t.grep("a\nx\n", "x", usize::MAX, usize::MAX, 1000).unwrap(),
+            "1- a\n2: x\n"
+        );
+        assert_eq!(t.read("a\n", 1, u64::MAX, 1000), "1: a\n");
     }
 }
