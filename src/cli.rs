@@ -123,7 +123,7 @@ struct ModelFlags {
     #[arg(long, env = MODEL_OUTPUT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_MAX_OUTPUT_TOKENS)]
     model_max_output_tokens: usize,
     /// Cap of every `tool_output` answer, in bytes
-    #[arg(long, env = MAX_BYTES_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES)]
+    #[arg(long, env = MAX_BYTES_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES, value_parser = parse_cap)]
     tool_output_max_bytes: usize,
     /// Most chunks `auto` lets full-chunked use (more: read-grep)
     #[arg(long, env = MAX_CHUNKS_ENV, hide_env_values = true, value_name = "N", default_value_t = crate::tool_output::route::DEFAULT_MAX_CHUNKS)]
@@ -131,6 +131,16 @@ struct ModelFlags {
     /// Average line size above which `auto` prefers full-chunked
     #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
     tool_output_long_line_bytes: usize,
+}
+
+/// A `tool_output` answer cap: at least 1024 bytes, so the header and a useful part of
+/// the text always fit.
+fn parse_cap(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n < 1024 {
+        return Err(format!("{n} is below the smallest cap, 1024 bytes"));
+    }
+    Ok(n)
 }
 
 /// Environment variables of the `tool_output` settings (see [`ModelFlags`]).
@@ -558,6 +568,10 @@ mod tests {
         // A URL without a model name (or the reverse) is a usage error.
         assert!(
             Cli::try_parse_from(["evidence-store", "serve", "--model-url", "http://x"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["evidence-store", "serve", "--tool-output-max-bytes", "100"])
+                .is_err()
         );
         let plain = parse_from(&["evidence-store", "serve"], None);
         assert_eq!(plain.tool_output.endpoint, None);

@@ -783,6 +783,46 @@ mod tests {
     }
 
     #[test]
+    fn fallbacks_are_logged_with_handle_strategy_reason_and_sizes() {
+        #[derive(Clone, Default)]
+        struct Sink(std::sync::Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        let m = Scripted::new(false, vec![say("no wrapper here")]);
+        tracing::subscriber::with_default(subscriber, || {
+            run(
+                "a\nb\n",
+                Mode::FullChunked,
+                EngineConfig::default(),
+                Some(&m),
+            );
+        });
+        let log = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains(
+                "WARN evidence_store::tool_output::engine: tool_output fallback to truncate \
+                 handle=\"H\" strategy=\"full-chunked\" \
+                 reason=\"full-chunked: chunk 1 of 1: no final report produced\" bytes=4 lines=2 tokens=1"
+            ),
+            "{log}"
+        );
+    }
+
+    #[test]
     fn failure_body_is_exact() {
         assert_eq!(
             failure("Bash", "H", Mode::Auto, "stale", 100),
