@@ -697,3 +697,42 @@ async fn unknown_and_stale_handles_and_bad_arguments_are_answered_clearly() {
     );
     client.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn tool_output_is_listed_with_its_exact_schema_when_handles_exist() {
+    let s = setup(&[]);
+    let client = serve_with(&s, (), &[]).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "tool_output")
+        .expect("tool_output listed");
+    assert_eq!(
+        serde_json::to_value(&*tool.input_schema).expect("json"),
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["handle", "extract"],
+            "properties": {
+                "handle": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "UUID handle of the stored tool output (provided in the tool-result message: tool_output(handle = \"<uuid>\", ...))."
+                },
+                "extract": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Provide precise, detailed instructions about what you need from the tool output (be specific, include keys/fields/sections if known)."
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": ["auto", "full-chunked", "read-grep", "truncate"],
+                    "description": "Optional override. auto=module decides; full-chunked=LLM chunk+reduce; read-grep=dynamic sub-agent with Read/Grep; truncate=keeps top and bottom, truncates in the middle."
+                }
+            }
+        })
+    );
+    let annotations = tool.annotations.clone().expect("annotations");
+    assert_eq!(annotations.read_only_hint, Some(true));
+    client.cancel().await.ok();
+}

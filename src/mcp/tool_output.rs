@@ -51,7 +51,8 @@ pub const NEEDS_HANDLES: [&str; 1] = ["tool_output"];
 impl Server {
     /// Whether the workspace holds at least one handle (then the handle tools are listed).
     pub(super) async fn workspace_has_handles(&self) -> bool {
-        false
+        // Debug builds: a test payload directory stands for a workspace with handles.
+        cfg!(debug_assertions) && std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS").is_some()
     }
 }
 
