@@ -48,6 +48,8 @@ fn nonce_in(system: &str) -> String {
 struct FakeEndpoint {
     url: String,
     seen: Arc<Mutex<Vec<Value>>>,
+    /// The `Authorization` header of each request, if any.
+    auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
@@ -55,12 +57,15 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
     let url = format!("http://{}/v1", listener.local_addr().expect("address"));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
+    let auth = Arc::new(Mutex::new(Vec::new()));
+    let auth_log = auth.clone();
     std::thread::spawn(move || {
         let mut script = script.into_iter();
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
             let mut length = 0usize;
+            let mut authorization = None;
             let mut first = String::new();
             let _ = reader.read_line(&mut first);
             loop {
@@ -68,10 +73,12 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
                 if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                     break;
                 }
-                if let Some((k, v)) = line.split_once(':')
-                    && k.eq_ignore_ascii_case("content-length")
-                {
-                    length = v.trim().parse().unwrap_or(0);
+                if let Some((k, v)) = line.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        length = v.trim().parse().unwrap_or(0);
+                    } else if k.eq_ignore_ascii_case("authorization") {
+                        authorization = Some(v.trim().to_string());
+                    }
                 }
             }
             let mut body = vec![0; length];
@@ -80,6 +87,7 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
             assert!(first.starts_with("POST /v1/chat/completions "), "{first}");
             let nonce = nonce_in(request["messages"][0]["content"].as_str().unwrap_or(""));
             log.lock().expect("log").push(request);
+            auth_log.lock().expect("auth").push(authorization);
             let (status, answer) = match script.next() {
                 Some(Say::Text(t)) => (
                     "200 OK",
@@ -107,7 +115,7 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
             );
         }
     });
-    FakeEndpoint { url, seen }
+    FakeEndpoint { url, seen, auth }
 }
 
 /// A client whose model is a script, offered through sampling.
@@ -735,4 +743,68 @@ async fn tool_output_is_listed_with_its_exact_schema_when_handles_exist() {
     let annotations = tool.annotations.clone().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(true));
     client.cancel().await.ok();
+}
+
+#[test]
+fn a_misconfigured_endpoint_stops_serve_with_a_clear_message_and_no_secret() {
+    let ws = Workspace::example();
+    let err = ws.fails(&[
+        "serve",
+        "--model-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--model-api-key-env",
+        "EVIDENCE_STORE_TEST_SURELY_UNSET_KEY",
+    ]);
+    assert!(
+        err.contains("cannot set up the tool_output model endpoint")
+            && err.contains("the API-key variable EVIDENCE_STORE_TEST_SURELY_UNSET_KEY is not set"),
+        "{err}"
+    );
+    let err = ws.fails(&["serve", "--model-url", "ftp://x", "--model", "m"]);
+    assert!(err.contains("is not an http:// or https:// URL"), "{err}");
+}
+
+#[tokio::test]
+async fn the_api_key_is_sent_as_a_bearer_token_and_never_logged() {
+    const SECRET: &str = "sk-test-SECRET-0123456789";
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = fake_endpoint(vec![say("<ai-agent-{N}-FINAL format=\"text\">ERROR one")]);
+    let root = s.ws.root().to_owned();
+    let payloads = s.payloads.path().to_owned();
+    let url = model.url.clone();
+    let (transport, stderr) =
+        TokioChildProcess::builder(tokio::process::Command::new(BIN).configure(|cmd| {
+            cmd.args(["serve", "--model-url", &url, "--model", "m"])
+                .args(["--model-api-key-env", "EVIDENCE_STORE_TEST_API_KEY"])
+                .env("PROMPT_DIARY_WORKSPACE", &root)
+                .env("EVIDENCE_STORE_TEST_PAYLOADS", &payloads)
+                .env("EVIDENCE_STORE_TEST_API_KEY", SECRET)
+                .env("RUST_LOG", "trace");
+        }))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let client = ().serve(transport).await.expect("initialize succeeds");
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    assert_eq!(
+        text_of(&result),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE small, STRATEGY:full-chunked:\n\nERROR one"
+    );
+    client.cancel().await.ok();
+    let mut log = String::new();
+    if let Some(mut stderr) = stderr {
+        use tokio::io::AsyncReadExt;
+        stderr.read_to_string(&mut log).await.expect("stderr");
+    }
+    assert_eq!(
+        model.auth.lock().expect("auth").clone(),
+        vec![Some(format!("Bearer {SECRET}"))]
+    );
+    assert!(
+        log.contains("key from $EVIDENCE_STORE_TEST_API_KEY"),
+        "{log}"
+    );
+    assert!(!log.contains(SECRET), "the key leaked into the log");
 }
