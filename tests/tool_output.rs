@@ -808,3 +808,92 @@ async fn the_api_key_is_sent_as_a_bearer_token_and_never_logged() {
     );
     assert!(!log.contains(SECRET), "the key leaked into the log");
 }
+
+#[tokio::test]
+async fn endpoint_errors_and_garbage_fall_back_with_the_reason() {
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    // Script: one non-JSON-object answer shape, then exhausted (HTTP 500).
+    let model = fake_endpoint(vec![Say::Calls(vec![])]);
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+        ],
+    )
+    .await;
+    // An answer with an empty tool-call list and no text: no final report.
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    assert!(text_of(&result).contains(
+        "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final report produced).\nERROR one\n"
+    ));
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    assert!(
+        text_of(&result).contains(
+            "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: model endpoint answered HTTP 500: {\"error\":\"script exhausted\"}).\n"
+        ),
+        "{}",
+        text_of(&result)
+    );
+    client.cancel().await.ok();
+
+    // Nothing listening: a transport error, still an answer.
+    let closed = TcpListener::bind("127.0.0.1:0").expect("port");
+    let url = format!("http://{}/v1", closed.local_addr().expect("addr"));
+    drop(closed);
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+        ],
+    )
+    .await;
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    assert!(
+        text_of(&result).contains(
+            "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: model request failed: "
+        ),
+        "{}",
+        text_of(&result)
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn concurrent_calls_share_one_sampling_client_and_other_tools_keep_answering() {
+    let s = setup(&[("a", "Bash", "alpha\n"), ("b", "Bash", "beta\n")]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sampler = Sampler {
+        tools: true,
+        script: Mutex::new(vec![
+            say("<ai-agent-{N}-FINAL format=\"text\">one"),
+            say("<ai-agent-{N}-FINAL format=\"text\">two"),
+        ]),
+        seen: seen.clone(),
+    };
+    let client = serve_with(&s, sampler, &[]).await;
+    let (x, y, ping) = tokio::join!(
+        tool_output(&client, json!({"handle": "a", "extract": "x"})),
+        tool_output(&client, json!({"handle": "b", "extract": "x"})),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    );
+    let mut answers = vec![text_of(&x), text_of(&y)];
+    answers.sort();
+    let mut expect = vec![
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE a, STRATEGY:full-chunked:\n\n".to_string(),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE b, STRATEGY:full-chunked:\n\n".to_string(),
+    ];
+    // Which call got which scripted answer depends on arrival order; both got one.
+    for a in &answers {
+        assert!(a.ends_with("one") || a.ends_with("two"), "{a}");
+    }
+    expect.sort();
+    assert!(answers[0].starts_with(&expect[0]) && answers[1].starts_with(&expect[1]));
+    assert_ne!(answers[0][expect[0].len()..], answers[1][expect[1].len()..]);
+    assert!(ping.is_ok());
+    assert_eq!(seen.lock().expect("log").len(), 2);
+    client.cancel().await.ok();
+}
