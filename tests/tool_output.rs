@@ -899,3 +899,26 @@ async fn concurrent_calls_share_one_sampling_client_and_other_tools_keep_answeri
     assert_eq!(seen.lock().expect("log").len(), 2);
     client.cancel().await.ok();
 }
+
+#[test]
+fn run_hands_the_model_settings_to_the_servers_it_starts() {
+    let ws = Workspace::example();
+    let out = ws.ok(&[
+        "run",
+        "--model-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--tool-output-max-chunks",
+        "3",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$EVIDENCE_STORE_MODEL_URL $EVIDENCE_STORE_MODEL $EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS\"",
+    ]);
+    assert_eq!(
+        out.lines().next(),
+        Some("http://127.0.0.1:9/v1 m 3"),
+        "{out}"
+    );
+}
