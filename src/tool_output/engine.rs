@@ -131,8 +131,17 @@ pub async fn extract(
         model: model.is_some(),
         tools: model.is_some_and(|m| m.supports_tools()),
     };
-    let map_prompt_bytes =
-        prompts::map_system(&job.source, stats, 1, 1, 10, job.extract, "").len() + 64;
+    let map_prompt_bytes = prompts::map_system(
+        &job.source,
+        stats,
+        1,
+        1,
+        config.overlap_pct,
+        job.extract,
+        "",
+    )
+    .len()
+        + 64;
     let chunk_bytes = config.chunk_bytes(map_prompt_bytes);
     let mode = match job.mode {
         Mode::Auto => {
