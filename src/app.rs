@@ -268,8 +268,24 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let Config {
-        workspace, store, ..
+        workspace,
+        store,
+        tool_output,
+        ..
     } = config;
+    let endpoint = match &tool_output.endpoint {
+        Some(endpoint) => {
+            let built = crate::tool_output::model::openai::Endpoint::new(endpoint.clone())
+                .context("cannot set up the tool_output model endpoint")?;
+            tracing::info!(
+                endpoint = crate::tool_output::model::Model::describe(&built),
+                "tool_output model endpoint"
+            );
+            Some(built)
+        }
+        None => None,
+    };
+    mcp::tool_output::configure(tool_output.engine, endpoint);
     runtime.block_on(async move {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;

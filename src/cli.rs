@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::dump::DumpTarget;
+use crate::tool_output::settings::Settings as ToolOutputSettings;
 use crate::workspace::{WorkspaceRoot, python_path_display};
 
 /// Environment variable that names the prepared workspace (as prompt-diary sets it for
@@ -60,7 +61,10 @@ enum CliCommand {
     /// Build the daily-report skeleton from the work items (keeping completed slots)
     Build,
     /// Serve the MCP tools over stdio (importing what changed first)
-    Serve,
+    Serve {
+        #[command(flatten)]
+        model: ModelFlags,
+    },
     /// Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is
     /// evidence-store, then export; exits with the command's exit code
     #[command(
@@ -81,6 +85,9 @@ enum CliCommand {
             value_name = "COMMAND"
         )]
         command: Vec<OsString>,
+        /// Passed to every `report mcp serve` the command starts, through the environment
+        #[command(flatten)]
+        model: ModelFlags,
     },
     /// Print this message or the help of the given subcommand(s)
     Help {
@@ -96,6 +103,123 @@ enum CliCommand {
         /// Only this session of the project (e.g. S0001)
         session_ref: Option<String>,
     },
+}
+
+/// Where `tool_output` finds a language model besides the client's MCP sampling, and its
+/// thresholds. Every flag can also be set through its environment variable.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "tool_output model")]
+struct ModelFlags {
+    /// OpenAI-compatible chat-completions base URL, such as http://127.0.0.1:11434/v1
+    /// (Ollama), http://127.0.0.1:8080/v1 (llama.cpp), https://api.openai.com/v1
+    #[arg(long, env = MODEL_URL_ENV, hide_env_values = true, value_name = "URL", requires = "model")]
+    model_url: Option<String>,
+    /// Model name sent to the endpoint
+    #[arg(long, env = MODEL_ENV, hide_env_values = true, value_name = "NAME", requires = "model_url")]
+    model: Option<String>,
+    /// Name of the environment variable holding the endpoint's API key (its value is never
+    /// logged); unset: no key is sent
+    #[arg(long, env = MODEL_API_KEY_ENV_ENV, hide_env_values = true, value_name = "VAR")]
+    model_api_key_env: Option<String>,
+    /// Longest one model request may take, in seconds
+    #[arg(long, env = MODEL_TIMEOUT_ENV, hide_env_values = true, value_name = "SECS", default_value_t = 300)]
+    model_timeout_secs: u64,
+    /// The model's context window, in tokens (sizes the full-chunked chunks)
+    #[arg(long, env = MODEL_CONTEXT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_CONTEXT_TOKENS)]
+    model_context_tokens: usize,
+    /// Most tokens of one model answer
+    #[arg(long, env = MODEL_OUTPUT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_MAX_OUTPUT_TOKENS)]
+    model_max_output_tokens: usize,
+    /// Cap of every `tool_output` answer, in bytes
+    #[arg(long, env = MAX_BYTES_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES, value_parser = parse_cap)]
+    tool_output_max_bytes: usize,
+    /// Most chunks `auto` lets full-chunked use (more: read-grep)
+    #[arg(long, env = MAX_CHUNKS_ENV, hide_env_values = true, value_name = "N", default_value_t = crate::tool_output::route::DEFAULT_MAX_CHUNKS)]
+    tool_output_max_chunks: usize,
+    /// Average line size above which `auto` prefers full-chunked
+    #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
+    tool_output_long_line_bytes: usize,
+}
+
+/// A `tool_output` answer cap: at least 1024 bytes, so the header and a useful part of
+/// the text always fit.
+fn parse_cap(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n < 1024 {
+        return Err(format!("{n} is below the smallest cap, 1024 bytes"));
+    }
+    Ok(n)
+}
+
+/// Environment variables of the `tool_output` settings (see [`ModelFlags`]).
+pub const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
+pub const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
+pub const MODEL_API_KEY_ENV_ENV: &str = "EVIDENCE_STORE_MODEL_API_KEY_ENV";
+pub const MODEL_TIMEOUT_ENV: &str = "EVIDENCE_STORE_MODEL_TIMEOUT_SECS";
+pub const MODEL_CONTEXT_ENV: &str = "EVIDENCE_STORE_MODEL_CONTEXT_TOKENS";
+pub const MODEL_OUTPUT_ENV: &str = "EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS";
+pub const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
+pub const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
+pub const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
+
+impl ModelFlags {
+    fn settings(&self) -> ToolOutputSettings {
+        use crate::tool_output::engine::EngineConfig;
+        use crate::tool_output::model::openai::EndpointConfig;
+        ToolOutputSettings {
+            engine: EngineConfig {
+                max_bytes: self.tool_output_max_bytes,
+                max_chunks: self.tool_output_max_chunks,
+                long_line_bytes: self.tool_output_long_line_bytes,
+                context_tokens: self.model_context_tokens,
+                max_output_tokens: self.model_max_output_tokens,
+                ..EngineConfig::default()
+            },
+            endpoint: match (&self.model_url, &self.model) {
+                (Some(url), Some(model)) => Some(EndpointConfig {
+                    base_url: url.clone(),
+                    model: model.clone(),
+                    api_key_env: self.model_api_key_env.clone(),
+                    timeout: std::time::Duration::from_secs(self.model_timeout_secs),
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The `tool_output` settings as environment variables, for the servers `run` starts.
+pub fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, String)> {
+    let e = &settings.engine;
+    let mut out = vec![
+        (MODEL_CONTEXT_ENV, e.context_tokens.to_string()),
+        (MODEL_OUTPUT_ENV, e.max_output_tokens.to_string()),
+        (MAX_BYTES_ENV, e.max_bytes.to_string()),
+        (MAX_CHUNKS_ENV, e.max_chunks.to_string()),
+        (LONG_LINE_ENV, e.long_line_bytes.to_string()),
+    ];
+    if let Some(p) = &settings.endpoint {
+        out.push((MODEL_URL_ENV, p.base_url.clone()));
+        out.push((MODEL_ENV, p.model.clone()));
+        out.push((MODEL_TIMEOUT_ENV, p.timeout.as_secs().to_string()));
+        if let Some(var) = &p.api_key_env {
+            out.push((MODEL_API_KEY_ENV_ENV, var.clone()));
+        }
+    }
+    out
+}
+
+/// The settings from the environment alone (a `report mcp serve` started by `run`).
+fn settings_from_env() -> ToolOutputSettings {
+    #[derive(Debug, Parser)]
+    struct EnvOnly {
+        #[command(flatten)]
+        model: ModelFlags,
+    }
+    match EnvOnly::try_parse_from(["evidence-store"]) {
+        Ok(e) => e.model.settings(),
+        Err(e) => e.exit(),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -162,6 +286,8 @@ pub struct Config {
     pub workspace: WorkspaceRoot,
     pub store: PathBuf,
     pub command: Command,
+    /// `tool_output`'s model and thresholds (used by `serve` and `run`).
+    pub tool_output: ToolOutputSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,10 +356,18 @@ fn report_config(
     cwd: PathBuf,
 ) -> Config {
     let workspace = resolve_workspace(env, cwd);
+    // Only `report mcp serve` uses them; reading them for other `report` calls could turn
+    // a bad variable into an error that has nothing to do with that call.
+    let tool_output = if args == ["mcp", "serve"] {
+        settings_from_env()
+    } else {
+        ToolOutputSettings::default()
+    };
     Config {
         store: default_store(&workspace.path),
         workspace,
         command: Command::Report { argv0, args },
+        tool_output,
     }
 }
 
@@ -271,13 +405,17 @@ fn help_text(names: &[String]) -> String {
 fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
     let workspace = resolve_workspace(cli.workspace.or(env), cwd);
     let store = cli.store.unwrap_or_else(|| default_store(&workspace.path));
+    let tool_output = match &cli.command {
+        CliCommand::Serve { model } | CliCommand::Run { model, .. } => model.settings(),
+        _ => ToolOutputSettings::default(),
+    };
     let command = match cli.command {
         CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
         CliCommand::Verify => Command::Verify,
-        CliCommand::Serve => Command::Serve,
+        CliCommand::Serve { .. } => Command::Serve,
         CliCommand::Export => Command::Export,
         CliCommand::Build => Command::Build,
-        CliCommand::Run { command } => Command::Run { command },
+        CliCommand::Run { command, .. } => Command::Run { command },
         CliCommand::Help { command } => Command::Help {
             text: help_text(&command),
         },
@@ -335,6 +473,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         workspace,
         store,
         command,
+        tool_output,
     }
 }
 
@@ -433,5 +572,43 @@ mod tests {
         );
         assert_eq!(c.workspace.path, PathBuf::from("/ws"));
         assert_eq!(c.store, PathBuf::from("/ws/.evidence-store/store.redb"));
+    }
+
+    #[test]
+    fn model_flags_reach_the_settings_and_the_environment_of_run() {
+        let c = parse_from(
+            &[
+                "evidence-store",
+                "serve",
+                "--model-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--model-api-key-env",
+                "KEY_VAR",
+                "--tool-output-max-chunks",
+                "4",
+            ],
+            None,
+        );
+        let endpoint = c.tool_output.endpoint.clone().expect("an endpoint");
+        assert_eq!(endpoint.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(endpoint.model, "m");
+        assert_eq!(endpoint.api_key_env.as_deref(), Some("KEY_VAR"));
+        assert_eq!(c.tool_output.engine.max_chunks, 4);
+        let env = settings_env(&c.tool_output);
+        assert!(env.contains(&(MODEL_URL_ENV, "http://127.0.0.1:9/v1".to_string())));
+        assert!(env.contains(&(MODEL_API_KEY_ENV_ENV, "KEY_VAR".to_string())));
+        assert!(env.contains(&(MAX_CHUNKS_ENV, "4".to_string())));
+        // A URL without a model name (or the reverse) is a usage error.
+        assert!(
+            Cli::try_parse_from(["evidence-store", "serve", "--model-url", "http://x"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["evidence-store", "serve", "--tool-output-max-bytes", "100"])
+                .is_err()
+        );
+        let plain = parse_from(&["evidence-store", "serve"], None);
+        assert_eq!(plain.tool_output.endpoint, None);
     }
 }

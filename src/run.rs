@@ -44,7 +44,8 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
     child
         .args(args)
         .env("PATH", path)
-        .env(RUN_DIR_ENV, dir.path());
+        .env(RUN_DIR_ENV, dir.path())
+        .envs(cli::settings_env(&config.tool_output));
     let status = wait_forwarding_signals(child)
         .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
     let code = exit_code(status);

@@ -37,9 +37,12 @@ class Checks:
             print(f"FAIL {name}: {detail}", file=sys.stderr)
 
 
-async def run(binary: Path, workspace: Path, checks: Checks) -> None:
+async def run(binary: Path, workspace: Path, payloads: Path, checks: Checks) -> None:
+    # EVIDENCE_STORE_TEST_PAYLOADS: debug builds resolve a handle to the file of that name.
     params = StdioServerParameters(
-        command=str(binary), args=["serve"], env={"PROMPT_DIARY_WORKSPACE": str(workspace)}
+        command=str(binary),
+        args=["serve"],
+        env={"PROMPT_DIARY_WORKSPACE": str(workspace), "EVIDENCE_STORE_TEST_PAYLOADS": str(payloads)},
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -73,6 +76,46 @@ async def run(binary: Path, workspace: Path, checks: Checks) -> None:
                 str(bad),
             )
 
+            await check_tool_output(session, tools, checks)
+
+
+TOOL_OUTPUT_SCHEMA_KEYS = {"type": "object", "additionalProperties": False, "required": ["handle", "extract"]}
+
+
+async def check_tool_output(session: ClientSession, tools: dict, checks: Checks) -> None:
+    """`tool_output`: its schema when listed (only with handles in the workspace), and plain-text
+    results for an unknown handle and, in debug builds, a payload from the test directory."""
+    if "tool_output" in tools:
+        schema = tools["tool_output"].inputSchema
+        checks.check(
+            "tool_output schema",
+            all(schema.get(k) == v for k, v in TOOL_OUTPUT_SCHEMA_KEYS.items())
+            and schema["properties"]["mode"]["enum"] == ["auto", "full-chunked", "read-grep", "truncate"],
+            json.dumps(schema),
+        )
+    unknown = await session.call_tool("tool_output", {"handle": "no-such-handle", "extract": "errors"})
+    text = unknown.content[0].text
+    checks.check(
+        "tool_output unknown handle is plain text",
+        not unknown.isError
+        and len(unknown.content) == 1
+        and text.startswith("ABSTRACT FROM TOOL OUTPUT unknown WITH HANDLE no-such-handle, STRATEGY:auto:\n\nNo stored tool output"),
+        text[:400],
+    )
+    payload = await session.call_tool("tool_output", {"handle": "interop-1", "extract": "errors", "mode": "truncate"})
+    text = payload.content[0].text
+    if text.startswith("ABSTRACT FROM TOOL OUTPUT unknown"):
+        print("interop: tool_output payload check skipped (release build: no test payloads)")
+        return
+    checks.check(
+        "tool_output truncate is plain text",
+        not payload.isError
+        and text.startswith("ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE interop-1, STRATEGY:truncate:\n\nline 1\n")
+        and "[···TRUNCATED " in text
+        and len(text.encode()) <= 12288,
+        text[:400],
+    )
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -82,7 +125,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         shutil.copytree(ROOT / "examples" / "workspace", workspace, ignore=shutil.ignore_patterns(".evidence-store"))
-        asyncio.run(run(args.bin.resolve(), workspace, checks))
+        payloads = Path(tmp) / "payloads"
+        payloads.mkdir()
+        (payloads / "interop-1").write_text("".join(f"line {i}\n" for i in range(1, 5001)), encoding="utf-8")
+        (payloads / "interop-1.tool").write_text("Bash", encoding="utf-8")
+        asyncio.run(run(args.bin.resolve(), workspace, payloads, checks))
     print(f"interop: {checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0
 

@@ -6,7 +6,9 @@
 
 pub mod args;
 mod citations;
+mod sampling;
 mod stdio;
+pub mod tool_output;
 
 pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
 
@@ -181,7 +183,9 @@ impl Server {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
             }),
-            tool_router: Self::tool_router() + Self::citation_router(),
+            tool_router: Self::tool_router()
+                + Self::citation_router()
+                + Self::tool_output_router(),
             streamer: None,
         }
     }
@@ -523,6 +527,9 @@ impl ServerHandler for Server {
                     tool.input_schema = read_schema_0_2_20();
                 }
             }
+        }
+        if !self.workspace_has_handles().await {
+            tools.retain(|t| !tool_output::NEEDS_HANDLES.contains(&t.name.as_ref()));
         }
         tools.sort_by_key(|t| {
             TOOL_ORDER

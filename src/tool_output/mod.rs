@@ -1,19 +1,24 @@
-//! Pure, deterministic pieces of the `tool_output` extraction module: no I/O, no store, no
-//! MCP and no model calls live here.
+//! The `tool_output` extraction module: no store and no MCP live here.
 //!
-//! Built so far: [`truncate`], the `truncate` strategy and the fallback form every other
+//! Pure pieces: [`truncate`], the `truncate` strategy and the fallback form every other
 //! strategy falls back to when it cannot execute; [`report`], the lenient parser of the
 //! model's final-report wrapper (no report is a typed failure, which triggers the fallback);
-//! [`Mode`] and the success/failure body formats.
+//! [`chunk`], uniform overlapping byte ranges for the map step; [`route`], the `auto`
+//! router; [`prompts`], the map, reduce and read-grep prompts; [`Mode`] and the
+//! success/failure body formats.
 //!
-//! [`chunk`] splits a payload into uniform overlapping byte ranges for the map step.
-//!
-//! Still to build: the `auto` router (`route`), the map/reduce/read-grep prompts, the
-//! deterministic read/grep helpers, the handles and their store table, the MCP tools, the
-//! model provider and the read-grep loop.
+//! [`engine`] runs a strategy against a [`model::Model`] (an async trait; the OpenAI-
+//! compatible endpoint lives in [`model::openai`], MCP sampling in the MCP adapter).
 
 pub mod chunk;
+pub mod engine;
+pub mod lookup;
+pub mod model;
+pub mod prompts;
 pub mod report;
+pub mod route;
+pub mod settings;
+pub mod text_tools;
 pub mod truncate;
 
 /// Extraction strategy, spelled as the tool's `mode` input enumerates it.
@@ -57,9 +62,13 @@ pub fn format_success(tool_name: &str, handle: &str, mode_used: Mode, text: &str
     )
 }
 
-/// The failure body: `TOOL_OUTPUT FAILED FOR <TOOL_NAME> WITH HANDLE <h>: <reason>`.
-pub fn format_failure(tool_name: &str, handle: &str, reason: &str) -> String {
-    format!("TOOL_OUTPUT FAILED FOR {tool_name} WITH HANDLE {handle}: {reason}")
+/// The failure body: `TOOL_OUTPUT FAILED FOR <TOOL_NAME> WITH HANDLE <h>, STRATEGY:<mode>:`
+/// followed by a blank line and the error.
+pub fn format_failure(tool_name: &str, handle: &str, mode_used: Mode, error: &str) -> String {
+    format!(
+        "TOOL_OUTPUT FAILED FOR {tool_name} WITH HANDLE {handle}, STRATEGY:{}:\n\n{error}",
+        mode_used.as_str()
+    )
 }
 
 #[cfg(test)]
@@ -86,8 +95,8 @@ mod tests {
             "ABSTRACT FROM TOOL OUTPUT grep WITH HANDLE h1, STRATEGY:full-chunked:\n\nbody"
         );
         assert_eq!(
-            format_failure("grep", "h1", "no model"),
-            "TOOL_OUTPUT FAILED FOR grep WITH HANDLE h1: no model"
+            format_failure("grep", "h1", Mode::ReadGrep, "no model"),
+            "TOOL_OUTPUT FAILED FOR grep WITH HANDLE h1, STRATEGY:read-grep:\n\nno model"
         );
     }
 }

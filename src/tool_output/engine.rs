@@ -1,0 +1,841 @@
+//! The extraction engine: runs one `tool_output` call's strategy over one payload and
+//! always ends with a body to return.
+//!
+//! - `truncate` keeps the top and bottom around a marker; it needs no model.
+//! - `full-chunked` maps each uniform chunk with the map prompt and reduces the answers with
+//!   the reduce prompt (no reduce for one chunk). Every answer must hold this call's final
+//!   report.
+//! - `read-grep` runs a sub-agent with exactly two tools, Read and Grep, over this payload
+//!   only (the handle is the filename), for at most [`MAX_TURNS`] turns and
+//!   [`MAX_TOOL_CALLS`] tool calls. Only a final report the model wrote itself counts: running
+//!   out of turns is a failure, never a synthesized report.
+//! - A strategy that cannot execute (no model, a model error, no final report, limits hit)
+//!   yields the truncate fallback with `WARNING: tool_output fallback to truncate (<reason>).`
+//!   and a warning log carrying the handle, strategy, reason and sizes. "Nothing relevant
+//!   found" is an answer, not a failure.
+//!
+//! Every body, header included, stays within the configured byte cap.
+
+use serde_json::{Value, json};
+
+use super::model::{Message, Model, Request, ToolCall, ToolDef};
+use super::prompts::{self, Source};
+use super::report::parse_final_report;
+use super::route::{self, Abilities, Route, RouteConfig, Stats};
+use super::{Mode, chunk, format_failure, format_success, truncate};
+
+/// Most model turns of the read-grep sub-agent.
+pub const MAX_TURNS: usize = 15;
+/// Most Read and Grep calls of the read-grep sub-agent.
+pub const MAX_TOOL_CALLS: usize = 10;
+/// Most chunks an explicit `full-chunked` request may use (`auto` uses `max_chunks`).
+pub const FORCED_MAX_CHUNKS: usize = 64;
+/// Default context window of the extraction model, in tokens.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 32768;
+/// Default most tokens of one model answer.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 4096;
+/// Lines a Read call without an end returns.
+pub const READ_DEFAULT_LINES: u64 = 200;
+
+/// The engine's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Cap of every body, header included (`tool_response_max_bytes`).
+    pub max_bytes: usize,
+    /// Most chunks `auto` lets full-chunked use.
+    pub max_chunks: usize,
+    /// Average line size above which full-chunked is preferred.
+    pub long_line_bytes: usize,
+    /// The model's context window, in tokens.
+    pub context_tokens: usize,
+    /// Most tokens of one model answer.
+    pub max_output_tokens: usize,
+    /// Chunk overlap, in percent.
+    pub overlap_pct: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_bytes: truncate::DEFAULT_MAX_BYTES,
+            max_chunks: route::DEFAULT_MAX_CHUNKS,
+            long_line_bytes: route::DEFAULT_LONG_LINE_BYTES,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            overlap_pct: chunk::DEFAULT_OVERLAP_PCT,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Payload bytes one map call can take: the context left after the answer and the
+    /// prompt (estimated at 4 bytes a token), at least 1 KiB.
+    pub fn chunk_bytes(&self, prompt_bytes: usize) -> usize {
+        let tokens = self
+            .context_tokens
+            .saturating_sub(self.max_output_tokens)
+            .saturating_sub(prompt_bytes.div_ceil(4));
+        (tokens * 4).max(1024)
+    }
+}
+
+/// Deterministic Read and Grep over one payload's text, as the sub-agent (and the calling
+/// agent) use them. Answers are plain text within `cap` bytes; a bad pattern is an error
+/// message.
+pub trait TextTools: Send + Sync {
+    fn read(&self, text: &str, start_line: u64, end_line: u64, cap: usize) -> String;
+    fn grep(
+        &self,
+        text: &str,
+        pattern: &str,
+        context_lines: usize,
+        max_matches: usize,
+        cap: usize,
+    ) -> Result<String, String>;
+}
+
+/// One extraction request over a resolved payload.
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    pub handle: &'a str,
+    pub source: Source,
+    pub text: &'a str,
+    pub extract: &'a str,
+    pub mode: Mode,
+}
+
+/// What an extraction produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The strategy whose output the body holds.
+    pub mode_used: Mode,
+    /// The whole plain-text result, header included, within the cap.
+    pub body: String,
+    /// Set when the body is the truncate fallback: why the strategy could not run.
+    pub fallback: Option<String>,
+}
+
+/// Why a strategy could not execute.
+#[derive(Debug)]
+struct Failed(String);
+
+/// Runs `job` and returns its body. `model` is `None` when no model is in reach.
+pub async fn extract(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    model: Option<&dyn Model>,
+    tools: &dyn TextTools,
+) -> Outcome {
+    let stats = Stats::of(job.text);
+    let abilities = Abilities {
+        model: model.is_some(),
+        tools: model.is_some_and(|m| m.supports_tools()),
+    };
+    let map_prompt_bytes = prompts::map_system(
+        &job.source,
+        stats,
+        1,
+        1,
+        config.overlap_pct,
+        job.extract,
+        "",
+    )
+    .len()
+        + 64;
+    let chunk_bytes = config.chunk_bytes(map_prompt_bytes);
+    let mode = match job.mode {
+        Mode::Auto => {
+            let routed = route::route(
+                stats,
+                RouteConfig {
+                    max_chunks: config.max_chunks,
+                    long_line_bytes: config.long_line_bytes,
+                    chunk_bytes,
+                },
+                abilities,
+            );
+            tracing::info!(
+                handle = job.handle,
+                bytes = stats.bytes,
+                lines = stats.lines,
+                tokens = stats.tokens,
+                avg_line_bytes = stats.avg_line_bytes(),
+                long_line_bytes = config.long_line_bytes,
+                chunk_bytes,
+                max_chunks = config.max_chunks,
+                route = ?routed,
+                "tool_output auto routing"
+            );
+            match routed {
+                Route::Run(mode) => mode,
+                Route::Fallback(reason) => return fallback(job, config, stats, "auto", &reason),
+            }
+        }
+        mode => mode,
+    };
+    let run = match (mode, model) {
+        (Mode::Truncate, _) | (Mode::Auto, _) => {
+            let header = format_success(&job.source.tool_name, job.handle, Mode::Truncate, "");
+            let text = truncate::truncate(job.text, config.max_bytes.saturating_sub(header.len()));
+            return Outcome {
+                mode_used: Mode::Truncate,
+                body: header + &text,
+                fallback: None,
+            };
+        }
+        (_, None) => Err(Failed(route::NO_MODEL.to_string())),
+        (Mode::FullChunked, Some(model)) => full_chunked(job, config, stats, chunk_bytes, model)
+            .await
+            .map_err(|Failed(r)| Failed(format!("full-chunked: {r}"))),
+        (Mode::ReadGrep, Some(model)) if !model.supports_tools() => Err(Failed(
+            "read-grep: the model cannot call tools (the client's sampling does not support tool use)"
+                .to_string(),
+        )),
+        (Mode::ReadGrep, Some(model)) => read_grep(job, config, stats, model, tools)
+            .await
+            .map_err(|Failed(r)| Failed(format!("read-grep: {r}"))),
+    };
+    match run {
+        Ok(text) => {
+            let header = format_success(&job.source.tool_name, job.handle, mode, "");
+            let text = truncate::truncate(&text, config.max_bytes.saturating_sub(header.len()));
+            Outcome {
+                mode_used: mode,
+                body: header + &text,
+                fallback: None,
+            }
+        }
+        Err(Failed(reason)) => fallback(job, config, stats, mode.as_str(), &reason),
+    }
+}
+
+/// The failure body for a payload that cannot be read (such as a stale handle).
+pub fn failure(tool_name: &str, handle: &str, mode: Mode, error: &str, cap: usize) -> String {
+    let header = format_failure(tool_name, handle, mode, "");
+    let text = truncate::truncate(error, cap.saturating_sub(header.len()));
+    truncate::truncate(&(header + &text), cap)
+}
+
+fn fallback(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    stats: Stats,
+    strategy: &str,
+    reason: &str,
+) -> Outcome {
+    tracing::warn!(
+        handle = job.handle,
+        strategy,
+        reason,
+        bytes = stats.bytes,
+        lines = stats.lines,
+        tokens = stats.tokens,
+        "tool_output fallback to truncate"
+    );
+    let header = format_success(&job.source.tool_name, job.handle, Mode::Truncate, "");
+    let text = truncate::truncate_fallback(
+        job.text,
+        reason,
+        config.max_bytes.saturating_sub(header.len()),
+    );
+    Outcome {
+        mode_used: Mode::Truncate,
+        body: header + &text,
+        fallback: Some(reason.to_string()),
+    }
+}
+
+fn max_tokens(config: &EngineConfig) -> u32 {
+    u32::try_from(config.max_output_tokens).unwrap_or(u32::MAX)
+}
+
+async fn full_chunked(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    stats: Stats,
+    chunk_bytes: usize,
+    model: &dyn Model,
+) -> Result<String, Failed> {
+    let ranges = chunk::chunk(job.text, chunk_bytes, config.overlap_pct);
+    let limit = match job.mode {
+        Mode::Auto => config.max_chunks.max(1),
+        _ => FORCED_MAX_CHUNKS,
+    };
+    if ranges.len() > limit {
+        return Err(Failed(format!(
+            "{} chunks of {chunk_bytes} bytes needed, more than the {limit} allowed",
+            ranges.len()
+        )));
+    }
+    let total = ranges.len();
+    let mut outputs = Vec::with_capacity(total);
+    for (i, range) in ranges.into_iter().enumerate() {
+        let nonce = prompts::nonce();
+        let request = Request {
+            system: prompts::map_system(
+                &job.source,
+                stats,
+                i + 1,
+                total,
+                config.overlap_pct,
+                job.extract,
+                &nonce,
+            ),
+            messages: vec![Message::User(prompts::map_user(&job.text[range]))],
+            tools: Vec::new(),
+            max_tokens: max_tokens(config),
+        };
+        let reply = model
+            .complete(request)
+            .await
+            .map_err(|e| Failed(format!("chunk {} of {total}: {e}", i + 1)))?;
+        let report = parse_final_report(&reply.text, &nonce)
+            .map_err(|e| Failed(format!("chunk {} of {total}: {e}", i + 1)))?;
+        outputs.push(report);
+    }
+    if total == 1 {
+        return Ok(outputs.pop().unwrap_or_default());
+    }
+    let nonce = prompts::nonce();
+    let request = Request {
+        system: prompts::reduce_system(&job.source, job.extract, &outputs, &nonce),
+        messages: vec![Message::User(prompts::REDUCE_USER.to_string())],
+        tools: Vec::new(),
+        max_tokens: max_tokens(config),
+    };
+    let reply = model
+        .complete(request)
+        .await
+        .map_err(|e| Failed(format!("reduce: {e}")))?;
+    parse_final_report(&reply.text, &nonce).map_err(|e| Failed(format!("reduce: {e}")))
+}
+
+/// The two tools of the read-grep sub-agent, as the model sees them.
+pub fn read_grep_tools() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "Read".to_string(),
+            description: format!(
+                "Read numbered lines of a file. The file is the handle. Lines are 1-based and \
+                 inclusive; without end_line, {READ_DEFAULT_LINES} lines are returned."
+            ),
+            input_schema: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "description": "The handle, exactly as given."},
+                    "start_line": {"type": "integer", "minimum": 1, "description": "First line (default 1)."},
+                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line, inclusive."}
+                }
+            }),
+        },
+        ToolDef {
+            name: "Grep".to_string(),
+            description: "Search a file for a regular expression (Rust regex syntax); returns \
+                          matching lines with line numbers. The file is the handle."
+                .to_string(),
+            input_schema: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["file", "pattern"],
+                "properties": {
+                    "file": {"type": "string", "description": "The handle, exactly as given."},
+                    "pattern": {"type": "string", "description": "Regular expression."},
+                    "context_lines": {"type": "integer", "minimum": 0, "description": "Lines of context around each match (default 0)."},
+                    "max_matches": {"type": "integer", "minimum": 1, "description": "Most matches returned (default 50)."}
+                }
+            }),
+        },
+    ]
+}
+
+fn uint(args: &Value, key: &str) -> Result<Option<u64>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{key} must be a non-negative integer")),
+    }
+}
+
+/// Runs one sub-agent tool call; errors are answers too, so the model can correct itself.
+fn run_tool(
+    call: &ToolCall,
+    handle: &str,
+    text: &str,
+    tools: &dyn TextTools,
+    cap: usize,
+) -> String {
+    let args = &call.arguments;
+    if !args.is_object() {
+        return format!(
+            "ERROR: the arguments of {} must be a JSON object",
+            call.name
+        );
+    }
+    match args.get("file").and_then(Value::as_str) {
+        Some(f) if f == handle => {}
+        Some(f) => {
+            return format!("ERROR: no file named {f:?}; the only file is {handle:?}");
+        }
+        None => return format!("ERROR: file is required; the only file is {handle:?}"),
+    }
+    let result = match call.name.as_str() {
+        "Read" => (|| {
+            let start = uint(args, "start_line")?.unwrap_or(1).max(1);
+            let end =
+                uint(args, "end_line")?.unwrap_or(start.saturating_add(READ_DEFAULT_LINES - 1));
+            Ok(tools.read(text, start, end, cap))
+        })(),
+        "Grep" => (|| {
+            let pattern = args
+                .get("pattern")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "pattern is required".to_string())?;
+            let context = uint(args, "context_lines")?.unwrap_or(0);
+            let max = uint(args, "max_matches")?.unwrap_or(50).max(1);
+            tools.grep(
+                text,
+                pattern,
+                usize::try_from(context).unwrap_or(usize::MAX),
+                usize::try_from(max).unwrap_or(usize::MAX),
+                cap,
+            )
+        })(),
+        other => Err(format!("unknown tool {other:?}; only Read and Grep exist")),
+    };
+    result.unwrap_or_else(|e| format!("ERROR: {e}"))
+}
+
+async fn read_grep(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    stats: Stats,
+    model: &dyn Model,
+    tools: &dyn TextTools,
+) -> Result<String, Failed> {
+    let nonce = prompts::nonce();
+    let system = prompts::read_grep_system(&job.source, job.handle, job.extract, &nonce);
+    let mut messages = vec![Message::User(prompts::read_grep_user(job.handle, stats))];
+    let defs = read_grep_tools();
+    let mut calls_used = 0usize;
+    for turn in 1..=MAX_TURNS {
+        let reply = model
+            .complete(Request {
+                system: system.clone(),
+                messages: messages.clone(),
+                tools: defs.clone(),
+                max_tokens: max_tokens(config),
+            })
+            .await
+            .map_err(|e| Failed(format!("turn {turn}: {e}")))?;
+        if reply.tool_calls.is_empty() {
+            return parse_final_report(&reply.text, &nonce)
+                .map_err(|e| Failed(format!("turn {turn}: {e}")));
+        }
+        let calls = reply.tool_calls.clone();
+        messages.push(Message::Assistant {
+            text: reply.text,
+            tool_calls: reply.tool_calls,
+        });
+        for call in calls {
+            calls_used += 1;
+            let content = if calls_used > MAX_TOOL_CALLS {
+                format!(
+                    "ERROR: the limit of {MAX_TOOL_CALLS} tool calls is reached; answer now with the final report"
+                )
+            } else {
+                run_tool(&call, job.handle, job.text, tools, config.max_bytes)
+            };
+            messages.push(Message::ToolResult {
+                call_id: call.id,
+                name: call.name,
+                content,
+            });
+        }
+    }
+    Err(Failed(format!(
+        "no final report within {MAX_TURNS} turns ({calls_used} tool calls)"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::tool_output::model::{BoxFuture, ModelError, Reply};
+
+    /// Numbered lines and plain substring matches: enough to drive the loop.
+    struct Fake;
+
+    impl TextTools for Fake {
+        fn read(&self, text: &str, start: u64, end: u64, _cap: usize) -> String {
+            text.lines()
+                .enumerate()
+                .filter(|(i, _)| (start..=end).contains(&(*i as u64 + 1)))
+                .map(|(i, l)| format!("{}: {l}\n", i + 1))
+                .collect()
+        }
+        fn grep(
+            &self,
+            text: &str,
+            pattern: &str,
+            _c: usize,
+            _m: usize,
+            _cap: usize,
+        ) -> Result<String, String> {
+            if pattern == "(" {
+                return Err("bad pattern".into());
+            }
+            Ok(text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains(pattern))
+                .map(|(i, l)| format!("{}: {l}\n", i + 1))
+                .collect())
+        }
+    }
+
+    /// Answers from a script; `{N}` in an answer becomes the nonce of the request's system
+    /// prompt. Records every request.
+    struct Scripted {
+        tools: bool,
+        answers: Mutex<Vec<Result<Reply, ModelError>>>,
+        seen: Mutex<Vec<Request>>,
+    }
+
+    impl Scripted {
+        fn new(tools: bool, answers: Vec<Result<Reply, ModelError>>) -> Scripted {
+            Scripted {
+                tools,
+                answers: Mutex::new(answers.into_iter().rev().collect()),
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    fn nonce_of(system: &str) -> String {
+        let start = system
+            .find("<ai-agent-")
+            .map_or(0, |i| i + "<ai-agent-".len());
+        system[start..].chars().take(16).collect()
+    }
+
+    impl Model for Scripted {
+        fn supports_tools(&self) -> bool {
+            self.tools
+        }
+        fn describe(&self) -> String {
+            "scripted".into()
+        }
+        fn complete(&self, request: Request) -> BoxFuture<'_, Result<Reply, ModelError>> {
+            let nonce = nonce_of(&request.system);
+            self.seen.lock().unwrap().push(request);
+            let next = self
+                .answers
+                .lock()
+                .unwrap()
+                .pop()
+                .unwrap_or(Ok(Reply::default()));
+            Box::pin(async move {
+                next.map(|mut r| {
+                    r.text = r.text.replace("{N}", &nonce);
+                    r
+                })
+            })
+        }
+    }
+
+    fn say(text: &str) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: text.into(),
+            tool_calls: vec![],
+        })
+    }
+
+    fn call(name: &str, args: Value) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: format!("id-{name}"),
+                name: name.into(),
+                arguments: args,
+            }],
+        })
+    }
+
+    fn job<'a>(text: &'a str, mode: Mode) -> Job<'a> {
+        Job {
+            handle: "H",
+            source: Source {
+                tool_name: "Bash".into(),
+                tool_args_json: "{}".into(),
+            },
+            text,
+            extract: "the errors",
+            mode,
+        }
+    }
+
+    fn run(text: &str, mode: Mode, config: EngineConfig, model: Option<&Scripted>) -> Outcome {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let m = model.map(|m| m as &dyn Model);
+        rt.block_on(extract(&job(text, mode), &config, m, &Fake))
+    }
+
+    const HEAD: &str = "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE H, STRATEGY:";
+
+    #[test]
+    fn no_model_falls_back_with_the_reason() {
+        let out = run("abc", Mode::Auto, EngineConfig::default(), None);
+        assert_eq!(
+            out.body,
+            format!(
+                "{HEAD}truncate:\n\nWARNING: tool_output fallback to truncate ({}).\nabc",
+                route::NO_MODEL
+            )
+        );
+        let out = run("abc", Mode::ReadGrep, EngineConfig::default(), None);
+        assert_eq!(out.fallback.as_deref(), Some(route::NO_MODEL));
+    }
+
+    #[test]
+    fn truncate_needs_no_model_and_stays_in_cap() {
+        let text = "x".repeat(5000);
+        let config = EngineConfig {
+            max_bytes: 1000,
+            ..EngineConfig::default()
+        };
+        let out = run(&text, Mode::Truncate, config, None);
+        assert!(out.body.starts_with(&format!("{HEAD}truncate:\n\nxxx")));
+        assert!(out.body.contains("TRUNCATED"));
+        assert!(out.body.len() <= 1000);
+        assert_eq!(out.fallback, None);
+    }
+
+    #[test]
+    fn one_chunk_maps_once_without_reduce_and_parses_leniently() {
+        let m = Scripted::new(
+            false,
+            vec![say(
+                "<think>hmm</think><ai-agent-{N}-FINAL format=\"text\">two errors",
+            )],
+        );
+        let out = run("line\n", Mode::Auto, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\ntwo errors"));
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].messages, vec![Message::User("line\n".into())]);
+        assert!(seen[0].system.contains("- Index: 1 of 1\n"));
+        assert!(seen[0].tools.is_empty());
+    }
+
+    #[test]
+    fn many_chunks_map_then_reduce() {
+        let text = "y".repeat(2500);
+        let config = EngineConfig {
+            context_tokens: 0,
+            ..EngineConfig::default()
+        };
+        // chunk_bytes is then the 1024 floor: 3 chunks.
+        let m = Scripted::new(
+            false,
+            vec![
+                say("<ai-agent-{N}-FINAL format=\"text\">a</ai-agent-{N}-FINAL>"),
+                say("<ai-agent-{N}-FINAL format=\"text\">b</ai-agent-{N}-FINAL>"),
+                say("<ai-agent-{N}-FINAL format=\"text\">c</ai-agent-{N}-FINAL>"),
+                say("<ai-agent-{N}-FINAL format=\"text\">abc</ai-agent-{N}-FINAL>"),
+            ],
+        );
+        let out = run(&text, Mode::FullChunked, config, Some(&m));
+        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\nabc"));
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), 4);
+        assert!(seen[2].system.contains("- Index: 3 of 3\n"));
+        assert!(seen[3].system.contains(
+            "CHUNK OUTPUTS\n--- Chunk 1 of 3 ---\na\n\n--- Chunk 2 of 3 ---\nb\n\n--- Chunk 3 of 3 ---\nc\n"
+        ));
+        // Nonces differ per call.
+        assert_ne!(nonce_of(&seen[0].system), nonce_of(&seen[1].system));
+    }
+
+    #[test]
+    fn a_chunk_without_final_report_falls_back() {
+        let m = Scripted::new(false, vec![say("I could not find it")]);
+        let out = run("abc", Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("full-chunked: chunk 1 of 1: no final report produced")
+        );
+        assert!(out.body.starts_with(&format!(
+            "{HEAD}truncate:\n\nWARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final report produced).\nabc"
+        )));
+    }
+
+    #[test]
+    fn model_errors_fall_back() {
+        let m = Scripted::new(
+            false,
+            vec![Err(ModelError::Status {
+                status: 500,
+                body: "boom".into(),
+            })],
+        );
+        let out = run("abc", Mode::Auto, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("full-chunked: chunk 1 of 1: model endpoint answered HTTP 500: boom")
+        );
+    }
+
+    #[test]
+    fn read_grep_runs_tools_over_the_handle_only() {
+        let text = "ok\nERROR one\nok\nERROR two\n";
+        let m = Scripted::new(
+            true,
+            vec![
+                call("Grep", json!({"file": "H", "pattern": "ERROR"})),
+                call("Read", json!({"file": "other", "start_line": 1})),
+                call("Read", json!({"file": "H", "start_line": 2, "end_line": 2})),
+                call("Grep", json!({"file": "H", "pattern": "("})),
+                say("<ai-agent-{N}-FINAL format=\"text\">ERROR one; ERROR two"),
+            ],
+        );
+        let out = run(text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.body,
+            format!("{HEAD}read-grep:\n\nERROR one; ERROR two")
+        );
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), 5);
+        assert_eq!(seen[0].tools, read_grep_tools());
+        let results: Vec<&str> = seen[4]
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            results,
+            vec![
+                "2: ERROR one\n4: ERROR two\n",
+                "ERROR: no file named \"other\"; the only file is \"H\"",
+                "2: ERROR one\n",
+                "ERROR: bad pattern",
+            ]
+        );
+    }
+
+    #[test]
+    fn read_grep_without_a_final_report_fails() {
+        let m = Scripted::new(true, vec![say("done, I think")]);
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("read-grep: turn 1: no final report produced")
+        );
+    }
+
+    #[test]
+    fn read_grep_stops_at_the_turn_limit_and_caps_tool_calls() {
+        let answers = (0..MAX_TURNS)
+            .map(|_| call("Read", json!({"file": "H"})))
+            .collect();
+        let m = Scripted::new(true, answers);
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("read-grep: no final report within 15 turns (15 tool calls)")
+        );
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), MAX_TURNS);
+        let last = seen[MAX_TURNS - 1].messages.last().cloned();
+        assert_eq!(
+            last,
+            Some(Message::ToolResult {
+                call_id: "id-Read".into(),
+                name: "Read".into(),
+                content:
+                    "ERROR: the limit of 10 tool calls is reached; answer now with the final report"
+                        .into(),
+            })
+        );
+    }
+
+    #[test]
+    fn read_grep_needs_a_model_with_tools() {
+        let m = Scripted::new(false, vec![]);
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert!(out.fallback.unwrap().contains("cannot call tools"));
+        assert!(m.seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn long_answers_are_capped() {
+        let long = "z".repeat(20000);
+        let m = Scripted::new(
+            false,
+            vec![say(&format!(
+                "<ai-agent-{{N}}-FINAL format=\"text\">{long}"
+            ))],
+        );
+        let out = run("abc", Mode::Auto, EngineConfig::default(), Some(&m));
+        assert!(out.body.len() <= truncate::DEFAULT_MAX_BYTES);
+        assert!(out.body.contains("TRUNCATED"));
+    }
+
+    #[test]
+    fn fallbacks_are_logged_with_handle_strategy_reason_and_sizes() {
+        #[derive(Clone, Default)]
+        struct Sink(std::sync::Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        let m = Scripted::new(false, vec![say("no wrapper here")]);
+        tracing::subscriber::with_default(subscriber, || {
+            run(
+                "a\nb\n",
+                Mode::FullChunked,
+                EngineConfig::default(),
+                Some(&m),
+            );
+        });
+        let log = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains(
+                "WARN evidence_store::tool_output::engine: tool_output fallback to truncate \
+                 handle=\"H\" strategy=\"full-chunked\" \
+                 reason=\"full-chunked: chunk 1 of 1: no final report produced\" bytes=4 lines=2 tokens=1"
+            ),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn failure_body_is_exact() {
+        assert_eq!(
+            failure("Bash", "H", Mode::Auto, "stale", 100),
+            "TOOL_OUTPUT FAILED FOR Bash WITH HANDLE H, STRATEGY:auto:\n\nstale"
+        );
+    }
+}

@@ -1,0 +1,86 @@
+//! Where the extraction model comes from: one async trait, [`Model`], with three sources in
+//! order of preference: the MCP client's sampling (implemented in the MCP adapter), an
+//! OpenAI-compatible chat-completions endpoint ([`openai`]), or none at all.
+
+pub mod openai;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future, so [`Model`] can be used as a trait object.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One tool the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the tool's arguments.
+    pub input_schema: serde_json::Value,
+}
+
+/// One tool call in a model answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The model's id for the call, echoed in the result.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (a JSON object when well formed).
+    pub arguments: serde_json::Value,
+}
+
+/// One message of a conversation after the system prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    User(String),
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+    },
+}
+
+/// One request to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// Empty: a plain completion.
+    pub tools: Vec<ToolDef>,
+    pub max_tokens: u32,
+}
+
+/// One model answer: its text and the tools it calls (none for a plain completion).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why a model call failed; the extraction then falls back to truncate with this reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("model request failed: {0}")]
+    Transport(String),
+    #[error("model endpoint answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("model answer could not be read: {0}")]
+    Answer(String),
+    #[error("the client refused the sampling request: {0}")]
+    Refused(String),
+}
+
+/// A language model the extraction strategies can call.
+pub trait Model: Send + Sync {
+    /// Whether the model takes tool definitions and answers with tool calls (read-grep
+    /// needs it).
+    fn supports_tools(&self) -> bool;
+    /// A short name for logs, never holding a secret.
+    fn describe(&self) -> String;
+    /// One completion.
+    fn complete(&self, request: Request) -> BoxFuture<'_, Result<Reply, ModelError>>;
+}
