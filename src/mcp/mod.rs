@@ -183,9 +183,7 @@ impl Server {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
             }),
-            tool_router: Self::tool_router()
-                + Self::citation_router()
-                + Self::tool_output_router(),
+            tool_router: Self::tool_router() + Self::citation_router() + Self::tool_output_router(),
             streamer: None,
         }
     }
