@@ -35,6 +35,9 @@ pub struct CompactRecord {
     pub raw_bytes: u64,
     pub raw_sha256: String,
     pub truncated: bool,
+    /// The line's tool entries, collected only by [`entries`].
+    #[serde(skip)]
+    pub entries: Option<Vec<Entry>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,6 +45,10 @@ pub struct ToolUse {
     pub name: String,
     pub input_summary: String,
     pub truncated: bool,
+    /// The handle of the whole input, on a trimmed entry only (set by the read, which
+    /// knows the session and the line's digest); prompt-diary's records have no such key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -53,6 +60,35 @@ pub struct ToolResult {
     pub preview: String,
     pub raw_bytes: u64,
     pub truncated: bool,
+    /// The handle of the whole result text, on a trimmed entry only (see [`ToolUse`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
+}
+
+/// Which list of a compact record an entry is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    ToolUse,
+    ToolResult,
+}
+
+/// One tool entry of a line as the compact record derives it, with what the record
+/// leaves out: the call id that links a result to its use, and the whole payload (a tool
+/// result's text, or a tool input's JSON exactly as compaction renders it before
+/// cutting it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Position in `tool_uses` or `tool_results`.
+    pub index: usize,
+    /// Claude's `tool_use.id` / `tool_result.tool_use_id`, Codex's `call_id`.
+    pub call_id: Option<String>,
+    /// A tool use's name.
+    pub tool_name: Option<String>,
+    /// The whole payload.
+    pub payload: String,
+    /// Whether the record trims it (then the entry has a handle).
+    pub trimmed: bool,
 }
 
 /// Derives the compact record of one line. `raw_bytes` and `raw_sha256` describe the
@@ -63,6 +99,25 @@ pub fn compact_line(
     source: &str,
     raw_bytes: u64,
     raw_sha256: String,
+) -> CompactRecord {
+    derive(text, line, source, raw_bytes, raw_sha256, false)
+}
+
+/// The tool entries of one line, in record order, with their call ids and whole
+/// payloads: what a handle names.
+pub fn entries(text: &str, source: &str) -> Vec<Entry> {
+    derive(text, 0, source, 0, String::new(), true)
+        .entries
+        .unwrap_or_default()
+}
+
+fn derive(
+    text: &str,
+    line: u64,
+    source: &str,
+    raw_bytes: u64,
+    raw_sha256: String,
+    collect: bool,
 ) -> CompactRecord {
     let mut record = CompactRecord {
         line,
@@ -76,6 +131,7 @@ pub fn compact_line(
         raw_bytes,
         raw_sha256,
         truncated: false,
+        entries: collect.then(Vec::new),
     };
     let rec = match pyjson::parse_borrowed(text) {
         Ok(rec) if rec.is_object() => rec,
@@ -193,6 +249,7 @@ fn tool_result(payload: &Payload<'_>, kind: &'static str, meta: &ResultMeta) -> 
         preview,
         raw_bytes: len as u64,
         truncated,
+        handle: None,
     }
 }
 
@@ -207,7 +264,48 @@ fn tool_use(name: &str, input: &Payload<'_>) -> ToolUse {
         name: name.to_owned(),
         input_summary,
         truncated,
+        handle: None,
     }
+}
+
+/// Adds `used` to the record, noting its entry when entries are collected.
+fn push_use(
+    record: &mut CompactRecord,
+    used: ToolUse,
+    input: &Payload<'_>,
+    call_id: Option<String>,
+) {
+    if let Some(entries) = &mut record.entries {
+        entries.push(Entry {
+            kind: EntryKind::ToolUse,
+            index: record.tool_uses.len(),
+            call_id,
+            tool_name: Some(used.name.clone()),
+            payload: input.whole(),
+            trimmed: used.truncated,
+        });
+    }
+    record.tool_uses.push(used);
+}
+
+/// Adds `result` to the record, noting its entry when entries are collected.
+fn push_result(
+    record: &mut CompactRecord,
+    result: ToolResult,
+    payload: &Payload<'_>,
+    call_id: Option<String>,
+) {
+    if let Some(entries) = &mut record.entries {
+        entries.push(Entry {
+            kind: EntryKind::ToolResult,
+            index: record.tool_results.len(),
+            call_id,
+            tool_name: None,
+            payload: payload.whole(),
+            trimmed: result.truncated,
+        });
+    }
+    record.tool_results.push(result);
 }
 
 #[derive(Default)]
@@ -287,7 +385,12 @@ fn claude_message(rec: &Node<'_>, t: &str, record: &mut CompactRecord) {
                         };
                         let used = tool_use(name.as_deref().unwrap_or("unknown"), &input);
                         record.truncated |= used.truncated;
-                        record.tool_uses.push(used);
+                        let id = record
+                            .entries
+                            .is_some()
+                            .then(|| owned(item, "id"))
+                            .flatten();
+                        push_use(record, used, &input, id);
                     }
                     Some("tool_result") => {
                         add_kind(record, "tool_result");
@@ -300,7 +403,12 @@ fn claude_message(rec: &Node<'_>, t: &str, record: &mut CompactRecord) {
                         };
                         let result = tool_result(&payload, meta.kind, &meta);
                         record.truncated |= result.truncated;
-                        record.tool_results.push(result);
+                        let id = record
+                            .entries
+                            .is_some()
+                            .then(|| owned(item, "tool_use_id"))
+                            .flatten();
+                        push_result(record, result, &payload, id);
                     }
                     Some("thinking") => {
                         add_kind(record, "thinking");
@@ -394,7 +502,12 @@ fn codex_response_item(payload: &Node<'_>, record: &mut CompactRecord) {
             record.summary = format!("Tool call: {name}.");
             let used = tool_use(name, &arguments);
             record.truncated = used.truncated;
-            record.tool_uses.push(used);
+            let id = record
+                .entries
+                .is_some()
+                .then(|| owned(payload, "call_id"))
+                .flatten();
+            push_use(record, used, &arguments, id);
         }
         "function_call_output" => {
             let output = match payload.get("output").and_then(Node::as_str) {
@@ -406,7 +519,12 @@ fn codex_response_item(payload: &Node<'_>, record: &mut CompactRecord) {
             let meta = ResultMeta::default();
             let result = tool_result(&output, "output", &meta);
             record.truncated = result.truncated;
-            record.tool_results.push(result);
+            let id = record
+                .entries
+                .is_some()
+                .then(|| owned(payload, "call_id"))
+                .flatten();
+            push_result(record, result, &output, id);
         }
         "reasoning" => {
             add_kind(record, "thinking");

@@ -14,6 +14,7 @@ pub mod documents;
 pub mod dump;
 pub mod evidence;
 pub mod fsutil;
+pub mod handles;
 pub mod import;
 pub mod lines;
 pub mod mcp;

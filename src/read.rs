@@ -14,11 +14,12 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
-use crate::compact::{self, CompactRecord};
+use crate::compact::{self, CompactRecord, EntryKind};
 use crate::lines::{self, LineEntry};
 use crate::parallel;
 use crate::pyjson::py_repr;
 use crate::store::{FileState, Lookup, Store, StoreError};
+use crate::tool_output::handle::{self, Handle};
 use crate::workspace::Unknown;
 
 /// Most lines one compact read may return.
@@ -254,6 +255,8 @@ enum Planned {
 struct Plan {
     path: PathBuf,
     source: String,
+    /// The session's key in handles ([`handle::session_key`]).
+    session_key: u32,
     first_line: u64,
     entries: Vec<LineEntry>,
 }
@@ -296,6 +299,7 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     Ok(Planned::Read(Plan {
         path: found.path,
         source: found.source,
+        session_key: handle::session_key(&req.project_key, &req.session_ref),
         first_line: first,
         entries,
     }))
@@ -365,6 +369,19 @@ pub(crate) fn locate(
         file_id: file.file_id,
         lines: file.lines,
     }))
+}
+
+/// The first error message of a rejected read, with its hint (empty for a read that
+/// was not rejected).
+pub(crate) fn first_message(result: &ReadResult) -> String {
+    match result {
+        ReadResult::Invalid(invalid) => invalid
+            .errors
+            .first()
+            .map(|e| format!("{}; {}", e.message, e.hint))
+            .unwrap_or_default(),
+        ReadResult::Ok(_) => String::new(),
+    }
 }
 
 pub(crate) fn changed(session_ref: &str, what: &str) -> ReadResult {
@@ -613,14 +630,31 @@ impl Plan {
         per_chunk.into_iter().flatten().collect()
     }
 
+    /// The line's compact record, every trimmed entry given its handle.
     fn compact(&self, line: u64, entry: &LineEntry, text: &str) -> CompactRecord {
-        compact::compact_line(
+        let mut record = compact::compact_line(
             text,
             line,
             &self.source,
             entry.decoded_len,
             lines::hex(&entry.sha256),
-        )
+        );
+        if record.truncated {
+            let handle = |kind, index| {
+                Handle::new(self.session_key, line, kind, index, &entry.sha256).map(Handle::to_uuid)
+            };
+            for (i, used) in record.tool_uses.iter_mut().enumerate() {
+                if used.truncated {
+                    used.handle = handle(EntryKind::ToolUse, i);
+                }
+            }
+            for (i, result) in record.tool_results.iter_mut().enumerate() {
+                if result.truncated {
+                    result.handle = handle(EntryKind::ToolResult, i);
+                }
+            }
+        }
+        record
     }
 
     /// The entries split into runs of adjacent lines of about [`CHUNK_BYTES`] each; one
@@ -982,6 +1016,9 @@ mod pretty {
         o.str("name", &u.name);
         o.str("input_summary", &u.input_summary);
         o.bool("truncated", u.truncated);
+        if let Some(h) = &u.handle {
+            o.str("handle", h);
+        }
         o.close();
     }
 
@@ -994,6 +1031,9 @@ mod pretty {
         o.str("preview", &t.preview);
         o.num("raw_bytes", t.raw_bytes);
         o.bool("truncated", t.truncated);
+        if let Some(h) = &t.handle {
+            o.str("handle", h);
+        }
         o.close();
     }
 
@@ -1028,6 +1068,7 @@ mod tests {
                     name: format!("T{i}{text}"),
                     input_summary: text.into(),
                     truncated: i == 1,
+                    handle: (i == 1).then(|| format!("h{text}")),
                 })
                 .collect(),
             tool_results: (0..line % 4)
@@ -1039,11 +1080,13 @@ mod tests {
                     preview: text.repeat(i as usize),
                     raw_bytes: u64::MAX - i,
                     truncated: i % 2 == 0,
+                    handle: (i % 2 == 0).then(|| format!("h{i}")),
                 })
                 .collect(),
             raw_bytes: line * 1000,
             raw_sha256: "ab".repeat(32),
             truncated: line % 2 == 1,
+            entries: None,
         }
     }
 

@@ -12,6 +12,7 @@
 
 pub mod chunk;
 pub mod engine;
+pub mod handle;
 pub mod lookup;
 pub mod model;
 pub mod prompts;

@@ -1,0 +1,392 @@
+//! Handles in the store: what a handle names, whether a workspace holds any, and the
+//! handles of a session (for `dump handles`).
+//!
+//! A handle describes itself ([`crate::tool_output::handle`]), so resolving one is a
+//! lookup of its session (the sessions whose 32-bit key matches), then one line read and
+//! checked as a read checks it, then that line's compact entries: the cost follows the
+//! payload, never the session. A result's producing tool is found through its call id in
+//! the lines before it, looking back at most [`LINK_LINES`] lines and [`LINK_BYTES`].
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::compact::{self, Entry, EntryKind};
+use crate::lines::LineEntry;
+use crate::read::{self, Located, Mode, ReadRequest};
+use crate::store::{Lookup, Reader, Store, StoreError};
+use crate::tool_output::handle::{self, Handle};
+use crate::trigger::{self, ReadError};
+
+/// How far back a tool result's producing tool use is looked for.
+pub const LINK_LINES: u64 = 500;
+pub const LINK_BYTES: u64 = 32 << 20;
+
+/// A line shorter than this holds no trimmed entry: a tool input is trimmed above 320
+/// bytes and a tool result above 1024, and the line holds the payload.
+const SHORTEST_TRIMMED_LINE: u64 = 320;
+
+/// What a handle names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    Found(Payload),
+    /// The handle's line changed since the handle was given.
+    Stale {
+        tool_name: String,
+        detail: String,
+    },
+    /// No stored output has this handle.
+    Unknown,
+}
+
+/// A trimmed payload and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payload {
+    pub project_key: String,
+    pub session_ref: String,
+    pub line: u64,
+    pub kind: EntryKind,
+    pub index: usize,
+    /// The whole payload.
+    pub text: String,
+    /// The tool that produced it (`Bash`, `exec_command`, ...), or `unknown`.
+    pub tool_name: String,
+    /// That tool's input as compaction renders it, or `null` when it was not found.
+    pub tool_input: String,
+}
+
+/// A session whose key a handle names.
+struct Candidate {
+    project_key: String,
+    session_ref: String,
+}
+
+/// Resolves `text` (a handle) against the store; session files are under `root`.
+pub fn resolve(store: &Store, root: &Path, text: &str) -> Result<Resolved, StoreError> {
+    let Some(h) = Handle::parse(text.trim()) else {
+        return Ok(Resolved::Unknown);
+    };
+    let reader = store.reader()?;
+    let mut stale = None;
+    for c in candidates(&reader, h.session)? {
+        match resolve_in(&reader, root, &c, h)? {
+            Resolved::Unknown => {}
+            Resolved::Stale { tool_name, detail } => {
+                stale.get_or_insert(Resolved::Stale { tool_name, detail });
+            }
+            found => return Ok(found),
+        }
+    }
+    Ok(stale.unwrap_or(Resolved::Unknown))
+}
+
+/// The sessions whose handle key is `key` (one, unless two keys collide).
+fn candidates(reader: &Reader, key: u32) -> Result<Vec<Candidate>, StoreError> {
+    let mut out = Vec::new();
+    let Some(workspace) = reader.workspace()? else {
+        return Ok(out);
+    };
+    for project_key in &workspace.project_keys {
+        let Some(project) = reader.project(project_key)? else {
+            continue;
+        };
+        for s in reader.sessions(&project)? {
+            if handle::session_key(project_key, &s.session.session_ref) == key {
+                out.push(Candidate {
+                    project_key: project_key.clone(),
+                    session_ref: s.session.session_ref,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The session file of a candidate, checked as a read checks it; `Err` is why it cannot
+/// be read now.
+fn locate(
+    reader: &Reader,
+    root: &Path,
+    project_key: &str,
+    session_ref: &str,
+) -> Result<Result<read::Found, String>, StoreError> {
+    let req = ReadRequest {
+        project_key: project_key.to_owned(),
+        session_ref: session_ref.to_owned(),
+        start_line: 1,
+        end_line: 1,
+        mode: Mode::Compact,
+    };
+    Ok(match read::locate(reader, root, &req)? {
+        Located::Found(found) => Ok(found),
+        Located::Answer(answer) => Err(read::first_message(&answer)),
+    })
+}
+
+fn resolve_in(
+    reader: &Reader,
+    root: &Path,
+    c: &Candidate,
+    h: Handle,
+) -> Result<Resolved, StoreError> {
+    let found = match locate(reader, root, &c.project_key, &c.session_ref)? {
+        Ok(found) => found,
+        Err(detail) => {
+            return Ok(Resolved::Stale {
+                tool_name: "unknown".into(),
+                detail,
+            });
+        }
+    };
+    let line = u64::from(h.line);
+    if line == 0 || line > found.lines {
+        return Ok(Resolved::Unknown);
+    }
+    let entries = reader.lines(found.file_id, line, line)?;
+    let Some(entry) = entries.first() else {
+        return Ok(Resolved::Unknown);
+    };
+    if !h.matches(&entry.sha256) {
+        return Ok(Resolved::Stale {
+            tool_name: "unknown".into(),
+            detail: format!(
+                "line {line} of session {} in project {} changed since the handle was given",
+                c.session_ref, c.project_key
+            ),
+        });
+    }
+    let text = match read_one(&found.path, entry) {
+        Ok(text) => text,
+        Err(detail) => {
+            return Ok(Resolved::Stale {
+                tool_name: "unknown".into(),
+                detail,
+            });
+        }
+    };
+    let all = compact::entries(&text, &found.source);
+    let Some(target) = all
+        .into_iter()
+        .find(|e| e.kind == h.kind && e.index == usize::from(h.index) && e.trimmed)
+    else {
+        return Ok(Resolved::Unknown);
+    };
+    let (tool_name, tool_input) = match target.kind {
+        EntryKind::ToolUse => (
+            target.tool_name.clone().unwrap_or_else(|| "unknown".into()),
+            target.payload.clone(),
+        ),
+        EntryKind::ToolResult => producer(reader, &found, line, target.call_id.as_deref())?
+            .unwrap_or_else(|| ("unknown".into(), "null".into())),
+    };
+    Ok(Resolved::Found(Payload {
+        project_key: c.project_key.clone(),
+        session_ref: c.session_ref.clone(),
+        line,
+        kind: target.kind,
+        index: target.index,
+        text: target.payload,
+        tool_name,
+        tool_input,
+    }))
+}
+
+/// One line's text, checked against its stored digest; `Err` says why not.
+fn read_one(path: &Path, entry: &LineEntry) -> Result<String, String> {
+    match trigger::read_lines(path, std::slice::from_ref(entry)) {
+        Ok(mut texts) => Ok(texts.pop().unwrap_or_default()),
+        Err(ReadError::Changed) => Err(
+            "the session file changed since it was imported; run `evidence-store import`, \
+             then read the lines again for current handles"
+                .into(),
+        ),
+        Err(ReadError::Io(e)) => Err(format!(
+            "the session file could not be read: {}",
+            trigger::strerror(&e)
+        )),
+    }
+}
+
+/// The name and input of the tool use with `call_id` on or before `line` (the same line
+/// first, then back at most [`LINK_LINES`] lines and [`LINK_BYTES`]).
+fn producer(
+    reader: &Reader,
+    found: &read::Found,
+    line: u64,
+    call_id: Option<&str>,
+) -> Result<Option<(String, String)>, StoreError> {
+    let Some(call_id) = call_id else {
+        return Ok(None);
+    };
+    let first = line.saturating_sub(LINK_LINES).max(1);
+    let entries = reader.lines(found.file_id, first, line)?;
+    let mut bytes = 0;
+    for entry in entries.iter().rev() {
+        bytes += entry.len;
+        if bytes > LINK_BYTES {
+            break;
+        }
+        let Ok(text) = read_one(&found.path, entry) else {
+            break;
+        };
+        if let Some(used) = compact::entries(&text, &found.source)
+            .into_iter()
+            .find(|e| e.kind == EntryKind::ToolUse && e.call_id.as_deref() == Some(call_id))
+        {
+            return Ok(Some((
+                used.tool_name.unwrap_or_else(|| "unknown".into()),
+                used.payload,
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether any session of the workspace holds a trimmed tool entry (then the handle
+/// tools are listed). Stops at the first one; reads only lines long enough to hold a
+/// trimmed entry and, of those, parses only lines naming a tool entry. A workspace
+/// without any handle costs one read of its long lines.
+pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreError> {
+    let reader = store.reader()?;
+    let Some(workspace) = reader.workspace()? else {
+        return Ok(false);
+    };
+    for project_key in &workspace.project_keys {
+        let Some(project) = reader.project(project_key)? else {
+            continue;
+        };
+        for s in reader.sessions(&project)? {
+            let Ok(found) = locate(&reader, root, project_key, &s.session.session_ref)? else {
+                continue;
+            };
+            let mut found_one = false;
+            each_long_line(&reader, &found, 1, found.lines, |_, text| {
+                found_one = compact::entries(text, &found.source)
+                    .iter()
+                    .any(|e| e.trimmed);
+                !found_one
+            })?;
+            if found_one {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Markers one of which a line holding a tool entry contains (Claude's `tool_use` and
+/// `tool_result` items, Codex's `function_call` and `function_call_output`).
+const TOOL_MARKERS: [&[u8]; 2] = [b"tool_", b"function_call"];
+
+/// Calls `f` with each line from `first` to `last` long enough to hold a trimmed entry
+/// and naming a tool entry, in order, until `f` returns false. Lines that cannot be read
+/// as stored end the walk.
+fn each_long_line(
+    reader: &Reader,
+    found: &read::Found,
+    first: u64,
+    last: u64,
+    mut f: impl FnMut(u64, &str) -> bool,
+) -> Result<(), StoreError> {
+    const BLOCK: u64 = 4096;
+    let mut start = first;
+    while start <= last {
+        let end = (start + BLOCK - 1).min(last);
+        let entries = reader.lines(found.file_id, start, end)?;
+        for (line, entry) in (start..).zip(&entries) {
+            if entry.len <= SHORTEST_TRIMMED_LINE {
+                continue;
+            }
+            let Ok(text) = read_one(&found.path, entry) else {
+                return Ok(());
+            };
+            let bytes = text.as_bytes();
+            if !TOOL_MARKERS
+                .iter()
+                .any(|m| memchr::memmem::find(bytes, m).is_some())
+            {
+                continue;
+            }
+            if !f(line, &text) {
+                return Ok(());
+            }
+        }
+        start = end + 1;
+    }
+    Ok(())
+}
+
+/// One handle of a session, as `dump handles` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Listed {
+    pub line: u64,
+    pub kind: &'static str,
+    pub index: usize,
+    pub handle: String,
+    pub bytes: usize,
+    pub tool_name: String,
+}
+
+/// The handles of a session's lines `first..=last` (every line when `None`), or why the
+/// session cannot be read.
+pub fn session_handles(
+    store: &Store,
+    root: &Path,
+    project_key: &str,
+    session_ref: &str,
+    lines: Option<(u64, u64)>,
+) -> Result<Result<Vec<Listed>, String>, StoreError> {
+    let reader = store.reader()?;
+    let found = match locate(&reader, root, project_key, session_ref)? {
+        Ok(found) => found,
+        Err(why) => return Ok(Err(why)),
+    };
+    let (first, last) = lines.unwrap_or((1, found.lines));
+    if first == 0 || last > found.lines || first > last {
+        return Ok(Err(format!(
+            "lines {first}-{last} are not lines of the session (it has {})",
+            found.lines
+        )));
+    }
+    let key = handle::session_key(project_key, session_ref);
+    // Tool names by call id, from every line read so far and, for a result whose use
+    // came before `first`, from the lines before it.
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::new();
+    let entries = reader.lines(found.file_id, first, last)?;
+    for (line, entry) in (first..).zip(&entries) {
+        let text = match read_one(&found.path, entry) {
+            Ok(text) => text,
+            Err(why) => return Ok(Err(why)),
+        };
+        let all: Vec<Entry> = compact::entries(&text, &found.source);
+        for e in &all {
+            if let (EntryKind::ToolUse, Some(id), Some(name)) = (e.kind, &e.call_id, &e.tool_name) {
+                names.insert(id.clone(), name.clone());
+            }
+        }
+        for e in all.into_iter().filter(|e| e.trimmed) {
+            let Some(h) = Handle::new(key, line, e.kind, e.index, &entry.sha256) else {
+                continue;
+            };
+            let tool_name = match e.kind {
+                EntryKind::ToolUse => e.tool_name.clone(),
+                EntryKind::ToolResult => match e.call_id.as_deref().and_then(|id| names.get(id)) {
+                    Some(name) => Some(name.clone()),
+                    None => producer(&reader, &found, line, e.call_id.as_deref())?.map(|p| p.0),
+                },
+            };
+            out.push(Listed {
+                line,
+                kind: match e.kind {
+                    EntryKind::ToolUse => "tool_use",
+                    EntryKind::ToolResult => "tool_result",
+                },
+                index: e.index,
+                handle: h.to_uuid(),
+                bytes: e.payload.len(),
+                tool_name: tool_name.unwrap_or_else(|| "unknown".into()),
+            });
+        }
+    }
+    Ok(Ok(out))
+}
