@@ -52,7 +52,7 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                 }
                 other => other?,
             };
-            let value = dump::dump(&store, target)?;
+            let value = dump::dump(&store, &config.workspace.path, target)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {

@@ -270,6 +270,16 @@ enum DumpCommand {
         /// Last line, inclusive; at most the session's line count
         end_line: u64,
     },
+    /// The tool-output handles of a session's trimmed tool entries, with sizes and tool
+    /// names (what `tool_output`, `tool_output_read` and `tool_output_grep` take)
+    Handles {
+        /// Project key, the directory name under projects/
+        project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
+        session_ref: String,
+        /// Only this line, 1-based
+        line: Option<u64>,
+    },
     /// Agent citation counts per turn, session, project and workspace, by type and by
     /// verification status
     Citations {
@@ -458,6 +468,15 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
                     session_ref,
                     start_line,
                     end_line,
+                },
+                DumpCommand::Handles {
+                    project_key,
+                    session_ref,
+                    line,
+                } => DumpTarget::Handles {
+                    project_key,
+                    session_ref,
+                    line,
                 },
                 DumpCommand::Citations {
                     project_key,

@@ -1,8 +1,11 @@
 //! `dump`: what the store holds, as JSON values (printed as JSON or as indented text).
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::citations::aggregate;
+use crate::handles;
 use crate::lines;
 use crate::store::citations::CitationLookup;
 use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
@@ -46,12 +49,34 @@ pub enum DumpTarget {
         project_key: Option<String>,
         session_ref: Option<String>,
     },
+    /// The tool-output handles of a session, or of one of its lines.
+    Handles {
+        project_key: String,
+        session_ref: String,
+        line: Option<u64>,
+    },
 }
 
-/// The view `target` of the store, as a JSON value.
-pub fn dump(store: &Store, target: &DumpTarget) -> Result<Value, DumpError> {
+/// The view `target` of the store, as a JSON value; session files are under `root`.
+pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, DumpError> {
     let reader = &store.reader()?;
     match target {
+        DumpTarget::Handles {
+            project_key,
+            session_ref,
+            line,
+        } => {
+            session(reader, project_key, session_ref)?;
+            let listed = handles::session_handles(
+                store,
+                root,
+                project_key,
+                session_ref,
+                line.map(|l| (l, l)),
+            )?
+            .map_err(DumpError::Range)?;
+            Ok(json!(listed))
+        }
         DumpTarget::Stats => stats(store),
         DumpTarget::Citations {
             project_key,
@@ -335,12 +360,35 @@ pub fn to_text(target: &DumpTarget, value: &Value) -> String {
     if *target == DumpTarget::Stats {
         return stats_text(value);
     }
+    if let (DumpTarget::Handles { .. }, Value::Array(listed)) = (target, value) {
+        return handles_text(listed);
+    }
     if matches!(target, DumpTarget::Citations { .. })
         && let Ok(counts) = serde_json::from_value::<aggregate::Aggregate>(value.clone())
     {
         return aggregate::to_text(&counts);
     }
     indented(value)
+}
+
+/// One handle a line: where it is, its size and its tool.
+fn handles_text(listed: &[Value]) -> String {
+    if listed.is_empty() {
+        return "no handles: no tool entry of these lines is trimmed\n".into();
+    }
+    let mut out = String::new();
+    for h in listed {
+        out.push_str(&format!(
+            "line {:<7} {:<12} {:<3} {}  {:>10} bytes  {}\n",
+            h["line"],
+            h["kind"].as_str().unwrap_or(""),
+            h["index"],
+            h["handle"].as_str().unwrap_or(""),
+            h["bytes"],
+            h["tool_name"].as_str().unwrap_or("")
+        ));
+    }
+    out
 }
 
 /// Indented `key: value` text for people.

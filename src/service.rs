@@ -9,6 +9,7 @@ use crate::agent_citations::query;
 use crate::contract::Contract;
 use crate::documents::{self, DocumentError};
 use crate::evidence::{self, Appended, Problem, WriteResult};
+use crate::handles;
 use crate::import::{self, ImportOptions, Quiet};
 use crate::pages::{self, RawCursor};
 use crate::pyjson::{Value, py_repr};
@@ -86,6 +87,21 @@ impl Service {
     /// answers the problem).
     pub fn contract(&self) -> Contract {
         self.contract
+    }
+
+    /// What a tool-output handle names ([`handles::resolve`]); `Err` is why the store
+    /// cannot answer.
+    pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, String> {
+        let store = self.state.as_ref().map_err(Clone::clone)?;
+        handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
+    }
+
+    /// Whether the served workspace holds at least one handle (false when none is served).
+    pub fn has_handles(&self) -> bool {
+        match &self.state {
+            Ok(store) => handles::workspace_has_handles(store, &self.root.path).unwrap_or(false),
+            Err(_) => false,
+        }
     }
 
     /// The connectivity check: prompt-diary's constant answer while the workspace is

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import tempfile
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+import handles
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -81,20 +81,14 @@ class Diff:
               file=sys.stderr)
 
 
-HANDLE_MEMBER = re.compile(r',\n {10}"handle": "[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"')
 HANDLES = {"seen": 0}
 
 
 def strip_handles(text: str) -> str:
-    """Our compact read with its handles checked and taken out: every trimmed tool entry
-    has a handle (the last member of the entry) and no other entry has one. What remains
-    must equal prompt-diary's answer."""
-    parsed = json.loads(text)
-    for record in parsed.get("records", []) if isinstance(parsed, dict) else []:
-        for entry in record.get("tool_uses", []) + record.get("tool_results", []):
-            assert ("handle" in entry) == entry["truncated"], f"line {record['line']}: {entry}"
-            HANDLES["seen"] += "handle" in entry
-    return HANDLE_MEMBER.sub("", text)
+    """Our compact read without its handles (checked: exactly the trimmed entries have one)."""
+    stripped, seen = handles.strip(text)
+    HANDLES["seen"] += seen
+    return stripped
 
 
 OURS: list = []  # the session of our server: only its answers carry handles

@@ -172,6 +172,8 @@ pub struct Server {
     tool_router: ToolRouter<Server>,
     /// Streams a read's text to this server's own stdio ([`stdio::Streamer`]).
     streamer: Option<stdio::Streamer>,
+    /// Whether the workspace holds a tool-output handle, found once per process.
+    has_handles: Arc<OnceCell<bool>>,
 }
 
 impl Server {
@@ -183,8 +185,12 @@ impl Server {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
             }),
-            tool_router: Self::tool_router() + Self::citation_router() + Self::tool_output_router(),
+            tool_router: Self::tool_router()
+                + Self::citation_router()
+                + Self::tool_output_router()
+                + Self::tool_output_text_router(),
             streamer: None,
+            has_handles: Arc::new(OnceCell::new()),
         }
     }
 
@@ -529,11 +535,13 @@ impl ServerHandler for Server {
         if !self.workspace_has_handles().await {
             tools.retain(|t| !tool_output::NEEDS_HANDLES.contains(&t.name.as_ref()));
         }
+        // prompt-diary's tools in its order, then ours by name.
         tools.sort_by_key(|t| {
-            TOOL_ORDER
+            let at = TOOL_ORDER
                 .iter()
                 .position(|n| *n == t.name)
-                .unwrap_or(TOOL_ORDER.len())
+                .unwrap_or(TOOL_ORDER.len());
+            (at, t.name.clone())
         });
         Ok(ListToolsResult::with_all_items(tools))
     }

@@ -15,10 +15,13 @@ use serde_json::Value;
 
 use super::sampling::Sampling;
 use super::{Server, argument_error};
+use crate::handles::Resolved;
+use crate::service::Service;
 use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
 use crate::tool_output::model::openai::Endpoint;
+use crate::tool_output::prompts::Source;
 use crate::tool_output::{Mode, text_tools};
 
 /// The engine settings and endpoint of this process's server.
@@ -46,13 +49,41 @@ fn configured() -> &'static Configured {
 }
 
 /// Tools listed only when the workspace holds at least one handle.
-pub const NEEDS_HANDLES: [&str; 1] = ["tool_output"];
+pub const NEEDS_HANDLES: [&str; 3] = ["tool_output", "tool_output_read", "tool_output_grep"];
 
 impl Server {
     /// Whether the workspace holds at least one handle (then the handle tools are listed).
+    /// Found once per process, after the start-up import.
     pub(super) async fn workspace_has_handles(&self) -> bool {
         // Debug builds: a test payload directory stands for a workspace with handles.
-        cfg!(debug_assertions) && std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS").is_some()
+        if cfg!(debug_assertions) && std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS").is_some() {
+            return true;
+        }
+        let found = self
+            .has_handles
+            .get_or_try_init(|| self.call(Service::has_handles))
+            .await;
+        found.copied().unwrap_or(false)
+    }
+
+    /// What `handle` names: the debug stand-in first, then the store.
+    async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
+        if let Some(found) = lookup::test_lookup(handle) {
+            return Ok(Ok(found));
+        }
+        let h = handle.to_owned();
+        let resolved = self.call(move |service| service.resolve_handle(&h)).await?;
+        Ok(resolved.map(|r| match r {
+            Resolved::Found(p) => Lookup::Found {
+                text: p.text,
+                source: Source {
+                    tool_name: p.tool_name,
+                    tool_args_json: p.tool_input,
+                },
+            },
+            Resolved::Stale { tool_name, detail } => Lookup::Stale { tool_name, detail },
+            Resolved::Unknown => Lookup::Unknown,
+        }))
     }
 }
 
@@ -159,10 +190,14 @@ impl Server {
             Err(message) => return Ok(argument_error("tool_output", message)),
         };
         let config = configured().engine;
-        let h = handle.clone();
-        let found = self
-            .call(move |service| lookup::resolve(service, &h))
-            .await?;
+        let found = match self.lookup(&handle).await? {
+            Ok(found) => found,
+            Err(problem) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "tool_output: the evidence store cannot answer: {problem}"
+                ))]));
+            }
+        };
         let body = match found {
             Lookup::Unknown => lookup::unknown_body(&handle, mode, config.max_bytes),
             Lookup::Stale { tool_name, detail } => {
@@ -192,6 +227,224 @@ impl Server {
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(body)]))
+    }
+}
+
+/// `tool_output_read`'s input schema.
+fn read_schema() -> Arc<JsonObject> {
+    object_schema(serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["handle", "start_line", "end_line"],
+        "properties": {
+            "handle": {"type": "string", "minLength": 1, "description": "The \"handle\" of a trimmed tool_uses or tool_results entry of a compact read_session_lines record."},
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line of the payload to show (1-based)."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
+        }
+    }))
+}
+
+/// `tool_output_grep`'s input schema.
+fn grep_schema() -> Arc<JsonObject> {
+    object_schema(serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["handle", "pattern"],
+        "properties": {
+            "handle": {"type": "string", "minLength": 1, "description": "The \"handle\" of a trimmed tool_uses or tool_results entry of a compact read_session_lines record."},
+            "pattern": {"type": "string", "minLength": 1, "description": "A regular expression (Rust regex syntax, linear time)."},
+            "context_lines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0, "description": "Lines shown before and after each matching line."},
+            "max_matches": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50, "description": "Matches shown at most."}
+        }
+    }))
+}
+
+fn object_schema(schema: Value) -> Arc<JsonObject> {
+    match schema {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// Checks `args` against the keys a tool takes; `Err` names every problem.
+fn known_keys(args: &JsonObject, keys: &[&str]) -> Vec<String> {
+    args.keys()
+        .filter(|k| !keys.contains(&k.as_str()))
+        .map(|k| format!("{k}: unexpected argument"))
+        .collect()
+}
+
+fn string_arg(args: &JsonObject, key: &str, problems: &mut Vec<String>) -> Option<String> {
+    match args.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::String(_)) => {
+            problems.push(format!("{key}: must not be empty"));
+            None
+        }
+        Some(_) => {
+            problems.push(format!("{key}: must be a string"));
+            None
+        }
+        None => {
+            problems.push(format!("{key}: required"));
+            None
+        }
+    }
+}
+
+/// An integer argument within `range`, or `default` when absent (`None`: required).
+fn int_arg(
+    args: &JsonObject,
+    key: &str,
+    range: std::ops::RangeInclusive<u64>,
+    default: Option<u64>,
+    problems: &mut Vec<String>,
+) -> Option<u64> {
+    match args.get(key) {
+        None => default.or_else(|| {
+            problems.push(format!("{key}: required"));
+            None
+        }),
+        Some(Value::Number(n)) => match n.as_u64().filter(|v| range.contains(v)) {
+            Some(v) => Some(v),
+            None => {
+                problems.push(format!(
+                    "{key}: must be an integer from {} to {} (got {n})",
+                    range.start(),
+                    range.end()
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            problems.push(format!("{key}: must be an integer"));
+            None
+        }
+    }
+}
+
+impl Server {
+    /// The payload a deterministic tool works on, or the error result to answer.
+    async fn payload_for(
+        &self,
+        tool: &str,
+        handle: &str,
+    ) -> Result<Result<(String, String), CallToolResult>, ErrorData> {
+        let error = |text: String| Ok(Err(CallToolResult::error(vec![ContentBlock::text(text)])));
+        match self.lookup(handle).await? {
+            Err(problem) => error(format!(
+                "{tool}: the evidence store cannot answer: {problem}"
+            )),
+            Ok(Lookup::Unknown) => error(format!(
+                "{tool}: no stored tool output has the handle {handle:?}. Handles are the \"handle\" values of trimmed tool_uses and tool_results entries in compact read_session_lines records of this workspace; copy one exactly."
+            )),
+            Ok(Lookup::Stale { detail, .. }) => error(format!(
+                "{tool}: the handle {handle} is stale: {detail}. Read the session lines again (read_session_lines, compact) for a current handle."
+            )),
+            Ok(Lookup::Found { text, source }) => Ok(Ok((text, source.tool_name))),
+        }
+    }
+}
+
+#[tool_router(router = tool_output_text_router, vis = "pub(super)")]
+impl Server {
+    #[tool(
+        description = "Numbered lines of a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". Deterministic; the answer stays within the size cap and says where to continue when it is cut. Lines of the payload, not of the session.",
+        input_schema = read_schema(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn tool_output_read(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut problems = known_keys(&args, &["handle", "start_line", "end_line"]);
+        let handle = string_arg(&args, "handle", &mut problems);
+        let start = int_arg(
+            &args,
+            "start_line",
+            1..=u64::from(u32::MAX),
+            None,
+            &mut problems,
+        );
+        let end = int_arg(
+            &args,
+            "end_line",
+            1..=u64::from(u32::MAX),
+            None,
+            &mut problems,
+        );
+        let (Some(handle), Some(start), Some(end), true) =
+            (handle, start, end, problems.is_empty())
+        else {
+            return Ok(argument_error("tool_output_read", problems.join("; ")));
+        };
+        if end < start {
+            return Ok(argument_error(
+                "tool_output_read",
+                format!("end_line: must be >= start_line {start} (got {end})"),
+            ));
+        }
+        let (text, tool_name) = match self.payload_for("tool_output_read", &handle).await? {
+            Ok(found) => found,
+            Err(answer) => return Ok(answer),
+        };
+        let cap = configured().engine.max_bytes;
+        let header = format!(
+            "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
+            text.lines().count()
+        );
+        let body = text_tools::Tools.read(&text, start, end, cap.saturating_sub(header.len()));
+        Ok(CallToolResult::success(vec![ContentBlock::text(
+            header + &body,
+        )]))
+    }
+
+    #[tool(
+        description = "Regex matches, with line numbers, in a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". On a very long line a match shows about 200 bytes around it with its byte offset. Deterministic, linear-time patterns; the answer stays within the size cap and says how to get more.",
+        input_schema = grep_schema(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn tool_output_grep(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut problems = known_keys(
+            &args,
+            &["handle", "pattern", "context_lines", "max_matches"],
+        );
+        let handle = string_arg(&args, "handle", &mut problems);
+        let pattern = string_arg(&args, "pattern", &mut problems);
+        let context = int_arg(&args, "context_lines", 0..=20, Some(0), &mut problems);
+        let max = int_arg(&args, "max_matches", 1..=500, Some(50), &mut problems);
+        let (Some(handle), Some(pattern), Some(context), Some(max), true) =
+            (handle, pattern, context, max, problems.is_empty())
+        else {
+            return Ok(argument_error("tool_output_grep", problems.join("; ")));
+        };
+        if let Err(e) = regex::Regex::new(&pattern) {
+            return Ok(argument_error("tool_output_grep", format!("pattern: {e}")));
+        }
+        let (text, tool_name) = match self.payload_for("tool_output_grep", &handle).await? {
+            Ok(found) => found,
+            Err(answer) => return Ok(answer),
+        };
+        let cap = configured().engine.max_bytes;
+        let header =
+            format!("TOOL OUTPUT {tool_name} WITH HANDLE {handle}, MATCHES OF {pattern:?}:\n\n");
+        let context = usize::try_from(context).unwrap_or(0);
+        let max = usize::try_from(max).unwrap_or(50);
+        match text_tools::Tools.grep(
+            &text,
+            &pattern,
+            context,
+            max,
+            cap.saturating_sub(header.len()),
+        ) {
+            Ok(body) => Ok(CallToolResult::success(vec![ContentBlock::text(
+                header + &body,
+            )])),
+            Err(e) => Ok(argument_error("tool_output_grep", format!("pattern: {e}"))),
+        }
     }
 }
 

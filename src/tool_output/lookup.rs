@@ -50,14 +50,18 @@ pub fn stale_body(
     )
 }
 
-/// Resolves `handle` against the store behind `service`.
-pub fn resolve(_service: &crate::service::Service, handle: &str) -> Lookup {
+/// The debug-only stand-in for handles, for end-to-end tests of the extraction
+/// without a session (see [`test_payload`]); `None` in release builds.
+pub fn test_lookup(handle: &str) -> Option<Lookup> {
     #[cfg(debug_assertions)]
-    if let Some(found) = test_payload(handle) {
-        return found;
+    {
+        test_payload(handle)
     }
-    let _ = handle;
-    Lookup::Unknown
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = handle;
+        None
+    }
 }
 
 /// Debug builds only, for end-to-end tests of the extraction without a session: with

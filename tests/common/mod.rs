@@ -327,3 +327,30 @@ impl Workspace {
         ws
     }
 }
+
+/// A compact read's text with its tool-output handles taken out (each is the last member of
+/// a trimmed entry), after checking that exactly the trimmed entries have one: what
+/// prompt-diary itself answers. Returns the text and how many handles it held.
+pub fn strip_handles(text: &str) -> (String, usize) {
+    let member = regex::Regex::new(
+        r#",\n {10}"handle": "[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}""#,
+    )
+    .expect("pattern");
+    let parsed: Value = serde_json::from_str(text).expect("JSON");
+    let mut trimmed = 0;
+    for record in parsed["records"].as_array().into_iter().flatten() {
+        for list in ["tool_uses", "tool_results"] {
+            for entry in record[list].as_array().into_iter().flatten() {
+                assert_eq!(
+                    entry.get("handle").is_some(),
+                    entry["truncated"] == true,
+                    "{entry}"
+                );
+                trimmed += usize::from(entry["truncated"] == true);
+            }
+        }
+    }
+    let stripped = member.replace_all(text, "").into_owned();
+    assert_eq!(member.find_iter(text).count(), trimmed);
+    (stripped, trimmed)
+}
