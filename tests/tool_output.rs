@@ -22,7 +22,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 
-use common::{BIN, Workspace};
+use common::{BIN, PROJECT, Workspace};
 
 /// One scripted model answer; `{N}` in a text becomes the nonce of the request's prompt.
 #[derive(Clone)]
@@ -921,4 +921,92 @@ fn run_hands_the_model_settings_to_the_servers_it_starts() {
         Some("http://127.0.0.1:9/v1 m 3"),
         "{out}"
     );
+}
+
+/// The seed's first case on a real handle: a large multi-line output in a session, its
+/// handle from a compact read, then `tool_output` runs read-grep over the stored payload
+/// with the model at the endpoint; the producing tool and its input come from the session.
+#[tokio::test]
+async fn a_real_handle_goes_from_the_read_to_read_grep() {
+    let log = test_log();
+    let s = setup(&[]);
+    let lines = [
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_7", "name": "Bash", "input": {"command": "make test"}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_7", "content": log}]}}),
+    ];
+    let session: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    s.ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/make.jsonl"),
+        session,
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(s.ws.read(&index)).expect("utf-8");
+    rows.push_str("{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"make\", \"session_path\": \"sessions/claude-code/make.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": 2, \"turns\": [{\"target_subagents\": [], \"turn_end_line\": 2, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}]}\n");
+    s.ws.write(&index, rows);
+    // The handle a read will give (it is a function of the line), for the model's script.
+    s.ws.ok(&["import"]);
+    let listed: Value = serde_json::from_str(
+        &s.ws
+            .ok(&["dump", "handles", PROJECT, "S0011", "2", "--json"]),
+    )
+    .expect("json");
+    let expected = listed[0]["handle"].as_str().expect("one handle").to_owned();
+    let model = fake_endpoint(vec![
+        Say::Calls(vec![(
+            "Grep",
+            json!({"file": expected, "pattern": "ERROR"}),
+        )]),
+        say(
+            "<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var\n2750: ERROR retry failed</ai-agent-{N}-FINAL>",
+        ),
+    ]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
+    let client = serve_with(&s, (), &envs).await;
+    let Value::Object(args) =
+        json!({"project_key": PROJECT, "session_ref": "S0011", "start_line": 2, "end_line": 2})
+    else {
+        panic!("object")
+    };
+    let read = client
+        .call_tool(CallToolRequestParams::new("read_session_lines").with_arguments(args))
+        .await
+        .expect("read answers");
+    let read: Value = serde_json::from_str(&text_of(&read)).expect("json");
+    let handle = read["records"][0]["tool_results"][0]["handle"]
+        .as_str()
+        .expect("a trimmed result has a handle")
+        .to_owned();
+    assert_eq!(handle, expected, "dump handles and the read agree");
+    let result = tool_output(
+        &client,
+        json!({"handle": handle, "extract": "every ERROR line with its line number", "mode": "read-grep"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {handle}, STRATEGY:read-grep:\n\n1500: ERROR disk full on /var\n2750: ERROR retry failed"
+        )
+    );
+    let seen = model.seen.lock().expect("log").clone();
+    let system = seen[0]["messages"][0]["content"].as_str().expect("system");
+    assert!(
+        system
+            .contains("- Name: Bash\n- Arguments (verbatim JSON): {\"command\": \"make test\"}\n"),
+        "{system}"
+    );
+    assert!(
+        system.contains(&format!("- Handle/filename: {handle}\n")),
+        "{system}"
+    );
+    // The Grep ran over the stored payload.
+    assert_eq!(
+        seen[1]["messages"][3]["content"],
+        "1500: line 1500: ERROR disk full on /var\n2750: line 2750: ERROR retry failed\n"
+    );
+    client.cancel().await.ok();
 }
