@@ -8,14 +8,16 @@
 //! the lines before it, looking back at most [`LINK_LINES`] lines and [`LINK_BYTES`].
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::Path;
 
 use crate::compact::{self, Entry, EntryKind};
 use crate::lines::LineEntry;
+use crate::lines::{self, ReadBackError};
 use crate::read::{self, Located, Mode, ReadRequest};
 use crate::store::{Lookup, Reader, Store, StoreError};
 use crate::tool_output::handle::{self, Handle};
-use crate::trigger::{self, ReadError};
+use crate::trigger;
 
 /// How far back a tool result's producing tool use is looked for.
 pub const LINK_LINES: u64 = 500;
@@ -154,7 +156,7 @@ fn resolve_in(
             ),
         });
     }
-    let text = match read_one(&found.path, entry) {
+    let text = match open(&found).and_then(|file| read_one(&file, entry)) {
         Ok(text) => text,
         Err(detail) => {
             return Ok(Resolved::Stale {
@@ -190,16 +192,26 @@ fn resolve_in(
     }))
 }
 
+/// A session file opened for reading its lines back; `Err` says why it cannot be.
+fn open(found: &read::Found) -> Result<File, String> {
+    File::open(&found.path).map_err(|e| {
+        format!(
+            "the session file could not be read: {}",
+            trigger::strerror(&e)
+        )
+    })
+}
+
 /// One line's text, checked against its stored digest; `Err` says why not.
-fn read_one(path: &Path, entry: &LineEntry) -> Result<String, String> {
-    match trigger::read_lines(path, std::slice::from_ref(entry)) {
-        Ok(mut texts) => Ok(texts.pop().unwrap_or_default()),
-        Err(ReadError::Changed) => Err(
+fn read_one(file: &File, entry: &LineEntry) -> Result<String, String> {
+    match lines::read_back(file, entry) {
+        Ok(bytes) => Ok(lines::decode(&bytes).into_owned()),
+        Err(ReadBackError::Changed) => Err(
             "the session file changed since it was imported; run `evidence-store import`, \
              then read the lines again for current handles"
                 .into(),
         ),
-        Err(ReadError::Io(e)) => Err(format!(
+        Err(ReadBackError::Io(e)) => Err(format!(
             "the session file could not be read: {}",
             trigger::strerror(&e)
         )),
@@ -217,6 +229,9 @@ fn producer(
     let Some(call_id) = call_id else {
         return Ok(None);
     };
+    let Ok(file) = open(found) else {
+        return Ok(None);
+    };
     let first = line.saturating_sub(LINK_LINES).max(1);
     let entries = reader.lines(found.file_id, first, line)?;
     let mut bytes = 0;
@@ -225,7 +240,7 @@ fn producer(
         if bytes > LINK_BYTES {
             break;
         }
-        let Ok(text) = read_one(&found.path, entry) else {
+        let Ok(text) = read_one(&file, entry) else {
             break;
         };
         if let Some(used) = compact::entries(&text, &found.source)
@@ -288,6 +303,9 @@ fn each_long_line(
     mut f: impl FnMut(u64, &str) -> bool,
 ) -> Result<(), StoreError> {
     const BLOCK: u64 = 4096;
+    let Ok(file) = open(found) else {
+        return Ok(());
+    };
     let mut start = first;
     while start <= last {
         let end = (start + BLOCK - 1).min(last);
@@ -296,7 +314,7 @@ fn each_long_line(
             if entry.len <= SHORTEST_TRIMMED_LINE {
                 continue;
             }
-            let Ok(text) = read_one(&found.path, entry) else {
+            let Ok(text) = read_one(&file, entry) else {
                 return Ok(());
             };
             let bytes = text.as_bytes();
@@ -352,9 +370,13 @@ pub fn session_handles(
     // came before `first`, from the lines before it.
     let mut names: HashMap<String, String> = HashMap::new();
     let mut out = Vec::new();
+    let file = match open(&found) {
+        Ok(file) => file,
+        Err(why) => return Ok(Err(why)),
+    };
     let entries = reader.lines(found.file_id, first, last)?;
     for (line, entry) in (first..).zip(&entries) {
-        let text = match read_one(&found.path, entry) {
+        let text = match read_one(&file, entry) {
             Ok(text) => text,
             Err(why) => return Ok(Err(why)),
         };

@@ -5,7 +5,6 @@
 //! Claude client-local command is recognised by the notice line preceding it).
 //! [`read_lines`] reads those lines from the session file, checked against the store.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::lines::{self, LineEntry};
@@ -83,30 +82,16 @@ fn json_object(text: &str) -> Option<Map> {
 }
 
 /// Why the lines could not be read as the store describes them.
-#[derive(Debug)]
-pub enum ReadError {
-    Io(std::io::Error),
-    /// A line's bytes no longer match the digest import stored.
-    Changed,
-}
+pub use crate::lines::ReadBackError as ReadError;
 
 /// The decoded text of each entry's line in `path`, each checked against its stored
 /// digest.
 pub fn read_lines(path: &Path, entries: &[LineEntry]) -> Result<Vec<String>, ReadError> {
-    let mut file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let len = usize::try_from(entry.len).map_err(|_| ReadError::Changed)?;
-        let mut bytes = vec![0; len];
-        file.seek(SeekFrom::Start(entry.offset))
-            .and_then(|_| file.read_exact(&mut bytes))
-            .map_err(ReadError::Io)?;
-        if !lines::matches(&bytes, entry) {
-            return Err(ReadError::Changed);
-        }
-        out.push(lines::decode(&bytes).into_owned());
-    }
-    Ok(out)
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    entries
+        .iter()
+        .map(|entry| lines::read_back(&file, entry).map(|b| lines::decode(&b).into_owned()))
+        .collect()
 }
 
 /// An I/O error as Python's `OSError.strerror` prints it: the description alone.

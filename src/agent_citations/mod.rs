@@ -17,6 +17,17 @@ use crate::store::citations::{CitationLookup, StoredCheck};
 use crate::store::{Lookup, Store, StoreError, Writer};
 use crate::workspace::Session;
 
+/// A stored check as the tools and receipts show it.
+pub fn verification(check: &StoredCheck) -> crate::citations::receipt::Verification {
+    crate::citations::receipt::Verification {
+        status: check.status.clone(),
+        cwd: check.cwd.clone(),
+        sha256: check.sha256.as_ref().map(crate::lines::hex),
+        file_lines: check.file_lines,
+        detail: check.detail.clone(),
+    }
+}
+
 /// Rewrites the turn refs of a session's stored citations after its turns changed in the
 /// index (the file, and so the citations, did not).
 pub fn retarget_turns(

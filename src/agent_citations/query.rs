@@ -6,7 +6,6 @@
 
 use serde::Serialize;
 
-use crate::lines::hex;
 use crate::read::ReadResult;
 use crate::store::citations::{CitationLookup, CitationRecord};
 use crate::store::{Lookup, Store, StoreError};
@@ -35,15 +34,8 @@ pub struct CitationView {
     pub verification: Verification,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verification {
-    pub status: String,
-    pub cwd: Option<String>,
-    /// Lowercase hex SHA-256 of the cited file when it was read.
-    pub sha256: Option<String>,
-    pub file_lines: Option<u64>,
-    pub detail: Option<String>,
-}
+/// A citation's verification, as receipts show it too.
+pub use crate::citations::receipt::Verification;
 
 fn view(record: &CitationRecord, place: Option<(&str, &str)>) -> CitationView {
     let c = &record.citation;
@@ -57,13 +49,7 @@ fn view(record: &CitationRecord, place: Option<(&str, &str)>) -> CitationView {
         context: c.context.clone(),
         offset: c.offset,
         len: c.len,
-        verification: Verification {
-            status: c.check.status.clone(),
-            cwd: c.check.cwd.clone(),
-            sha256: c.check.sha256.as_ref().map(hex),
-            file_lines: c.check.file_lines,
-            detail: c.check.detail.clone(),
-        },
+        verification: super::verification(&c.check),
     }
 }
 

@@ -23,12 +23,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::citations::receipt::{self, Cited, Receipt, TurnInput, Verification};
+use crate::citations::receipt::{self, Cited, Receipt, TurnInput};
 use crate::citations::{Citation, record};
 use crate::documents::{self, DocumentError};
 use crate::fsutil;
@@ -176,13 +176,12 @@ fn session_receipts(
         wanted.dedup();
         let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
         let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
-            let bytes = read_line(&handle, entry).map_err(|e| format!("{rel}: {e}"))?;
-            if !lines::matches(&bytes, entry) {
-                return Err(format!(
+            lines::read_back(&handle, entry).map_err(|e| match e {
+                lines::ReadBackError::Io(e) => format!("{rel}: {e}"),
+                lines::ReadBackError::Changed => format!(
                     "{rel} changed since it was imported (line {line}); run `evidence-store import`"
-                ));
-            }
-            Ok(bytes)
+                ),
+            })
         };
         // Only the lines each field needs are read: from the turn's start up to its first
         // user text, from its end back to its last timestamp, and the cited lines.
@@ -254,13 +253,7 @@ fn session_receipts(
                         reference: c.citation.reference.clone(),
                         context: c.citation.context.clone(),
                     },
-                    check: Verification {
-                        status: c.citation.check.status.clone(),
-                        cwd: c.citation.check.cwd.clone(),
-                        sha256: c.citation.check.sha256.as_ref().map(lines::hex),
-                        file_lines: c.citation.check.file_lines,
-                        detail: c.citation.check.detail.clone(),
-                    },
+                    check: super::verification(&c.citation.check),
                 })
                 .collect(),
         };
@@ -298,12 +291,6 @@ fn open_session(root: &Path, rel: &str, size: u64) -> io::Result<File> {
         ));
     }
     Ok(file)
-}
-
-fn read_line(file: &File, entry: &LineEntry) -> io::Result<Vec<u8>> {
-    let mut bytes = vec![0u8; usize::try_from(entry.len).unwrap_or(usize::MAX)];
-    file.read_exact_at(&mut bytes, entry.offset)?;
-    Ok(bytes)
 }
 
 /// Removes our stale receipts and temp files from `<dir>` (only when its real location is

@@ -111,37 +111,14 @@ pub fn tool_output_schema() -> Arc<JsonObject> {
             }
         }
     });
-    match schema {
-        Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
+    object_schema(schema)
 }
 
 /// The checked arguments, or the message naming every problem.
 fn check_args(args: &JsonObject) -> Result<(String, String, Mode), String> {
-    let mut problems = Vec::new();
-    for key in args.keys() {
-        if !matches!(key.as_str(), "handle" | "extract" | "mode") {
-            problems.push(format!("{key}: unexpected argument"));
-        }
-    }
-    let mut string = |key: &str| match args.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(Value::String(_)) => {
-            problems.push(format!("{key}: must not be empty"));
-            None
-        }
-        Some(_) => {
-            problems.push(format!("{key}: must be a string"));
-            None
-        }
-        None => {
-            problems.push(format!("{key}: required"));
-            None
-        }
-    };
-    let handle = string("handle");
-    let extract = string("extract");
+    let mut problems = known_keys(args, &["handle", "extract", "mode"]);
+    let handle = string_arg(args, "handle", &mut problems);
+    let extract = string_arg(args, "extract", &mut problems);
     let mode = match args.get("mode") {
         None => Some(Mode::Auto),
         Some(Value::String(s)) => Mode::parse(s).or_else(|| {
@@ -266,7 +243,7 @@ fn object_schema(schema: Value) -> Arc<JsonObject> {
     }
 }
 
-/// Checks `args` against the keys a tool takes; `Err` names every problem.
+/// A problem for each argument the tool does not take.
 fn known_keys(args: &JsonObject, keys: &[&str]) -> Vec<String> {
     args.keys()
         .filter(|k| !keys.contains(&k.as_str()))
