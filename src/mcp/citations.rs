@@ -9,8 +9,8 @@ use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData, tool, tool_router};
 use serde::{Deserialize, Serialize};
 
-use super::args::{Arg, ArgErrors};
-use super::{Server, argument_error, text_result};
+use super::args::{Arg, ArgErrors, Call};
+use super::{Server, text_result};
 use crate::agent_citations::query::{Answer, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -76,14 +76,14 @@ SHA-256 when it was read).",
     )]
     async fn read_agent_citations(
         &self,
-        Parameters(args): Parameters<ReadAgentCitationsArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<ReadAgentCitationsArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let project_key = errors.string("project_key", &args.project_key);
         let session_ref = errors.string("session_ref", &args.session_ref);
         let turn_ref = errors.optional_string("turn_ref", &args.turn_ref);
-        if let Some(message) = errors.into_message("read_agent_citations") {
-            return Ok(argument_error("read_agent_citations", message));
+        if let Some(refusal) = self.refuse("read_agent_citations", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| {
@@ -104,15 +104,15 @@ ties in workspace order (project, session, line). At most `limit` results (defau
     )]
     async fn search_agent_citations(
         &self,
-        Parameters(args): Parameters<SearchAgentCitationsArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<SearchAgentCitationsArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let query = errors.string("query", &args.query);
         let kind = errors.optional_string("type", &args.kind);
         let project_key = errors.optional_string("project_key", &args.project_key);
         let limit = errors.optional_integer("limit", &args.limit);
-        if let Some(message) = errors.into_message("search_agent_citations") {
-            return Ok(argument_error("search_agent_citations", message));
+        if let Some(refusal) = self.refuse("search_agent_citations", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| {

@@ -31,7 +31,7 @@ use tokio::sync::OnceCell;
 use crate::pages::RawCursor;
 use crate::read::{Mode, ReadRequest, TextForm};
 use crate::service::Service;
-use args::{Arg, ArgErrors};
+use args::{Arg, ArgErrors, Call, Detail};
 
 /// Registration order of prompt-diary 0.2.10, which `tools/list` keeps.
 const TOOL_ORDER: [&str; 8] = [
@@ -200,6 +200,22 @@ impl Server {
         tokio::spawn(async move { service.get().await.map(|_| ()) });
     }
 
+    /// The result refusing a call's arguments, worded as the workspace's contract words
+    /// it; `None` when they were fine. A workspace that cannot be served gets the
+    /// shorter wording rather than no answer about the arguments.
+    async fn refuse(&self, tool: &str, errors: ArgErrors<'_>) -> Option<CallToolResult> {
+        if errors.is_empty() {
+            return None;
+        }
+        let detail = match self.service.get().await {
+            Ok(service) if service.contract().pydantic_error_detail() => Detail::Pydantic,
+            _ => Detail::Message,
+        };
+        errors
+            .into_message(tool, detail)
+            .map(|message| argument_error(tool, message))
+    }
+
     /// Runs a blocking core call on the blocking pool.
     async fn call<T: Send + 'static>(
         &self,
@@ -304,14 +320,14 @@ impl Server {
     )]
     async fn write_evidence(
         &self,
-        Parameters(args): Parameters<WriteEvidenceArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteEvidenceArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let project_key = errors.string("project_key", &args.project_key);
         let session_ref = errors.string("session_ref", &args.session_ref);
         let chain = errors.object("evidence_chain", &args.evidence_chain);
-        if let Some(message) = errors.into_message("write_evidence") {
-            return Ok(argument_error("write_evidence", message));
+        if let Some(refusal) = self.refuse("write_evidence", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_evidence(&project_key, &session_ref, &chain))
@@ -330,13 +346,13 @@ impl Server {
     )]
     async fn write_work_item(
         &self,
-        Parameters(args): Parameters<WriteWorkItemArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteWorkItemArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let project_key = errors.string("project_key", &args.project_key);
         let item = errors.object("work_item", &args.work_item);
-        if let Some(message) = errors.into_message("write_work_item") {
-            return Ok(argument_error("write_work_item", message));
+        if let Some(refusal) = self.refuse("write_work_item", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_work_item(&project_key, &item))
@@ -355,13 +371,13 @@ impl Server {
     )]
     async fn write_project_summary(
         &self,
-        Parameters(args): Parameters<WriteProjectSummaryArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteProjectSummaryArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let project_key = errors.string("project_key", &args.project_key);
         let summary = errors.object("summary", &args.summary);
-        if let Some(message) = errors.into_message("write_project_summary") {
-            return Ok(argument_error("write_project_summary", message));
+        if let Some(refusal) = self.refuse("write_project_summary", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_project_summary(&project_key, &summary))
@@ -380,12 +396,12 @@ impl Server {
     )]
     async fn write_report_title(
         &self,
-        Parameters(args): Parameters<WriteReportTitleArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteReportTitleArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let title = errors.object("title", &args.title);
-        if let Some(message) = errors.into_message("write_report_title") {
-            return Ok(argument_error("write_report_title", message));
+        if let Some(refusal) = self.refuse("write_report_title", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_report_title(&title))
@@ -404,14 +420,14 @@ impl Server {
     )]
     async fn write_engagement(
         &self,
-        Parameters(args): Parameters<WriteEngagementArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteEngagementArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let overall = errors.object("overall_reading", &args.overall_reading);
         let observations = errors.array("observations", &args.observations);
         let limits = errors.array("limits", &args.limits);
-        if let Some(message) = errors.into_message("write_engagement") {
-            return Ok(argument_error("write_engagement", message));
+        if let Some(refusal) = self.refuse("write_engagement", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_engagement(&overall, &observations, &limits))
@@ -430,14 +446,14 @@ impl Server {
     )]
     async fn write_team_learning(
         &self,
-        Parameters(args): Parameters<WriteTeamLearningArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<WriteTeamLearningArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let takeaways = errors.object("takeaways", &args.takeaways);
         let patterns = errors.array("patterns", &args.patterns);
         let limits = errors.array("limits", &args.limits);
-        if let Some(message) = errors.into_message("write_team_learning") {
-            return Ok(argument_error("write_team_learning", message));
+        if let Some(refusal) = self.refuse("write_team_learning", errors).await {
+            return Ok(refusal);
         }
         let result = self
             .call(move |service| service.write_team_learning(&takeaways, &patterns, &limits))
@@ -452,9 +468,9 @@ impl Server {
     async fn read_session_lines(
         &self,
         context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<ReadSessionLinesArgs>,
+        Parameters(Call { args, raw }): Parameters<Call<ReadSessionLinesArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::default();
+        let mut errors = ArgErrors::new(&raw);
         let request = ReadRequest {
             project_key: errors.string("project_key", &args.project_key),
             session_ref: errors.string("session_ref", &args.session_ref),
@@ -475,16 +491,16 @@ impl Server {
             let cursor = errors
                 .cursor(&args.cursor)
                 .map(|(line, offset)| RawCursor { line, offset });
-            if let Some(message) = errors.into_message("read_session_lines") {
-                return Ok(argument_error("read_session_lines", message));
+            if let Some(refusal) = self.refuse("read_session_lines", errors).await {
+                return Ok(refusal);
             }
             let text = self
                 .call(move |service| service.read_session_page(&request, cursor))
                 .await?;
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
         }
-        if let Some(message) = errors.into_message("read_session_lines") {
-            return Ok(argument_error("read_session_lines", message));
+        if let Some(refusal) = self.refuse("read_session_lines", errors).await {
+            return Ok(refusal);
         }
         // Made on the blocking pool: a 2000-line answer is over a megabyte. Over this
         // server's stdio it is streamed: the transport sends the message up to the text
