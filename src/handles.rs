@@ -3,7 +3,7 @@
 //!
 //! A handle describes itself ([`crate::tool_output::handle`]), so resolving one is a
 //! lookup of its session (the sessions whose 32-bit key matches), then one line read and
-//! checked as a read checks it, then that line's compact entries: the cost follows the
+//! checked as a read checks it, then that line's tool entries: the cost follows the
 //! payload, never the session. A result's producing tool is found through its call id in
 //! the lines before it, looking back at most [`LINK_LINES`] lines and [`LINK_BYTES`].
 
@@ -12,9 +12,11 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::compact::{self, Entry, EntryKind};
+use crate::contract::Contract;
 use crate::lines::LineEntry;
 use crate::lines::{self, ReadBackError};
 use crate::read::{self, Located, Mode, ReadRequest};
+use crate::sparse;
 use crate::store::{Lookup, Reader, Store, StoreError};
 use crate::tool_output::handle::{self, Handle};
 use crate::trigger;
@@ -68,9 +70,10 @@ pub fn resolve(store: &Store, root: &Path, text: &str) -> Result<Resolved, Store
         return Ok(Resolved::Unknown);
     };
     let reader = store.reader()?;
+    let contract = reader.contract()?;
     let mut stale = None;
     for c in candidates(&reader, h.session)? {
-        match resolve_in(&reader, root, &c, h)? {
+        match resolve_in(&reader, contract, root, &c, h)? {
             Resolved::Unknown => {}
             Resolved::Stale { tool_name, detail } => {
                 stale.get_or_insert(Resolved::Stale { tool_name, detail });
@@ -126,6 +129,7 @@ fn locate(
 
 fn resolve_in(
     reader: &Reader,
+    contract: Contract,
     root: &Path,
     c: &Candidate,
     h: Handle,
@@ -165,7 +169,7 @@ fn resolve_in(
             });
         }
     };
-    let all = compact::entries(&text, &found.source);
+    let all = tool_entries(&text, &found.source, contract);
     let Some(target) = all
         .into_iter()
         .find(|e| e.kind == h.kind && e.index == usize::from(h.index) && e.trimmed)
@@ -177,8 +181,10 @@ fn resolve_in(
             target.tool_name.clone().unwrap_or_else(|| "unknown".into()),
             target.payload.clone(),
         ),
-        EntryKind::ToolResult => producer(reader, &found, line, target.call_id.as_deref())?
-            .unwrap_or_else(|| ("unknown".into(), "null".into())),
+        EntryKind::ToolResult => {
+            producer(reader, contract, &found, line, target.call_id.as_deref())?
+                .unwrap_or_else(|| ("unknown".into(), "null".into()))
+        }
     };
     Ok(Resolved::Found(Payload {
         project_key: c.project_key.clone(),
@@ -222,6 +228,7 @@ fn read_one(file: &File, entry: &LineEntry) -> Result<String, String> {
 /// first, then back at most [`LINK_LINES`] lines and [`LINK_BYTES`]).
 fn producer(
     reader: &Reader,
+    contract: Contract,
     found: &read::Found,
     line: u64,
     call_id: Option<&str>,
@@ -243,7 +250,7 @@ fn producer(
         let Ok(text) = read_one(&file, entry) else {
             break;
         };
-        if let Some(used) = compact::entries(&text, &found.source)
+        if let Some(used) = tool_entries(&text, &found.source, contract)
             .into_iter()
             .find(|e| e.kind == EntryKind::ToolUse && e.call_id.as_deref() == Some(call_id))
         {
@@ -262,6 +269,7 @@ fn producer(
 /// without any handle costs one read of its long lines.
 pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreError> {
     let reader = store.reader()?;
+    let contract = reader.contract()?;
     let Some(workspace) = reader.workspace()? else {
         return Ok(false);
     };
@@ -275,7 +283,7 @@ pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreEr
             };
             let mut found_one = false;
             each_long_line(&reader, &found, 1, found.lines, |_, text| {
-                found_one = compact::entries(text, &found.source)
+                found_one = tool_entries(text, &found.source, contract)
                     .iter()
                     .any(|e| e.trimmed);
                 !found_one
@@ -288,9 +296,16 @@ pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreEr
     Ok(false)
 }
 
-/// Markers one of which a line holding a tool entry contains (Claude's `tool_use` and
-/// `tool_result` items, Codex's `function_call` and `function_call_output`).
-const TOOL_MARKERS: [&[u8]; 2] = [b"tool_", b"function_call"];
+/// Markers one of which a line holding a tool entry contains: Claude's `tool_use` and
+/// `tool_result` items, Codex's `function_call`, `function_call_output` and
+/// `custom_tool_call`, and the Codex events a sparse record reads as tool results
+/// (`exec_command_end`, and `item_completed` for commands, file changes and MCP calls).
+const TOOL_MARKERS: [&[u8]; 4] = [
+    b"tool_",
+    b"function_call",
+    b"exec_command_end",
+    b"item_completed",
+];
 
 /// Calls `f` with each line from `first` to `last` long enough to hold a trimmed entry
 /// and naming a tool entry, in order, until `f` returns false. Lines that cannot be read
@@ -354,6 +369,7 @@ pub fn session_handles(
     lines: Option<(u64, u64)>,
 ) -> Result<Result<Vec<Listed>, String>, StoreError> {
     let reader = store.reader()?;
+    let contract = reader.contract()?;
     let found = match locate(&reader, root, project_key, session_ref)? {
         Ok(found) => found,
         Err(why) => return Ok(Err(why)),
@@ -380,7 +396,7 @@ pub fn session_handles(
             Ok(text) => text,
             Err(why) => return Ok(Err(why)),
         };
-        let all: Vec<Entry> = compact::entries(&text, &found.source);
+        let all: Vec<Entry> = tool_entries(&text, &found.source, contract);
         for e in &all {
             if let (EntryKind::ToolUse, Some(id), Some(name)) = (e.kind, &e.call_id, &e.tool_name) {
                 names.insert(id.clone(), name.clone());
@@ -394,7 +410,8 @@ pub fn session_handles(
                 EntryKind::ToolUse => e.tool_name.clone(),
                 EntryKind::ToolResult => match e.call_id.as_deref().and_then(|id| names.get(id)) {
                     Some(name) => Some(name.clone()),
-                    None => producer(&reader, &found, line, e.call_id.as_deref())?.map(|p| p.0),
+                    None => producer(&reader, contract, &found, line, e.call_id.as_deref())?
+                        .map(|p| p.0),
                 },
             };
             out.push(Listed {
@@ -411,4 +428,14 @@ pub fn session_handles(
         }
     }
     Ok(Ok(out))
+}
+
+/// A line's tool entries as the workspace's reads show them: in 0.2.10's compact records,
+/// or in 0.2.20's sparse ones. A handle's index counts these.
+fn tool_entries(text: &str, source: &str, contract: Contract) -> Vec<Entry> {
+    if contract.paged_reads() {
+        sparse::entries(text, source)
+    } else {
+        compact::entries(text, source)
+    }
 }

@@ -297,3 +297,136 @@ async fn handle_tools_are_listed_only_when_a_handle_exists() {
     let names = tool_names(&connect(&ws).await).await;
     assert!(names.iter().any(|n| n == "tool_output_grep"), "{names:?}");
 }
+
+/// The example workspace with the tool session, as prompt-diary 0.2.20's prepare lays it
+/// out: `schema_version` 7 and index rows without the subagent fields.
+fn schema_7(ws: &Workspace) {
+    let meta = String::from_utf8(ws.read("metadata.json")).expect("utf-8");
+    ws.write(
+        "metadata.json",
+        meta.replace("\"schema_version\": 2", "\"schema_version\": 7"),
+    );
+    let index_path = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let index = String::from_utf8(ws.read(&index_path)).expect("utf-8");
+    ws.write(
+        &index_path,
+        index
+            .replace("\"subagent_path\": \"\", ", "")
+            .replace("\"target_subagents\": [], ", ""),
+    );
+}
+
+/// The handles of a 0.2.20 page's sparse records: (line, list, handle). A use has one
+/// when its input summary was cut, a result when its preview was.
+fn sparse_handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
+    let mut out = Vec::new();
+    for r in records {
+        for (list, shown) in [("tool_uses", "input_summary"), ("tool_results", "preview")] {
+            for e in r[list].as_array().into_iter().flatten() {
+                let cut = e[shown]
+                    .as_str()
+                    .is_some_and(|s| s.contains("\n...[trimmed]...\n"));
+                assert_eq!(e.get("handle").is_some(), cut, "{e}");
+                if let Some(h) = e.get("handle") {
+                    out.push((
+                        r["line"].as_u64().expect("line"),
+                        list,
+                        h.as_str().expect("str").to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_0_2_20_page_gives_handles_that_name_the_whole_payload() {
+    let ws = Workspace::example();
+    add_session(&ws, &log());
+    schema_7(&ws);
+    ws.ok(&["import"]);
+    let a = connect(&ws).await;
+    let names = tool_names(&a).await;
+    assert!(names.iter().any(|n| n == "tool_output_read"), "{names:?}");
+    let page = call(
+        &a,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0010", "start_line": 1, "end_line": 4}),
+    )
+    .await;
+    let page: Value = serde_json::from_str(text(&page)).expect("a page");
+    assert!(page["next_cursor"].is_null());
+    let found = sparse_handles(page["records"].as_array().expect("records"));
+    assert_eq!(
+        found.iter().map(|(l, k, _)| (*l, *k)).collect::<Vec<_>>(),
+        [(2, "tool_uses"), (3, "tool_results"), (4, "tool_results")]
+    );
+    // Another server gives the same handles.
+    let b = connect(&ws).await;
+    let again = call(
+        &b,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0010", "start_line": 3, "end_line": 3}),
+    )
+    .await;
+    assert!(text(&again).contains(&found[1].2), "{}", text(&again));
+
+    let (use_h, result_h) = (&found[0].2, &found[1].2);
+    // The use's whole input (sorted compact JSON, as the sparse record renders it).
+    let got = call(
+        &b,
+        "tool_output_read",
+        json!({"handle": use_h, "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert!(
+        text(&got).starts_with(&format!("TOOL OUTPUT Bash WITH HANDLE {use_h}, LINES 1-1 OF 1:\n\n1: {{\"command\": \"pytest -q tests/ ")),
+        "{}",
+        text(&got)
+    );
+    // The result's whole text, its tool found through the tool-use id.
+    let got = call(
+        &a,
+        "tool_output_grep",
+        json!({"handle": result_h, "pattern": "^FAILED", "context_lines": 1}),
+    )
+    .await;
+    assert!(
+        text(&got).starts_with(&format!("TOOL OUTPUT Bash WITH HANDLE {result_h}"))
+            && text(&got).ends_with("149- tests/test_149.py::test_case PASSED\n150: FAILED tests/test_auth.py::test_login - AssertionError\n151- tests/test_151.py::test_case PASSED\n"),
+        "{}",
+        text(&got)
+    );
+    // `dump handles` lists the handles the page gave, with the whole payload's size.
+    let dump = ws.ok(&["dump", "handles", PROJECT, "S0010", "--json"]);
+    let listed: Value = serde_json::from_str(&dump).expect("json");
+    let listed: Vec<&str> = listed
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|h| h["handle"].as_str().expect("handle"))
+        .collect();
+    assert_eq!(
+        listed,
+        found.iter().map(|f| f.2.as_str()).collect::<Vec<_>>()
+    );
+
+    // A changed line makes its handle stale, not another payload.
+    let mut lines: Vec<String> = String::from_utf8(ws.read(SESSION))
+        .expect("utf-8")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines[2] = lines[2].replace("PASSED", "passed");
+    ws.write(SESSION, lines.join("\n") + "\n");
+    ws.ok(&["import"]);
+    let c = connect(&ws).await;
+    let got = call(
+        &c,
+        "tool_output_read",
+        json!({"handle": result_h, "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert_eq!(got.is_error, Some(true), "{}", text(&got));
+}

@@ -290,7 +290,8 @@ def main() -> int:
             walked = pages.Diff()
             asyncio.run(pages.compare(ws, args.bin.resolve(), reference_python, walked))
             print(f"seed {seed}: {walked.pages} pages walked ({walked.fragments} fragments, "
-                  f"{walked.surrogate_pages} equal but for lone surrogates)")
+                  f"{walked.surrogate_pages} equal but for lone surrogates; {walked.handle_pages} walks compared "
+                  f"as records after their first page with a handle, {walked.handles} handles checked)")
             diff.compare(f"seed {seed} page walk", walked.failures, [])
             ws_ref = ws.with_name(ws.name + "-ref")
             shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))

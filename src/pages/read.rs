@@ -19,6 +19,7 @@ use crate::pyjson::{py_repr, write_string};
 use crate::read::{self, Located, Mode, ReadRequest, ReadResult};
 use crate::sparse;
 use crate::store::{Reader, Store, StoreError};
+use crate::tool_output::handle::{self, Handle};
 
 /// A cursor as the client sent it, checked against the range before use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +83,7 @@ fn try_page(
         file,
         file_id: found.file_id,
         total: found.lines,
+        session_key: handle::session_key(&req.project_key, &req.session_ref),
         // A compact record also reads the line before its own.
         first: match req.mode {
             Mode::Compact => cursor.line.saturating_sub(1).max(1),
@@ -154,9 +156,17 @@ struct Window<'r> {
     file_id: u64,
     /// The file's number of lines.
     total: u64,
+    /// The session's key in handles ([`handle::session_key`]).
+    session_key: u32,
     /// The line of `texts[0]`.
     first: u64,
-    texts: VecDeque<String>,
+    texts: VecDeque<Line>,
+}
+
+/// A checked, decoded line and its SHA-256 (part of the handles its record gives).
+struct Line {
+    text: String,
+    sha256: [u8; 32],
 }
 
 impl Window<'_> {
@@ -169,12 +179,19 @@ impl Window<'_> {
         let get = |l: u64| {
             l.checked_sub(self.first)
                 .and_then(|i| self.texts.get(i as usize))
-                .map(String::as_str)
         };
         let previous = if line > 1 { get(line - 1) } else { None };
-        let text = get(line).unwrap_or_default();
         let next = get(line + 1);
-        let json = sparse::record_json(text, line, source, previous, next);
+        let (text, sha256) = get(line).map_or(("", [0; 32]), |l| (l.text.as_str(), l.sha256));
+        let key = self.session_key;
+        let json = sparse::record_json(
+            text,
+            line,
+            source,
+            previous.map(|l| l.text.as_str()),
+            next.map(|l| l.text.as_str()),
+            |kind, index| Handle::new(key, line, kind, index, &sha256).map(Handle::to_uuid),
+        );
         // What is behind the previous line is no longer needed.
         while self.first + 1 < line && !self.texts.is_empty() {
             self.texts.pop_front();
@@ -193,7 +210,7 @@ impl Window<'_> {
             self.texts.pop_front();
             self.first += 1;
         }
-        Ok(self.texts.front().map_or("", String::as_str))
+        Ok(self.texts.front().map_or("", |l| l.text.as_str()))
     }
 
     /// Reads batches until `line` is in the window.
@@ -256,7 +273,10 @@ impl Window<'_> {
             if !lines::matches(raw, entry) {
                 return Err(Failure::Changed(line));
             }
-            self.texts.push_back(lines::decode(raw).into_owned());
+            self.texts.push_back(Line {
+                text: lines::decode(raw).into_owned(),
+                sha256: entry.sha256,
+            });
         }
         Ok(())
     }

@@ -1,7 +1,9 @@
 //! The sparse record of one line: what a Claude or Codex line shows as evidence, typed
 //! by where it came from, with recognised metadata omitted.
 
-use super::json::{HEAD_BYTES, J, bounded, json_text, preview as trim, truthy};
+use super::json::{
+    HEAD_BYTES, J, bounded_keeping, json_text, preview as trim, preview_keeping, truthy,
+};
 use super::source::{
     self, Input, is, is_claude_local_command, is_compaction_output, is_pre_trigger_context, lstrip,
     object, parse_claude_input_text, parse_codex_input, parse_codex_message, present,
@@ -13,6 +15,12 @@ pub struct ToolUse {
     pub name: String,
     pub input_summary: String,
     pub truncated: bool,
+    /// The id a result names its use by (Claude's `id`, Codex's `call_id`); not shown.
+    pub call_id: Option<String>,
+    /// The whole input when `input_summary` was cut from it; not shown.
+    pub whole: Option<String>,
+    /// The handle of `whole`, given by the read that shows the record.
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -38,6 +46,14 @@ pub struct ToolResult {
     pub error: Option<String>,
     pub changes: Vec<FileChange>,
     pub name: Option<String>,
+    /// The id of the use this answers (Claude's `tool_use_id`, Codex's `call_id`); not
+    /// shown.
+    pub call_id: Option<String>,
+    /// The whole output when `preview` was cut from it; not shown. (A cut `stderr`,
+    /// `error`, `command` or change preview is not kept: the handle names the output.)
+    pub whole: Option<String>,
+    /// The handle of `whole`, given by the read that shows the record.
+    pub handle: Option<String>,
 }
 
 /// One part of a mixed record.
@@ -235,8 +251,10 @@ fn compact_codex(record: &Map, line: u64) -> Option<Record> {
             Some(r)
         }
         Some("function_call_output" | "custom_tool_call_output") => {
+            let mut result = output_result(payload.get("output"));
+            result.call_id = call_id(payload);
             let mut r = rec(line, "tool_result");
-            r.tool_results = vec![output_result(payload.get("output"))];
+            r.tool_results = vec![result];
             Some(r)
         }
         Some("agent_message") => {
@@ -462,7 +480,7 @@ fn command_result(item: &Map) -> ToolResult {
     } else {
         item.get("aggregated_output")
     };
-    let (output, trimmed) = trim(output_text(out));
+    let (output, whole) = preview_keeping(output_text(out));
     let (stderr, stderr_trimmed) = trim(output_text(item.get("stderr")));
     let (error, error_trimmed) = trim(output_text(item.get("error")));
     let (command, command_trimmed) = trim(command(item.get("command")));
@@ -471,7 +489,9 @@ fn command_result(item: &Map) -> ToolResult {
         status: owned(item, "status"),
         command: non_empty(command),
         preview: output,
-        truncated: trimmed || stderr_trimmed || error_trimmed || command_trimmed,
+        truncated: whole.is_some() || stderr_trimmed || error_trimmed || command_trimmed,
+        call_id: call_id(item),
+        whole,
         exit_code: int(item.get("exit_code")),
         stderr: non_empty(stderr),
         error: non_empty(error),
@@ -543,7 +563,7 @@ fn file_result(item: &Map) -> ToolResult {
         Some(v) => Some(v),
         None => item.get("output"),
     };
-    let (output, trimmed) = trim(output_text(out));
+    let (output, whole) = preview_keeping(output_text(out));
     let (stderr, stderr_trimmed) = trim(output_text(item.get("stderr")));
     let (error, error_trimmed) = trim(output_text(item.get("error")));
     let changed = changes.iter().any(|c| c.truncated);
@@ -554,7 +574,9 @@ fn file_result(item: &Map) -> ToolResult {
         preview: output,
         stderr: non_empty(stderr),
         error: non_empty(error),
-        truncated: trimmed || stderr_trimmed || error_trimmed || changed,
+        truncated: whole.is_some() || stderr_trimmed || error_trimmed || changed,
+        call_id: call_id(item),
+        whole,
         ..ToolResult::default()
     }
 }
@@ -606,7 +628,7 @@ fn mcp_result(item: &Map) -> ToolResult {
         structured = Value::Object(m);
         output = Some(&structured);
     }
-    let (preview, trimmed) = trim(output_text(output));
+    let (preview, whole) = preview_keeping(output_text(output));
     let (error, error_trimmed) = trim(output_text(item.get("error")));
     let failed = result.is_some_and(|r| matches!(r.get("isError"), Some(Value::Bool(true))));
     ToolResult {
@@ -619,7 +641,9 @@ fn mcp_result(item: &Map) -> ToolResult {
         },
         preview,
         error: non_empty(error),
-        truncated: trimmed || error_trimmed,
+        truncated: whole.is_some() || error_trimmed,
+        call_id: call_id(item),
+        whole,
         ..ToolResult::default()
     }
 }
@@ -897,20 +921,30 @@ fn text_parts(text: &str, kind: &'static str, claude: bool) -> Vec<Part> {
 }
 
 fn tool_use(item: &Map, value: Option<&Value>) -> ToolUse {
-    let (input_summary, truncated) = bounded(json_text(value), HEAD_BYTES, 0);
+    let (input_summary, whole) = bounded_keeping(json_text(value), HEAD_BYTES, 0);
     ToolUse {
         name: owned(item, "name").unwrap_or_else(|| "unknown".into()),
         input_summary,
-        truncated,
+        truncated: whole.is_some(),
+        call_id: call_id(item),
+        whole,
+        handle: None,
     }
 }
 
+/// The id linking a tool use and its result: Codex's `call_id`, else the item's `id`
+/// (Claude's `tool_use` items, Codex's completed items).
+fn call_id(item: &Map) -> Option<String> {
+    owned(item, "call_id").or_else(|| owned(item, "id"))
+}
+
 fn output_result(output: Option<&Value>) -> ToolResult {
-    let (preview, truncated) = trim(output_text(output));
+    let (preview, whole) = preview_keeping(output_text(output));
     ToolResult {
         kind: "output",
         preview,
-        truncated,
+        truncated: whole.is_some(),
+        whole,
         ..ToolResult::default()
     }
 }
@@ -921,7 +955,7 @@ fn claude_tool_result(item: &Map, meta: Option<&Map>) -> ToolResult {
     let file = object(meta.get("file")).unwrap_or(&empty);
     let file_path = owned(meta, "filePath").or_else(|| owned(file, "filePath"));
     let (command, command_trimmed) = trim(json_text(meta.get("command")));
-    let (preview, trimmed) = trim(output_text(item.get("content")));
+    let (preview, whole) = preview_keeping(output_text(item.get("content")));
     let code = if meta.contains_key("exitCode") {
         meta.get("exitCode")
     } else {
@@ -945,8 +979,10 @@ fn claude_tool_result(item: &Map, meta: Option<&Map>) -> ToolResult {
         file_path,
         command: non_empty(command),
         preview,
-        truncated: trimmed || command_trimmed,
+        truncated: whole.is_some() || command_trimmed,
         exit_code: int(code),
+        call_id: owned(item, "tool_use_id"),
+        whole,
         ..ToolResult::default()
     }
 }
@@ -1059,6 +1095,7 @@ impl ToolUse {
             ("name", J::Str(self.name.clone())),
             ("input_summary", J::Str(self.input_summary.clone())),
             ("truncated", J::Bool(self.truncated)),
+            ("handle", J::opt_str(self.handle.clone())),
         ])
     }
 }
@@ -1093,6 +1130,7 @@ impl ToolResult {
                 ),
             ),
             ("name", J::opt_str(self.name.clone())),
+            ("handle", J::opt_str(self.handle.clone())),
         ])
     }
 }
@@ -1136,7 +1174,36 @@ impl Part {
     }
 }
 
+/// A tool entry of a record.
+pub enum EntryMut<'r> {
+    Use(&'r mut ToolUse),
+    Result(&'r mut ToolResult),
+}
+
 impl Record {
+    /// Calls `f` with each tool entry of the record in order (its tool uses, its tool
+    /// results, then its parts), with the entry's position among the entries of its kind.
+    pub fn each_entry(&mut self, mut f: impl FnMut(EntryMut<'_>, usize)) {
+        let in_parts = self.parts.iter_mut().filter_map(|p| match p {
+            Part::Call(u) => Some(EntryMut::Use(u)),
+            Part::Result(r) => Some(EntryMut::Result(r)),
+            _ => None,
+        });
+        let entries = (self.tool_uses.iter_mut().map(EntryMut::Use))
+            .chain(self.tool_results.iter_mut().map(EntryMut::Result))
+            .chain(in_parts);
+        let (mut uses, mut results) = (0, 0);
+        for entry in entries {
+            let count = match entry {
+                EntryMut::Use(_) => &mut uses,
+                EntryMut::Result(_) => &mut results,
+            };
+            let index = *count;
+            *count += 1;
+            f(entry, index);
+        }
+    }
+
     /// The record as a JSON tree before the sparse rule.
     pub fn to_j(&self) -> J {
         J::Obj(vec![

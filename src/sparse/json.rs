@@ -83,25 +83,31 @@ const ELISION: &str = "\n...[trimmed]...\n";
 /// A tool payload as shown: whole up to [`SHORT_BYTES`], else its first 320 and last
 /// 160 bytes (whole characters) around the elision mark. The flag says it was trimmed.
 pub fn preview(text: String) -> (String, bool) {
+    let (shown, whole) = preview_keeping(text);
+    (shown, whole.is_some())
+}
+
+/// [`preview`], keeping the whole text when it was trimmed (what a handle names).
+pub fn preview_keeping(text: String) -> (String, Option<String>) {
     if text.len() <= SHORT_BYTES {
-        return (text, false);
+        return (text, None);
     }
-    bounded(text, HEAD_BYTES, TAIL_BYTES)
+    bounded_keeping(text, HEAD_BYTES, TAIL_BYTES)
 }
 
 /// `text` cut to its first `head` and last `tail` bytes (whole characters) around the
 /// elision mark, when longer than `head`; without a tail part when `tail` is 0 or the
-/// text is no longer than both parts.
-pub fn bounded(text: String, head: usize, tail: usize) -> (String, bool) {
+/// text is no longer than both parts. The whole text is kept when it was cut.
+pub fn bounded_keeping(text: String, head: usize, tail: usize) -> (String, Option<String>) {
     if text.len() <= head {
-        return (text, false);
+        return (text, None);
     }
     let mut out = floor_prefix(&text, head).to_owned();
     out.push_str(ELISION);
     if tail > 0 && text.len() > head + tail {
         out.push_str(ceil_suffix(&text, tail));
     }
-    (out, true)
+    (out, Some(text))
 }
 
 /// A value as text: nothing for null or absent, a string as it is, anything else as
@@ -159,7 +165,7 @@ mod tests {
         assert!(t);
         assert_eq!(p, format!("{}{ELISION}{}", "é".repeat(160), "é".repeat(80)));
         assert_eq!(
-            bounded("x".repeat(321), 320, 0).0,
+            bounded_keeping("x".repeat(321), 320, 0).0,
             format!("{}{ELISION}", "x".repeat(320))
         );
     }

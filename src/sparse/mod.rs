@@ -15,20 +15,70 @@ mod derive;
 mod json;
 pub mod source;
 
-pub use derive::{Part, Record, ToolResult, ToolUse, compact_record};
+pub use derive::{EntryMut, Part, Record, ToolResult, ToolUse, compact_record};
+
+use crate::compact::{Entry, EntryKind};
 
 /// The record of line `line` as compact, sorted, sparse JSON; `None` for an omitted line.
+/// Each tool entry whose whole payload was cut gets `handle(kind, index)` as its
+/// `handle`, `index` counting the record's entries of that kind ([`Record::each_entry`]).
 pub fn record_json(
     raw: &str,
     line: u64,
     source: &str,
     previous: Option<&str>,
     next: Option<&str>,
+    handle: impl Fn(EntryKind, usize) -> Option<String>,
 ) -> Option<String> {
-    let record = compact_record(raw, line, source, previous, next)?;
+    let mut record = compact_record(raw, line, source, previous, next)?;
+    record.each_entry(|entry, index| match entry {
+        EntryMut::Use(u) if u.whole.is_some() => u.handle = handle(EntryKind::ToolUse, index),
+        EntryMut::Result(r) if r.whole.is_some() => {
+            r.handle = handle(EntryKind::ToolResult, index);
+        }
+        _ => {}
+    });
     let mut out = String::with_capacity(raw.len() / 2 + 64);
     json::write_sparse(&mut out, &record.to_j());
     Some(out)
+}
+
+/// The tool entries of one line's record, in record order, with their call ids and whole
+/// payloads: what a handle on a sparse record names. A line's tool entries do not depend
+/// on its neighbours (they only tell whether an input line is an echo or a local
+/// command), so none are needed here.
+pub fn entries(raw: &str, source: &str) -> Vec<Entry> {
+    let Some(mut record) = compact_record(raw, 0, source, None, None) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    record.each_entry(|entry, index| {
+        out.push(match entry {
+            EntryMut::Use(u) => Entry {
+                kind: EntryKind::ToolUse,
+                index,
+                call_id: u.call_id.take(),
+                tool_name: Some(std::mem::take(&mut u.name)),
+                trimmed: u.whole.is_some(),
+                payload: u
+                    .whole
+                    .take()
+                    .unwrap_or_else(|| std::mem::take(&mut u.input_summary)),
+            },
+            EntryMut::Result(r) => Entry {
+                kind: EntryKind::ToolResult,
+                index,
+                call_id: r.call_id.take(),
+                tool_name: r.name.take(),
+                trimmed: r.whole.is_some(),
+                payload: r
+                    .whole
+                    .take()
+                    .unwrap_or_else(|| std::mem::take(&mut r.preview)),
+            },
+        });
+    });
+    out
 }
 
 #[cfg(test)]
@@ -55,6 +105,7 @@ mod tests {
                 case["source"].as_str().unwrap(),
                 lines[0].as_str(),
                 lines[2].as_str(),
+                |_, _| None,
             );
             // A lone surrogate escape is read as U+FFFD here (a Rust string cannot hold
             // it), where Python keeps it and prints it back as the same escape.

@@ -354,3 +354,15 @@ pub fn strip_handles(text: &str) -> (String, usize) {
     assert_eq!(member.find_iter(text).count(), trimmed);
     (stripped, trimmed)
 }
+
+/// A 0.2.20 page's text with the handles of its sparse records taken out (each is the
+/// first member of its entry, before `input_summary` or `kind`), and how many it held.
+/// Only for pages whose boundaries the handles did not move (small sessions).
+pub fn strip_sparse_handles(text: &str) -> (String, usize) {
+    let member = regex::Regex::new(
+        r#""handle":"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}","#,
+    )
+    .expect("pattern");
+    let count = member.find_iter(text).count();
+    (member.replace_all(text, "").into_owned(), count)
+}
