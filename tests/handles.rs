@@ -59,17 +59,17 @@ async fn records(client: &common::Client) -> Vec<Value> {
     read["records"].as_array().expect("records").clone()
 }
 
-/// The handles of the read, in order: (line, list, handle).
-fn handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
+/// The handles of the read, in order: (line, list, handle), after checking that an
+/// entry has one exactly when `cut(list, entry)`.
+fn handles_where(
+    records: &[Value],
+    cut: impl Fn(&str, &Value) -> bool,
+) -> Vec<(u64, &'static str, String)> {
     let mut out = Vec::new();
     for r in records {
-        for (list, key) in [("tool_uses", "tool_uses"), ("tool_results", "tool_results")] {
-            for e in r[key].as_array().expect("list") {
-                assert_eq!(
-                    e.get("handle").is_some(),
-                    e["truncated"] == true,
-                    "exactly the trimmed entries have a handle: {e}"
-                );
+        for list in ["tool_uses", "tool_results"] {
+            for e in r[list].as_array().into_iter().flatten() {
+                assert_eq!(e.get("handle").is_some(), cut(list, e), "{e}");
                 if let Some(h) = e.get("handle") {
                     out.push((
                         r["line"].as_u64().expect("line"),
@@ -81,6 +81,26 @@ fn handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
         }
     }
     out
+}
+
+/// The handles of a 0.2.10 compact read: exactly the trimmed entries have one.
+fn handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
+    handles_where(records, |_, e| e["truncated"] == true)
+}
+
+/// The handles of a 0.2.20 page's sparse records: a use has one when its input summary
+/// was cut, a result when its preview was.
+fn sparse_handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
+    handles_where(records, |list, e| {
+        let shown = if list == "tool_uses" {
+            "input_summary"
+        } else {
+            "preview"
+        };
+        e[shown]
+            .as_str()
+            .is_some_and(|s| s.contains("\n...[trimmed]...\n"))
+    })
 }
 
 async fn tool_names(client: &common::Client) -> Vec<String> {
@@ -298,53 +318,11 @@ async fn handle_tools_are_listed_only_when_a_handle_exists() {
     assert!(names.iter().any(|n| n == "tool_output_grep"), "{names:?}");
 }
 
-/// The example workspace with the tool session, as prompt-diary 0.2.20's prepare lays it
-/// out: `schema_version` 7 and index rows without the subagent fields.
-fn schema_7(ws: &Workspace) {
-    let meta = String::from_utf8(ws.read("metadata.json")).expect("utf-8");
-    ws.write(
-        "metadata.json",
-        meta.replace("\"schema_version\": 2", "\"schema_version\": 7"),
-    );
-    let index_path = format!("projects/{PROJECT}/sessions.index.jsonl");
-    let index = String::from_utf8(ws.read(&index_path)).expect("utf-8");
-    ws.write(
-        &index_path,
-        index
-            .replace("\"subagent_path\": \"\", ", "")
-            .replace("\"target_subagents\": [], ", ""),
-    );
-}
-
-/// The handles of a 0.2.20 page's sparse records: (line, list, handle). A use has one
-/// when its input summary was cut, a result when its preview was.
-fn sparse_handles(records: &[Value]) -> Vec<(u64, &'static str, String)> {
-    let mut out = Vec::new();
-    for r in records {
-        for (list, shown) in [("tool_uses", "input_summary"), ("tool_results", "preview")] {
-            for e in r[list].as_array().into_iter().flatten() {
-                let cut = e[shown]
-                    .as_str()
-                    .is_some_and(|s| s.contains("\n...[trimmed]...\n"));
-                assert_eq!(e.get("handle").is_some(), cut, "{e}");
-                if let Some(h) = e.get("handle") {
-                    out.push((
-                        r["line"].as_u64().expect("line"),
-                        list,
-                        h.as_str().expect("str").to_owned(),
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
 #[tokio::test]
 async fn a_0_2_20_page_gives_handles_that_name_the_whole_payload() {
     let ws = Workspace::example();
     add_session(&ws, &log());
-    schema_7(&ws);
+    ws.to_schema_7();
     ws.ok(&["import"]);
     let a = connect(&ws).await;
     let names = tool_names(&a).await;

@@ -13,19 +13,7 @@ use serde_json::{Value, json};
 
 fn schema_7_workspace() -> Workspace {
     let ws = Workspace::example();
-    let meta = String::from_utf8(ws.read("metadata.json")).unwrap();
-    ws.write(
-        "metadata.json",
-        meta.replace("\"schema_version\": 2", "\"schema_version\": 7"),
-    );
-    let index_path = format!("projects/{PROJECT}/sessions.index.jsonl");
-    let index = String::from_utf8(ws.read(&index_path)).unwrap();
-    ws.write(
-        &index_path,
-        index
-            .replace("\"subagent_path\": \"\", ", "")
-            .replace("\"target_subagents\": [], ", ""),
-    );
+    ws.to_schema_7();
     let session = format!("projects/{PROJECT}/sessions/claude-code/c1.jsonl");
     let mut bytes = ws.read(&session);
     bytes.extend_from_slice(fixture("pages_0220/long_lines.jsonl").as_bytes());

@@ -8,7 +8,7 @@
 Workspaces come from tools/gen_workspace.py, made schema 7 as in tools/test_pages_0220.py.
 Both servers are driven by bench.py's raw JSON-RPC client. Prints Markdown.
 
-Usage: /work/wt/pd20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
+Usage: tools/.venv-0.2.20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
        (build first: cargo build --release)
 """
 

@@ -11,7 +11,7 @@ byte-identical, every page at most 32,768 UTF-8 bytes, and the fragments of each
 must rebuild it exactly (a compact record's JSON parses; a raw line equals the line).
 Cursor errors are compared too.
 
-Usage: /work/wt/pd20/bin/python tools/test_pages_0220.py --bin target/debug/evidence-store
+Usage: tools/.venv-0.2.20/bin/python tools/test_pages_0220.py --bin target/debug/evidence-store
 """
 
 from __future__ import annotations

@@ -97,6 +97,24 @@ impl Workspace {
     /// and plain-string messages, all full of characters JSON must escape, surrogate
     /// pairs and a lone surrogate. Large enough that reads of it run in chunks on two
     /// threads.
+    /// The workspace as prompt-diary 0.2.20's prepare lays it out: `schema_version` 7
+    /// and index rows without the subagent fields.
+    pub fn to_schema_7(&self) {
+        let meta = String::from_utf8(self.read("metadata.json")).expect("utf-8");
+        self.write(
+            "metadata.json",
+            meta.replace("\"schema_version\": 2", "\"schema_version\": 7"),
+        );
+        let index_path = format!("projects/{PROJECT}/sessions.index.jsonl");
+        let index = String::from_utf8(self.read(&index_path)).expect("utf-8");
+        self.write(
+            &index_path,
+            index
+                .replace("\"subagent_path\": \"\", ", "")
+                .replace("\"target_subagents\": [], ", ""),
+        );
+    }
+
     pub fn add_large_session(&self) {
         let awkward = "quote \\\" backslash \\\\ newline \\n é 😀 \\u2028 \\ud83d\\ude00 \\ud800";
         let session: String = (0..LARGE_SESSION_LINES)
