@@ -102,10 +102,11 @@ def bench_walk(work: Path) -> list[str]:
     theirs = serve(ws, True)
     t, their_pages = walk(theirs, args)
     theirs.close()
-    assert pages == their_pages
-    return [f"Lines {args['start_line']}-{args['end_line']} compact, {pages} pages; median of 5 walks (ours) / 1 (0.2.20).", "",
+    # Tool-output handles count against our pages, so a walk can take a page or two more.
+    return [f"Lines {args['start_line']}-{args['end_line']} compact; median of 5 walks (ours) / 1 (0.2.20).", "",
             "| 2000-line range walked | evidence-store | prompt-diary 0.2.20 | speed-up |", "|---|---|---|---|",
-            f"| {pages} pages | {o:.1f} ms | {t:.0f} ms | {t / o:.0f}x |"]
+            f"| pages | {pages} | {their_pages} | |",
+            f"| time | {o:.1f} ms | {t:.0f} ms | {t / o:.0f}x |"]
 
 
 def bench_scale(work: Path) -> list[str]:
