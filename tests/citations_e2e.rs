@@ -241,7 +241,19 @@ fn jq(ws: &Workspace, filter: &str) -> Option<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_tools_export_receipts_and_reexport() {
+    receipts_flow(workspace()).await;
+}
+
+/// The same on the workspace as prompt-diary 0.2.20 prepares it: citations do not depend
+/// on the contract.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_tools_export_receipts_and_reexport_on_a_0_2_20_workspace() {
     let ws = workspace();
+    ws.to_schema_7();
+    receipts_flow(ws).await;
+}
+
+async fn receipts_flow(ws: Workspace) {
     ws.ok(&["import"]);
 
     // The tools: every marker type and the JSON block; CRLF and LF give the same citations;
@@ -412,6 +424,8 @@ async fn import_tools_export_receipts_and_reexport() {
         ws.fails(&["dump", "citations", "Nope-000000000000"])
             .contains("no such project")
     );
+    ws.ok(&["verify-citations"]);
+    ws.ok(&["verify"]);
 }
 
 #[test]

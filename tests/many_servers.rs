@@ -11,12 +11,38 @@ use serde_json::{Value, json};
 
 const PROJECT: &str = common::LOAD_PROJECT;
 
+/// Which prompt-diary's workspace a test writes to.
+#[derive(Clone, Copy, PartialEq)]
+enum Release {
+    V0_2_10,
+    V0_2_20,
+}
+
 /// Writes the chain for `(session, turn)`; `Ok(true)` once acknowledged.
 async fn write(client: &Client, session: usize, turn: usize) -> Result<bool, String> {
+    write_as(Release::V0_2_10, client, session, turn).await
+}
+
+/// [`write`] in the chain shape of `release`: 0.2.20's trigger cites only the turn's
+/// first line, and the server reads the human message from it.
+async fn write_as(
+    release: Release,
+    client: &Client,
+    session: usize,
+    turn: usize,
+) -> Result<bool, String> {
     let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
+    let trigger = match release {
+        Release::V0_2_10 => {
+            json!({"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]})
+        }
+        Release::V0_2_20 => {
+            json!({"citations": [{"lines": format!("{0}-{0}", 2 * turn - 1)}]})
+        }
+    };
     let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
         "turn_ref": format!("T{turn:04}"),
-        "trigger": {"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]},
+        "trigger": trigger,
         "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
         "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
         "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
@@ -52,8 +78,15 @@ fn written(ws: &Workspace) -> BTreeSet<(usize, usize)> {
 }
 
 async fn concurrent_writers(servers: usize) {
+    concurrent_writers_as(Release::V0_2_10, servers).await;
+}
+
+async fn concurrent_writers_as(release: Release, servers: usize) {
     let (sessions, turns) = (8, 2 * servers);
-    let ws = Workspace::load_test(sessions, turns);
+    let ws = match release {
+        Release::V0_2_10 => Workspace::load_test(sessions, turns),
+        Release::V0_2_20 => Workspace::load_test_0_2_20(sessions, turns),
+    };
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..servers {
@@ -70,7 +103,9 @@ async fn concurrent_writers(servers: usize) {
         tasks.push(tokio::spawn(async move {
             let mut acked = Vec::new();
             for (s, t) in mine {
-                write(&client, s, t).await.expect("every write succeeds");
+                write_as(release, &client, s, t)
+                    .await
+                    .expect("every write succeeds");
                 acked.push((s, t));
             }
             acked
@@ -88,6 +123,18 @@ async fn concurrent_writers(servers: usize) {
     );
     ws.ok(&["export"]);
     assert_eq!(written(&ws), acked, "and so does export");
+    ws.ok(&["verify"]);
+    if release == Release::V0_2_20 {
+        // Each card is 0.2.20's, its triggers quoting the human line they cite.
+        let card: Value =
+            serde_json::from_slice(&ws.read(&format!("projects/{PROJECT}/evidence/S0001.json")))
+                .unwrap();
+        assert_eq!(card["schema_version"], 2, "{card}");
+        for chain in card["evidence_chains"].as_array().unwrap() {
+            let quoted = chain["trigger"]["quoted_messages"].to_string();
+            assert!(quoted.contains("please do step"), "{chain}");
+        }
+    }
     for client in clients {
         Arc::try_unwrap(client)
             .ok()
@@ -101,6 +148,13 @@ async fn concurrent_writers(servers: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_servers_lose_nothing() {
     concurrent_writers(8).await;
+}
+
+/// The same on a prompt-diary 0.2.20 workspace, whose writes also read the trigger's line
+/// from the session file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_servers_lose_nothing_on_a_0_2_20_workspace() {
+    concurrent_writers_as(Release::V0_2_20, 8).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

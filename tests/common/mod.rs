@@ -98,21 +98,33 @@ impl Workspace {
     /// pairs and a lone surrogate. Large enough that reads of it run in chunks on two
     /// threads.
     /// The workspace as prompt-diary 0.2.20's prepare lays it out: `schema_version` 7
-    /// and index rows without the subagent fields.
+    /// and index rows without the subagent fields (every project's). Rows are rewritten
+    /// as compact JSON; their members keep their order.
     pub fn to_schema_7(&self) {
-        let meta = String::from_utf8(self.read("metadata.json")).expect("utf-8");
-        self.write(
-            "metadata.json",
-            meta.replace("\"schema_version\": 2", "\"schema_version\": 7"),
-        );
-        let index_path = format!("projects/{PROJECT}/sessions.index.jsonl");
-        let index = String::from_utf8(self.read(&index_path)).expect("utf-8");
-        self.write(
-            &index_path,
-            index
-                .replace("\"subagent_path\": \"\", ", "")
-                .replace("\"target_subagents\": [], ", ""),
-        );
+        let mut meta: Value =
+            serde_json::from_slice(&self.read("metadata.json")).expect("metadata JSON");
+        meta["schema_version"] = serde_json::json!(7);
+        self.write("metadata.json", format!("{meta}\n"));
+        for project in std::fs::read_dir(self.path("projects"))
+            .expect("projects")
+            .flatten()
+        {
+            let index = project.path().join("sessions.index.jsonl");
+            let Ok(text) = std::fs::read_to_string(&index) else {
+                continue;
+            };
+            let mut rows = String::new();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let mut row: Value = serde_json::from_str(line).expect("index row");
+                let row_map = row.as_object_mut().expect("row object");
+                row_map.remove("subagent_path");
+                for turn in row_map["turns"].as_array_mut().into_iter().flatten() {
+                    turn.as_object_mut().map(|t| t.remove("target_subagents"));
+                }
+                rows.push_str(&format!("{row}\n"));
+            }
+            std::fs::write(&index, rows).expect("index written");
+        }
     }
 
     pub fn add_large_session(&self) {
@@ -342,6 +354,32 @@ impl Workspace {
             &format!("projects/{LOAD_PROJECT}/sessions.index.jsonl"),
             index,
         );
+        ws
+    }
+
+    /// [`Workspace::load_test`] as prompt-diary 0.2.20 prepares it (`schema_version` 7),
+    /// with its Codex session files: each turn a human message, then the agent's answer
+    /// (0.2.20's trigger is read from the turn's first line).
+    pub fn load_test_0_2_20(sessions: usize, turns: usize) -> Workspace {
+        let ws = Workspace::load_test(sessions, turns);
+        ws.write(
+            "metadata.json",
+            r#"{"report_date": "2026-01-15", "schema_version": 7, "status": "final", "timezone": "UTC"}"#,
+        );
+        for s in 1..=sessions {
+            let mut lines = String::new();
+            for t in 1..=turns {
+                let human = serde_json::json!({"type": "response_item", "payload": {"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": format!("please do step {t} of session {s}")}]}});
+                let agent = serde_json::json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": format!("done with step {t}")}]}});
+                lines.push_str(&format!("{human}\n{agent}\n"));
+            }
+            ws.write(
+                &format!("projects/{LOAD_PROJECT}/sessions/codex/{s}.jsonl"),
+                lines,
+            );
+        }
         ws
     }
 }
