@@ -408,3 +408,70 @@ async fn a_0_2_20_page_gives_handles_that_name_the_whole_payload() {
     .await;
     assert_eq!(got.is_error, Some(true), "{}", text(&got));
 }
+
+/// A record too large for one page is cut into fragments; the handles inside them still
+/// name their payloads once the fragments are put back together.
+#[tokio::test]
+async fn handles_survive_fragments_of_a_0_2_20_record() {
+    let ws = Workspace::example();
+    // One user line answering 80 tool uses, each output 2,000 bytes: a record of about
+    // 80 × 560 bytes, more than a 32 KiB page.
+    let results: Vec<Value> = (0..80)
+        .map(|i| {
+            json!({"type": "tool_result", "tool_use_id": format!("toolu_{i}"),
+                "content": format!("output {i}\n{}", "x".repeat(2000))})
+        })
+        .collect();
+    let uses: Vec<Value> = (0..80)
+        .map(|i| json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": format!("Tool{i}"), "input": {}}))
+        .collect();
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "go"}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": uses}}),
+        json!({"type": "user", "message": {"role": "user", "content": results}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": "done"}}),
+    ];
+    ws.write(
+        SESSION,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).expect("utf-8 index");
+    rows.push_str("{\"session_ref\": \"S0010\", \"source\": \"claude-code\", \"source_session_id\": \"tools\", \"session_path\": \"sessions/claude-code/tools.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": 4, \"turns\": [{\"target_subagents\": [], \"turn_end_line\": 4, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}]}\n");
+    ws.write(&index, rows);
+    ws.to_schema_7();
+    ws.ok(&["import"]);
+    let client = connect(&ws).await;
+
+    let mut args =
+        json!({"project_key": PROJECT, "session_ref": "S0010", "start_line": 3, "end_line": 3});
+    let (mut content, mut pages) = (String::new(), 0);
+    loop {
+        let page = call(&client, "read_session_lines", args.clone()).await;
+        let page: Value = serde_json::from_str(text(&page)).expect("a page");
+        pages += 1;
+        for r in page["records"].as_array().expect("records") {
+            assert_eq!(r["record_format"], "compact_json", "{r}");
+            content.push_str(r["content"].as_str().expect("content"));
+        }
+        if page["next_cursor"].is_null() {
+            break;
+        }
+        args["cursor"] = page["next_cursor"].clone();
+    }
+    assert!(pages > 1, "the record is cut into fragments");
+    let record: Value = serde_json::from_str(&content).expect("the fragments rebuild the record");
+    let found = sparse_handles(std::slice::from_ref(&record));
+    assert_eq!(found.len(), 80);
+    let (_, _, h57) = &found[57];
+    let got = call(
+        &client,
+        "tool_output_read",
+        json!({"handle": h57, "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert_eq!(
+        text(&got),
+        format!("TOOL OUTPUT Tool57 WITH HANDLE {h57}, LINES 1-1 OF 2:\n\n1: output 57\n")
+    );
+}
