@@ -238,6 +238,27 @@ def bench_startup(work: Path) -> list[str]:
             times.append(time.perf_counter() - start)
             client.close()
         rows.append(f"| {name} | {statistics.median(times) * 1000:.1f} ms |")
+    # tools/list waits for the store (an import of what changed) and, once per server,
+    # for the search for a tool-output handle that decides whether the handle tools are
+    # listed: measured on the imported store and on a workspace never imported.
+    rows += ["", "| server | process start to `tools/list` answer (median) |", "|---|---|"]
+    store = ws / ".evidence-store"
+    for name, reference, fresh, repeat in (("evidence-store, store imported", False, False, 20),
+                                           ("evidence-store, never imported (imports 200 MB first)", False, True, 5),
+                                           ("prompt-diary 0.2.10", True, False, 5)):
+        times = []
+        for _ in range(repeat):
+            if fresh:
+                shutil.rmtree(store, ignore_errors=True)
+            start = time.perf_counter()
+            client = RawClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+            client.initialize()
+            client.notify("notifications/initialized")
+            listed = client.request("tools/list", {})
+            times.append(time.perf_counter() - start)
+            assert listed["result"]["tools"], listed
+            client.close()
+        rows.append(f"| {name} | {statistics.median(times) * 1000:.1f} ms |")
     return rows
 
 
