@@ -14,3 +14,4 @@ py=tools/.venv/bin/python
 "$py" tools/test_end_to_end.py --bin target/debug/evidence-store
 "$py" tools/test_run_prompt_diary.py --bin target/debug/evidence-store
 tools/.venv-0.2.20/bin/python tools/test_differential_0220.py --bin target/debug/evidence-store
+tools/.venv-0.2.20/bin/python tools/test_run_prompt_diary.py --bin target/debug/evidence-store
