@@ -12,7 +12,9 @@ gen_workspace.py workspace into the files prepare discovers:
     second continues the first through `history_base`).
 
 Every record is stamped inside 2026-01-15 (UTC) and each project's sessions share one `cwd`
-(/home/dev/<project>), so prepare finds the same projects and turns as the generator wrote.
+(/home/dev/<project>), so prepare finds the generator's projects and sessions. The turns are
+each release's own: 0.2.10 takes every Claude `user` record without `sourceToolAssistantUUID`
+(the generated tool results too) as the start of a turn, so its Claude turns are short.
 Nothing here is random beyond the generated workspace: one seed, the same histories.
 
 What each release's prepare makes of the split rollout:
