@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Differential test: evidence-store against prompt-diary 0.2.10 on generated workspaces.
+"""Differential test: evidence-store against prompt-diary 0.2.10 on generated and prepared workspaces.
 
 Both servers are driven over stdio by the MCP Python SDK client. Every line of every
 session is read in compact and full mode, plus every error case; then the same evidence
@@ -10,6 +10,11 @@ the seeds:
 
   1. a plain-string message content is user text (the reference drops it);
   2. where the reference crashes on a line (a lone surrogate escape), we answer normally.
+
+Workspaces, per seed: (1) gen_workspace.py's, with edge cases; (2) the one prompt-diary
+0.2.10's own `prepare` builds from the histories of tools/histories.py (the generated
+sessions, without edge cases, as Claude project files and Codex rollouts), the same
+histories test_differential_0220.py gives 0.2.20's prepare. Every comparison runs on both.
 
 Usage: tools/.venv/bin/python tools/test_differential.py [--bin PATH] [--seeds 1,2,3]
 """
@@ -27,6 +32,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import handles
+import histories
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -435,6 +441,15 @@ async def compare_synthesis(ws_ours: Path, ws_ref: Path, binary: Path, reference
         diff.compare("a broken envelope fails the build", build(f"with a broken envelope {content}") != "built", True)
 
 
+def compare_all(ws: Path, binary: Path, reference_python: Path, diff: Diff) -> None:
+    """Every comparison on one workspace: reads, then writes and synthesis on two copies."""
+    asyncio.run(compare_workspace(ws, binary, reference_python, diff))
+    ws_ref = ws.with_name(ws.name + "-ref")
+    shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
+    committed, held_back = asyncio.run(compare_writes(ws, ws_ref, binary, reference_python, diff))
+    asyncio.run(compare_synthesis(ws, ws_ref, binary, reference_python, diff, committed, held_back))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
@@ -448,11 +463,14 @@ def main() -> int:
             subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
                             "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
-            asyncio.run(compare_workspace(ws, args.bin.resolve(), reference_python, diff))
-            ws_ref = Path(tmp) / f"ws{seed}-ref"
-            shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
-            committed, held_back = asyncio.run(compare_writes(ws, ws_ref, args.bin.resolve(), reference_python, diff))
-            asyncio.run(compare_synthesis(ws, ws_ref, args.bin.resolve(), reference_python, diff, committed, held_back))
+            hist = histories.generated_histories(Path(tmp), seed)
+            prepared = histories.prepare(reference_python.parent, hist, Path(tmp) / f"reports{seed}", Path(tmp) / "home")
+            schema = json.loads((prepared / "metadata.json").read_text(encoding="utf-8")).get("schema_version")
+            diff.compare(f"seed {seed}: prepare is prompt-diary 0.2.10's (schema_version)", schema, 2)
+            for label, workspace in ((f"generated {seed}", ws), (f"prepared {seed}", prepared)):
+                passed, failed = diff.passed, diff.failed
+                compare_all(workspace, args.bin.resolve(), reference_python, diff)
+                print(f"seed {label}: {diff.passed - passed} passed, {diff.failed - failed} failed")
     if diff.reference_crashes:
         # Expected: prompt-diary 0.2.10 fails the whole call (a tool exception) on lines the
         # generator plants on purpose (lone-surrogate escapes, deep nesting); evidence-store

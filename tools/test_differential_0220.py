@@ -16,10 +16,11 @@ read_session_lines) can be added beside them:
   compare_synthesis        (from test_differential.py) Build with disposition assessments,
                            the four slot writers, Finalize and the render, byte for byte.
 
-Workspaces, per seed: (1) built by 0.2.20's own `prepare` from histories made of the
-generated sessions of test_differential.py (gen_workspace.py without edge cases, given the
-timestamps, cwd and Codex session_meta that prepare reads; one Codex session is split into
-two paginated rollout files, which prepare stitches into one transcript); (2) the generated workspace
+Workspaces, per seed: (1) built by 0.2.20's own `prepare` from the histories of
+tools/histories.py (gen_workspace.py without edge cases, given the timestamps, cwd and Codex
+session_meta that prepare reads; one Codex session is split into two paginated rollout
+files, which prepare stitches into one transcript), the same histories test_differential.py
+gives 0.2.10's prepare; (2) the generated workspace
 with edge cases, re-labelled as schema 7 (see `schema7_workspace`).
 
 Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3]
@@ -30,15 +31,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import histories  # noqa: E402
 import test_differential as base  # noqa: E402
 import test_pages_0220 as pages  # noqa: E402
 
@@ -47,73 +47,17 @@ ROOT = base.ROOT
 
 def prepared_workspace(tmp: Path, seed: str) -> Path:
     """A workspace written by prompt-diary 0.2.20's `prepare` for 2026-01-15 (UTC) from the
-    histories of a generated workspace: each session becomes a Claude project file or a Codex
-    rollout, its records stamped inside the day, with the project directory as `cwd`."""
-    gen, hist, reports = tmp / f"gen{seed}", tmp / f"hist{seed}", tmp / f"reports{seed}"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(gen), "--seed", seed,
-                    "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
-                   check=True, stdout=subprocess.DEVNULL)
-    stitched = False
-    for index in sorted(gen.glob("projects/*/sessions.index.jsonl")):
-        project = index.parent.name
-        cwd = f"/home/dev/{project.lower()}"
-        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for n, row in enumerate(rows):
-            sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{project}/{n}"))
-            records: list[dict] = []
-            if row["source"] == "codex":
-                records.append({"timestamp": "2026-01-15T09:00:00.000Z", "type": "session_meta", "payload": {
-                    "id": sid, "timestamp": "2026-01-15T09:00:00.000Z", "cwd": cwd, "originator": "codex_cli_rs",
-                    "cli_version": "0.50.0", "source": "cli"}})
-                dest = hist / "codex" / "2026" / "01" / "15" / f"rollout-2026-01-15T09-00-00-{sid}.jsonl"
-            else:
-                dest = hist / "claude" / cwd.replace("/", "-") / f"{sid}.jsonl"
-            lines = (index.parent / row["session_path"]).read_bytes().decode("utf-8").splitlines()
-            for k, text in enumerate(lines):
-                record = json.loads(text)
-                if record.get("type") == "session_meta" and records:
-                    # The generated session's own header: one header, with what prepare reads.
-                    records[0]["payload"] = dict(record.get("payload") or {}, **records[0]["payload"])
-                    continue
-                record["timestamp"] = f"2026-01-15T{10 + n:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
-                if row["source"] != "codex":
-                    record.update(cwd=cwd, sessionId=sid, uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{k}")))
-                records.append(record)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if row["source"] == "codex" and not stitched:
-                stitched = True
-                write_stitched_rollouts(dest, sid, records)
-                continue
-            dest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    env = dict(os.environ, PROMPT_DIARY_CODEX_SESSIONS=str(hist / "codex"), PROMPT_DIARY_CLAUDE_PROJECTS=str(hist / "claude"),
-               HOME=str(tmp / "home"))
-    prepare = Path(sys.executable).parent / "prompt-diary"
-    subprocess.run([str(prepare), "prepare", "--date", "2026-01-15", "--timezone", "UTC", "--reports-root", str(reports),
-                    "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
-    manifest = json.loads((reports / "private" / "2026-01-15" / "audit.manifest.json").read_text(encoding="utf-8"))
+    histories of a generated workspace (tools/histories.py): each session becomes a Claude
+    project file or a Codex rollout, its records stamped inside the day, with the project
+    directory as `cwd`; one Codex session is two paginated rollout files, which prepare must
+    stitch into one transcript."""
+    hist, reports = histories.generated_histories(tmp, seed), tmp / f"reports{seed}"
+    ws = histories.prepare(Path(sys.executable).parent, hist, reports, tmp / "home")
+    manifest = histories.audit_manifest(reports)
     stitched_from = [{seg["source_path"] for seg in session.get("source_segments") or []} for session in manifest["sessions"]]
     if not any(len(paths) > 1 for paths in stitched_from):
         raise SystemExit("prepare stitched no Codex transcript from two rollout files")
-    return reports / "work" / "2026-01-15"
-
-
-def write_stitched_rollouts(dest: Path, thread: str, records: list[dict]) -> None:
-    """One Codex session as two paginated rollout files of its thread: the first holds the
-    first half of the records, the second continues from it (`history_base`), so that
-    prepare stitches the second one's transcript from both files."""
-    header, body = records[0], records[1:]
-    half = len(body) // 2
-    first = [dict(header, ordinal=0, payload=dict(header["payload"], history_mode="paginated"))]
-    first += [dict(r, ordinal=i + 1) for i, r in enumerate(body[:half])]
-    first_bytes = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in first).encode("utf-8")
-    dest.write_bytes(first_bytes)
-    rollout = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{thread}/continued"))
-    base_ref = {"thread_id": thread, "end_ordinal_exclusive": len(first), "end_byte_offset": len(first_bytes)}
-    second = [dict(header, ordinal=len(first), timestamp="2026-01-15T09:30:00.000Z",
-                   payload=dict(header["payload"], history_mode="paginated", history_base=base_ref))]
-    second += [dict(r, ordinal=len(first) + 1 + i) for i, r in enumerate(body[half:])]
-    name = dest.name.replace("T09-00-00", "T09-30-00").removesuffix(".jsonl") + f"_{rollout}.jsonl"
-    (dest.parent / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in second), encoding="utf-8")
+    return ws
 
 
 def schema7_workspace(out: Path, seed: str) -> None:
