@@ -574,6 +574,20 @@ impl ServerHandler for Server {
             ))]);
             return Ok(CallToolResponse::Complete(unknown));
         }
+        // Over this server's stdio, a call cancelled before its work started does none
+        // (nobody waits for it), and a started one keeps its slot until it ends.
+        let _running = match &self.streamer {
+            Some(streamer) => match streamer.begin(&context.id) {
+                Some(running) => Some(running),
+                None => {
+                    return Err(ErrorData::invalid_request(
+                        "the request was cancelled",
+                        None,
+                    ));
+                }
+            },
+            None => None,
+        };
         let context = ToolCallContext::new(self, request, context);
         self.tool_router.call(context).await
     }

@@ -6,10 +6,13 @@
 //! writes every outgoing message whole, one line each, in the order sent.
 //!
 //! Memory is bounded by backpressure: each line that needs an answer takes one of
-//! [`IN_FLIGHT_MAX`] slots, given back once its answer is written (or the client cancels
-//! the request), and the reader reads nothing while every slot is taken. So at most that
-//! many requests and their answers are held, whatever the client sends and however
-//! slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
+//! [`IN_FLIGHT_MAX`] slots, given back once its answer is written, and the reader reads
+//! nothing while every slot is taken. A cancelled request gives its slot back at once if
+//! its work has not started (it will not start: [`Streamer::begin`]), else when the work
+//! ends ([`Running`]): a cancel cannot stop a tool that runs on a blocking thread, so a
+//! client that cancels every call must not make room for more of them. So at most that
+//! many requests, their work and their answers are held, whatever the client sends and
+//! however slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
 //! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
 //! request the stream is keyed by. At the end of input the reader waits until every taken slot is given
 //! back, then reports the end to rmcp: every started answer is written before `serve`
@@ -63,6 +66,10 @@ struct GateState {
     failed: bool,
     /// Texts being made for the answers to these requests (see [`Streamer`]).
     streams: HashMap<RequestId, Receiver<Piece>>,
+    /// How many [`Running`] guards each request's work holds.
+    running: HashMap<RequestId, usize>,
+    /// Requests cancelled while their work runs: their slots are given back when it ends.
+    cancelled: HashSet<RequestId>,
 }
 
 /// Which slot a written message gives back.
@@ -133,6 +140,60 @@ impl Gate {
         }
         drop(state);
         self.changed.notify_all();
+    }
+
+    /// The client cancelled request `id`: its text is no longer wanted, and its slot is
+    /// given back now, or when its running work ends.
+    fn cancel(&self, id: RequestId) {
+        let mut state = self.lock();
+        state.streams.remove(&id);
+        if state.running.contains_key(&id) {
+            state.cancelled.insert(id);
+            return;
+        }
+        drop(state);
+        self.release(Release::Id(id));
+    }
+
+    /// Work for request `id` starts; `None` when the request is not in flight (it was
+    /// cancelled, or never taken).
+    fn begin(self: &Arc<Self>, id: &RequestId) -> Option<Running> {
+        self.begin_with(id, |_| {})
+    }
+
+    /// [`Gate::begin`], doing `also` under the same lock when the work may start.
+    fn begin_with(
+        self: &Arc<Self>,
+        id: &RequestId,
+        also: impl FnOnce(&mut GateState),
+    ) -> Option<Running> {
+        let mut state = self.lock();
+        if !state.ids.contains(id) || state.cancelled.contains(id) {
+            return None;
+        }
+        *state.running.entry(id.clone()).or_default() += 1;
+        also(&mut state);
+        Some(Running {
+            gate: self.clone(),
+            id: id.clone(),
+        })
+    }
+
+    /// A [`Running`] guard of request `id` ended.
+    fn end(&self, id: &RequestId) {
+        let mut state = self.lock();
+        let Some(count) = state.running.get_mut(id) else {
+            return;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        state.running.remove(id);
+        if state.cancelled.remove(id) {
+            drop(state);
+            self.release(Release::Id(id.clone()));
+        }
     }
 
     fn fail(&self) {
@@ -301,34 +362,64 @@ const PIECES_AHEAD: usize = 8;
 #[derive(Clone)]
 pub struct Streamer(Arc<Gate>);
 
-/// Where a tool sends the pieces of its streamed text.
-pub struct PieceSender(SyncSender<Piece>);
+/// Where a tool sends the pieces of its streamed text. The text's making is the request's
+/// running work: a cancelled request keeps its slot until the sender is dropped.
+pub struct PieceSender {
+    pieces: SyncSender<Piece>,
+    _running: Running,
+}
+
+/// Work for one request in progress (a tool call, a streamed text): while a guard lives,
+/// a cancelled request keeps its slot, since the work holds memory and a thread that a
+/// cancel cannot take back.
+pub struct Running {
+    gate: Arc<Gate>,
+    id: RequestId,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.gate.end(&self.id);
+    }
+}
 
 impl PieceSender {
     /// Sends the next piece of the text, already escaped as JSON string content
     /// (without quotes). False when the text is no longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
     pub fn send(&self, piece: String) -> bool {
-        self.0.send(Some(piece)).is_ok()
+        self.pieces.send(Some(piece)).is_ok()
     }
 
     /// Marks the text complete. A sender dropped without it leaves the text unfinished.
     pub fn finish(self) {
-        let _ = self.0.send(None);
+        let _ = self.pieces.send(None);
     }
 }
 
 impl Streamer {
+    /// Work for request `id` starts: hold the guard until it ends. `None` when the request
+    /// is no longer in flight on this transport (cancelled before its work started): then
+    /// do no work, nobody waits for it.
+    pub fn begin(&self, id: &RequestId) -> Option<Running> {
+        self.0.begin(id)
+    }
+
     /// The text to return as the tool result's only content, and where to send its
     /// pieces; `None` unless the request `id` is in flight on this transport (then the
     /// tool answers with its whole text instead).
     pub fn stream(&self, id: &RequestId) -> Option<(String, PieceSender)> {
         let (tx, rx) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
-        let mut state = self.0.lock();
-        if !state.ids.contains(id) {
-            return None;
-        }
-        state.streams.insert(id.clone(), rx);
-        Some((STREAMED.to_owned(), PieceSender(tx)))
+        // Under one lock: a cancel either comes first (no stream) or finds it to drop.
+        let running = self.0.begin_with(id, |state| {
+            state.streams.insert(id.clone(), rx);
+        })?;
+        Some((
+            STREAMED.to_owned(),
+            PieceSender {
+                pieces: tx,
+                _running: running,
+            },
+        ))
     }
 }
 
@@ -509,7 +600,7 @@ impl Reader {
                 }
                 if let Some(id) = cancelled_request(&message) {
                     // rmcp answers a cancelled request no more.
-                    self.gate.release(Release::Id(id));
+                    self.gate.cancel(id);
                 }
                 self.to_rmcp.blocking_send(*message).is_ok()
             }
@@ -1063,16 +1154,58 @@ mod tests {
     }
 
     #[test]
-    fn a_cancelled_request_drops_its_stream() {
+    fn a_cancelled_request_drops_its_stream_and_keeps_its_slot_until_the_maker_stops() {
         let gate = gate();
         let streamer = Streamer(gate.clone());
         assert!(gate.take_id(RequestId::Number(1)));
         let (_, sender) = streamer.stream(&RequestId::Number(1)).unwrap();
-        gate.release(Release::Id(RequestId::Number(1)));
+        gate.cancel(RequestId::Number(1));
         assert!(
             !sender.send("late".into()),
             "its maker learns that nobody listens"
         );
+        assert_eq!(gate.lock().taken, 1, "the maker still runs");
+        drop(sender);
+        assert_eq!(gate.lock().taken, 0);
+        assert!(gate.lock().ids.is_empty() && gate.lock().running.is_empty());
+    }
+
+    #[test]
+    fn a_cancel_gives_the_slot_back_when_the_work_ends() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        let (one, two) = (RequestId::Number(1), RequestId::Number(2));
+        assert!(gate.take_id(one.clone()) && gate.take_id(two.clone()));
+        // Cancelled before its work began: the slot is free at once, and no work starts.
+        gate.cancel(one.clone());
+        assert_eq!(gate.lock().taken, 1);
+        assert!(streamer.begin(&one).is_none());
+        assert!(streamer.stream(&one).is_none());
+        // Cancelled while its work runs (the call and its streamed text): held until both end.
+        let call = streamer.begin(&two).unwrap();
+        let (_, text) = streamer.stream(&two).unwrap();
+        gate.cancel(two.clone());
+        assert!(
+            streamer.begin(&two).is_none(),
+            "no new work for a cancelled request"
+        );
+        assert_eq!(gate.lock().taken, 1);
+        drop(call);
+        assert_eq!(gate.lock().taken, 1);
+        drop(text);
+        assert_eq!(gate.lock().taken, 0);
+        assert!(gate.take_id(two), "its id is free again");
+    }
+
+    #[test]
+    fn an_answered_request_is_released_by_its_answer_not_its_work() {
+        let gate = gate();
+        let streamer = Streamer(gate.clone());
+        let id = RequestId::Number(7);
+        assert!(gate.take_id(id.clone()));
+        drop(streamer.begin(&id).unwrap());
+        assert_eq!(gate.lock().taken, 1, "the answer is not written yet");
+        gate.release(Release::Id(id));
         assert_eq!(gate.lock().taken, 0);
     }
 
