@@ -15,6 +15,7 @@ use crate::{dump, mcp};
 
 pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
+    check_store_inside(&config)?;
     match &config.command {
         Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
         Command::Verify => {
@@ -134,6 +135,28 @@ pub(crate) fn print_receipts(r: &crate::agent_citations::receipts::ReceiptsRepor
 }
 
 /// Logs go to stderr (stdout belongs to MCP in `serve`), filtered by `RUST_LOG`.
+/// The workspace's own store must really be inside it: a symlink planted at
+/// `.evidence-store` or at the store file would make this program create or take over a
+/// store elsewhere. A store named with `--store` is the user's choice and is not checked.
+fn check_store_inside(config: &Config) -> anyhow::Result<()> {
+    let uses_store = match &config.command {
+        Command::Help { .. } => false,
+        // Every other `report` call is prompt-diary's own.
+        Command::Report { args, .. } => args.as_slice() == ["mcp", "serve"],
+        _ => true,
+    };
+    if !uses_store || config.store != crate::cli::default_store(&config.workspace.path) {
+        return Ok(());
+    }
+    match crate::fsutil::check_confined(&config.workspace.path, crate::cli::DEFAULT_STORE) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            bail!("the store {} cannot be used: {e}", config.store.display())
+        }
+        // A missing workspace and the like are reported by the command itself.
+        _ => Ok(()),
+    }
+}
+
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()

@@ -3,17 +3,22 @@
 //! A reader sees the old file or the new one, never a mix. Every temp file has a name of
 //! its own (`.<name>.<pid>.<n>.<random>.evidence-store.tmp`), is created exclusively and
 //! never through a symlink, and lives in the target's own directory; a crash leaves at
-//! most such a file, which `export` removes. Paths are resolved before use, and a path
-//! whose real location is outside the workspace root is refused with an error naming it.
+//! most such a file, which `export` removes. Paths are resolved by the kernel beneath the
+//! workspace root, held open, and a path whose real location is outside the root is
+//! refused with an error naming it; a replacement's steps all happen in its directory as
+//! opened once, so a path component swapped for a symlink meanwhile redirects none.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 /// How every temp file this program creates ends. prompt-diary's own `<name>.tmp` does
 /// not match, so cleanup never touches it.
@@ -66,20 +71,28 @@ pub fn is_temp_name(name: &str) -> bool {
 
 /// A path whose real location is outside the workspace root.
 #[derive(Debug, thiserror::Error)]
-#[error("it resolves to {real}, outside the workspace {root}")]
-pub struct Escape {
-    pub real: String,
-    pub root: String,
+pub enum Escape {
+    #[error("it resolves to {real}, outside the workspace {root}")]
+    Outside { real: String, root: String },
+    /// Resolving it met an absolute symlink, or one that left the root and came back.
+    #[error("a symlink on its way is absolute or leaves the workspace {root}")]
+    Symlink { root: String },
 }
 
-fn escape(real: &Path, root: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::PermissionDenied,
-        Escape {
+/// The error for `<root>/<rel>`, refused because resolving it left the root: names where
+/// it leads when that is outside (it may have changed since, or lead back inside).
+fn escape(root: &Path, rel: &Path) -> io::Error {
+    let real = resolve_lenient(&root.join(rel));
+    let root_text = root.display().to_string();
+    let escape = if real.starts_with(root) {
+        Escape::Symlink { root: root_text }
+    } else {
+        Escape::Outside {
             real: real.display().to_string(),
-            root: root.display().to_string(),
-        },
-    )
+            root: root_text,
+        }
+    };
+    io::Error::new(io::ErrorKind::PermissionDenied, escape)
 }
 
 /// `rel` must be a plain relative path: normal components only.
@@ -99,29 +112,149 @@ pub fn real_root(root: &Path) -> io::Result<PathBuf> {
     root.canonicalize()
 }
 
+/// The workspace root, resolved and held open: every path under it is opened relative to
+/// this descriptor, so the checks and the uses see the same directories.
+struct Root {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl Root {
+    fn open(root: &Path) -> io::Result<Root> {
+        let path = real_root(root)?;
+        let fd = rfs::open(
+            &path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Root { path, fd })
+    }
+
+    /// Opens `rel` under the root, never leaving it: every component is resolved by the
+    /// kernel beneath the root's descriptor (a symlink is followed only while it stays
+    /// inside; an absolute one, or `..` above the root, is refused), so a directory
+    /// swapped for a symlink between two steps cannot redirect either.
+    fn open_beneath(&self, rel: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+        let flags = flags | OFlags::CLOEXEC;
+        let opened = match rfs::openat2(
+            &self.fd,
+            rel,
+            flags,
+            mode,
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            // A kernel without openat2 (before Linux 5.6): one component at a time,
+            // following no symlink at all.
+            Err(Errno::NOSYS) => self.open_without_symlinks(rel, flags, mode),
+            other => other,
+        };
+        opened.map_err(|e| match e {
+            Errno::XDEV | Errno::LOOP => escape(&self.path, rel),
+            e => e.into(),
+        })
+    }
+
+    fn open_without_symlinks(
+        &self,
+        rel: &Path,
+        flags: OFlags,
+        mode: Mode,
+    ) -> Result<OwnedFd, Errno> {
+        let mut parts: Vec<&OsStr> = rel.iter().collect();
+        let last = parts.pop().ok_or(Errno::INVAL)?;
+        let mut dir: Option<OwnedFd> = None;
+        for part in parts {
+            let at = dir.as_ref().map_or(self.fd.as_fd(), AsFd::as_fd);
+            let next = rfs::openat(
+                at,
+                part,
+                OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            dir = Some(next);
+        }
+        let at = dir.as_ref().map_or(self.fd.as_fd(), AsFd::as_fd);
+        rfs::openat(at, last, flags | OFlags::NOFOLLOW, mode)
+    }
+
+    /// The directory `rel` under the root, held open, created if missing.
+    fn dir(&self, rel: &Path) -> io::Result<Dir> {
+        let path = self.path.join(rel);
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY;
+        match self.open_beneath(rel, flags, Mode::empty()) {
+            Ok(fd) => return Ok(Dir { path, fd }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        // Made one level at a time, each inside the level before it as opened.
+        let mut made = PathBuf::new();
+        let mut at: Option<OwnedFd> = None;
+        for part in rel {
+            made.push(part);
+            let opened = match self.open_beneath(&made, flags, Mode::empty()) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let parent = at.as_ref().map_or(self.fd.as_fd(), AsFd::as_fd);
+                    match rfs::mkdirat(parent, part, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    self.open_beneath(&made, flags, Mode::empty())
+                }
+                other => other,
+            }?;
+            at = Some(opened);
+        }
+        let fd = at.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no directory"))?;
+        Ok(Dir { path, fd })
+    }
+
+    /// The directory of `<root>/<rel>` (created if missing) and the file's name in it.
+    fn parent_of<'r>(&self, rel: &'r str) -> io::Result<(Dir, &'r OsStr)> {
+        let rel = plain(rel)?;
+        let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
+        };
+        let dir = if parent.as_os_str().is_empty() {
+            Dir {
+                path: self.path.clone(),
+                fd: self.fd.try_clone()?,
+            }
+        } else {
+            self.dir(parent)?
+        };
+        Ok((dir, name))
+    }
+}
+
+/// A directory inside the root, held open: the steps of one replacement all happen in it.
+#[derive(Debug)]
+struct Dir {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl Dir {
+    fn sync(&self) -> io::Result<()> {
+        rfs::fsync(&self.fd).map_err(Into::into)
+    }
+
+    fn remove(&self, name: &OsStr) -> io::Result<()> {
+        rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(Into::into)
+    }
+}
+
 /// Reads `<root>/<rel>` if its real location is inside the root: `None` when there is no
 /// such file, an [`Escape`] error when a symlink anywhere on the way leads outside.
 pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
-    let root = real_root(root)?;
-    let path = root.join(plain(rel)?);
-    let real = match path.canonicalize() {
-        Ok(real) => real,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !real.starts_with(&root) {
-        return Err(escape(&real, &root));
-    }
+    let rel = plain(rel)?;
+    let root = Root::open(root)?;
     // Non-blocking, so that a FIFO planted at the name cannot hang the open.
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&real)
-    {
-        Ok(file) => file,
+    let fd = match root.open_beneath(rel, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()) {
+        Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    let mut file = File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -131,23 +264,6 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     Ok(Some(bytes))
-}
-
-/// The real directory `<root>/<rel>` names, created if missing, refused (before anything is
-/// created) when it is or would be outside the root.
-fn confined_dir(root: &Path, rel: &Path) -> io::Result<PathBuf> {
-    let root = real_root(root)?;
-    let wanted = resolve_lenient(&root.join(rel));
-    if !wanted.starts_with(&root) {
-        return Err(escape(&wanted, &root));
-    }
-    fs::create_dir_all(&wanted)?;
-    // Resolved again now that it exists: a symlink planted meanwhile is caught here.
-    let real = wanted.canonicalize()?;
-    if !real.starts_with(&root) {
-        return Err(escape(&real, &root));
-    }
-    Ok(real)
 }
 
 /// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the
@@ -181,53 +297,50 @@ pub fn resolve_lenient(path: &Path) -> PathBuf {
         .collect()
 }
 
-/// The real directory of `<root>/<rel>` (created if missing; refused when outside the
-/// root) and the file's name in it.
-fn confined_parent<'r>(root: &Path, rel: &'r str) -> io::Result<(PathBuf, &'r OsStr)> {
+/// Refuses `<root>/<rel>` when its real location (as far as it exists) is outside the
+/// root: for a path that is then opened by name by code that takes a path (the store).
+pub fn check_confined(root: &Path, rel: &str) -> io::Result<()> {
     let rel = plain(rel)?;
-    let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
-    };
-    let dir = if parent.as_os_str().is_empty() {
-        real_root(root)?
+    let root = real_root(root)?;
+    if resolve_lenient(&root.join(rel)).starts_with(&root) {
+        Ok(())
     } else {
-        confined_dir(root, parent)?
-    };
-    Ok((dir, name))
+        Err(escape(&root, rel))
+    }
 }
 
 /// Opens (creating it and its directory if missing) the lock file `<root>/<rel>`, refused
 /// when its real location is outside the root.
 pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
-    let (dir, name) = confined_parent(root, rel)?;
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dir.join(name))
+    let (dir, name) = Root::open(root)?.parent_of(rel)?;
+    let fd = rfs::openat(
+        &dir.fd,
+        name,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )?;
+    Ok(File::from(fd))
 }
 
 /// A file replaced by [`replace`]: kept, or put back as it was.
 #[derive(Debug)]
 #[must_use = "a replacement is either kept or undone"]
 pub struct Replacement {
-    dir: PathBuf,
-    target: PathBuf,
-    /// A hard link to the file that was there before (`None` when there was none).
-    backup: Option<PathBuf>,
+    dir: Dir,
+    name: OsString,
+    /// The name of a hard link to the file that was there before (`None` when there was none).
+    backup: Option<OsString>,
 }
 
 impl Replacement {
     /// The new file stays; the link to the previous one goes.
     pub fn keep(self) {
         if let Some(backup) = &self.backup
-            && let Err(e) = fs::remove_file(backup)
+            && let Err(e) = self.dir.remove(backup)
             && e.kind() != io::ErrorKind::NotFound
         {
             // A stray temp file only; `export` removes it.
-            tracing::warn!(path = %backup.display(), error = %e, "could not remove a backup link");
+            tracing::warn!(path = %self.dir.path.join(backup).display(), error = %e, "could not remove a backup link");
         }
     }
 
@@ -235,73 +348,74 @@ impl Replacement {
     /// free space: it renames the hard link made before the replacement.
     pub fn undo(self) -> io::Result<()> {
         match &self.backup {
-            Some(backup) => fs::rename(backup, &self.target)?,
-            None => match fs::remove_file(&self.target) {
+            Some(backup) => rfs::renameat(&self.dir.fd, backup, &self.dir.fd, &self.name)?,
+            None => match self.dir.remove(&self.name) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             },
         }
-        File::open(&self.dir)?.sync_all()
+        self.dir.sync()
     }
 
-    pub fn path(&self) -> &Path {
-        &self.target
+    pub fn path(&self) -> PathBuf {
+        self.dir.path.join(&self.name)
     }
 }
 
-/// Creates a new temp file next to `target` (exclusively, never through a symlink).
-fn create_temp(dir: &Path, name: &OsStr) -> io::Result<(PathBuf, File)> {
-    let temp = dir.join(temp_name(name));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)?;
-    Ok((temp, file))
+/// Creates a new temp file for `name` in `dir` (exclusively, never through a symlink).
+fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
+    let temp = temp_name(name);
+    let fd = rfs::openat(
+        &dir.fd,
+        &temp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )?;
+    Ok((temp, File::from(fd)))
 }
 
-/// Replaces `<root>/<rel>` with `bytes` atomically and durably (temp file in the same real
+/// Replaces `<root>/<rel>` with `bytes` atomically and durably (temp file in the same
 /// directory, fsync, rename, fsync the directory), keeping a hard link to the previous file
 /// so that [`Replacement::undo`] can put it back. Missing directories are created. Refused
-/// when the real directory is outside the root.
+/// when the directory's real location is outside the root. Every step happens in the
+/// directory as opened once, so swapping a path component meanwhile redirects none.
 pub fn replace(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<Replacement> {
-    let (dir, name) = confined_parent(root, rel)?;
-    let target = dir.join(name);
+    let (dir, name) = Root::open(root)?.parent_of(rel)?;
     let (temp, mut file) = create_temp(&dir, name)?;
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
     drop(file);
     if let Err(e) = written.and_then(|()| fault::inject("rename")) {
-        let _ = fs::remove_file(&temp);
+        let _ = dir.remove(&temp);
         return Err(e);
     }
-    let backup = match fs::symlink_metadata(&target) {
+    let backup = match rfs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(_) => {
-            let backup = dir.join(temp_name(name));
-            if let Err(e) = fs::hard_link(&target, &backup) {
-                let _ = fs::remove_file(&temp);
-                return Err(e);
+            let backup = temp_name(name);
+            if let Err(e) = rfs::linkat(&dir.fd, name, &dir.fd, &backup, AtFlags::empty()) {
+                let _ = dir.remove(&temp);
+                return Err(e.into());
             }
             Some(backup)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(Errno::NOENT) => None,
         Err(e) => {
-            let _ = fs::remove_file(&temp);
-            return Err(e);
+            let _ = dir.remove(&temp);
+            return Err(e.into());
         }
     };
+    if let Err(e) = rfs::renameat(&dir.fd, &temp, &dir.fd, name) {
+        let _ = dir.remove(&temp);
+        if let Some(backup) = &backup {
+            let _ = dir.remove(backup);
+        }
+        return Err(e.into());
+    }
     let replacement = Replacement {
         dir,
-        target,
+        name: name.to_owned(),
         backup,
     };
-    if let Err(e) = fs::rename(&temp, &replacement.target) {
-        let _ = fs::remove_file(&temp);
-        if let Some(backup) = &replacement.backup {
-            let _ = fs::remove_file(backup);
-        }
-        return Err(e);
-    }
-    if let Err(e) = File::open(&replacement.dir).and_then(|d| d.sync_all()) {
+    if let Err(e) = replacement.dir.sync() {
         let _ = replacement.undo();
         return Err(e);
     }
@@ -370,6 +484,7 @@ pub mod fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {
@@ -451,6 +566,57 @@ mod tests {
         let err = read_confined(dir.path(), "evidence/a.json").unwrap_err();
         assert!(err.to_string().contains("outside the workspace"), "{err}");
         assert!(read_confined(dir.path(), "../x").is_err());
+    }
+
+    /// `<dir>/evidence` becomes a symlink to `outside` (the real directory moves aside).
+    fn swap_for_symlink(dir: &Path, outside: &Path) -> PathBuf {
+        let aside = dir.join("evidence.real");
+        fs::rename(dir.join("evidence"), &aside).unwrap();
+        std::os::unix::fs::symlink(outside, dir.join("evidence")).unwrap();
+        aside
+    }
+
+    #[test]
+    fn a_replacement_stays_in_the_directory_it_opened() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        atomic_write(dir.path(), "evidence/a.json", b"old").unwrap();
+        let replaced = replace(dir.path(), "evidence/a.json", b"new").unwrap();
+        let aside = swap_for_symlink(dir.path(), outside.path());
+        replaced.undo().unwrap();
+        assert_eq!(fs::read(aside.join("a.json")).unwrap(), b"old");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_outside_is_an_error_not_a_missing_file() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        atomic_write(dir.path(), "evidence/a.json", b"x").unwrap();
+        swap_for_symlink(dir.path(), outside.path());
+        // The file is not outside either: still refused, never read as "no such file".
+        let err = read_confined(dir.path(), "evidence/a.json").unwrap_err();
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
+        let err = atomic_write(dir.path(), "evidence/b.json", b"x").unwrap_err();
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn symlinks_that_stay_inside_are_followed_and_absolute_ones_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        atomic_write(dir.path(), "real/a.json", b"x").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("rel")).unwrap();
+        assert_eq!(
+            read_confined(dir.path(), "rel/a.json").unwrap().unwrap(),
+            b"x"
+        );
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("abs")).unwrap();
+        let err = read_confined(dir.path(), "abs/a.json").unwrap_err();
+        assert!(
+            err.to_string().contains("a symlink on its way is absolute"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -96,6 +96,8 @@ fn a_planted_report_temp_symlink_is_never_written_through() {
     assert!(report["projects"].is_array());
 }
 
+/// An evidence directory that is a symlink outside: its cards cannot be read, so the
+/// workspace is refused, naming the card; nothing is written there or committed.
 #[tokio::test]
 async fn no_card_is_written_into_an_evidence_dir_outside() {
     let ws = Workspace::example();
@@ -107,7 +109,7 @@ async fn no_card_is_written_into_an_evidence_dir_outside() {
     assert_eq!(got["status"], "invalid", "{got}");
     let message = got["errors"][0]["message"].as_str().unwrap();
     assert!(
-        message.starts_with(&format!("{CARD} cannot be written: it resolves to "))
+        message.contains(&format!("cannot read {}", ws.path(CARD).display()))
             && message.contains("outside the workspace"),
         "{message}"
     );
@@ -310,4 +312,40 @@ async fn a_fifo_at_a_stored_card_does_not_hang_the_next_import() {
         err.contains("S0001.json") && err.contains("not a regular file"),
         "{err}"
     );
+}
+
+/// The workspace's own store is refused when a planted symlink puts it outside (an empty
+/// file there would become a store, another workspace's store would be taken over); the
+/// target is left as it was. A store named with `--store` is the user's choice.
+#[test]
+fn a_store_symlinked_outside_is_refused_and_left_alone() {
+    let (out, victim) = outside();
+    let ws = Workspace::example();
+    std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
+    symlink(&victim, ws.store()).unwrap();
+    for args in [
+        &["import"][..],
+        &["export"],
+        &["verify"],
+        &["dump", "--stats"],
+    ] {
+        let err = ws.fails(args);
+        assert!(
+            err.contains("cannot be used: it resolves to") && err.contains("outside the workspace"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), SECRET.as_bytes());
+
+    let ws = Workspace::example();
+    let moved = out.path().join("store-dir");
+    std::fs::create_dir(&moved).unwrap();
+    symlink(&moved, ws.path(".evidence-store")).unwrap();
+    let err = ws.fails(&["import"]);
+    assert!(err.contains("outside the workspace"), "{err}");
+    assert!(names(&moved).is_empty(), "no store created outside");
+
+    let own = out.path().join("chosen.redb");
+    ws.ok(&["--store", own.to_str().unwrap(), "import"]);
+    assert!(own.exists(), "an explicit --store is used where it says");
 }
