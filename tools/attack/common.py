@@ -139,8 +139,11 @@ class Raw:
 
     def send_bytes(self, data: bytes) -> None:
         assert self.proc.stdin
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except ValueError as e:  # closed by close() from another thread
+            raise BrokenPipeError(str(e)) from e
 
     def send(self, msg: dict) -> None:
         self.send_bytes((json.dumps(msg) + "\n").encode())
@@ -167,7 +170,11 @@ class Raw:
             return self.answers.get(key)
 
     def call(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict | None:
-        return self.wait(self.request(method, params), timeout)
+        try:
+            rid = self.request(method, params)
+        except (BrokenPipeError, OSError):
+            return None
+        return self.wait(rid, timeout)
 
     def initialize(self) -> dict | None:
         got = self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
