@@ -138,17 +138,19 @@ pub(crate) fn print_receipts(r: &crate::agent_citations::receipts::ReceiptsRepor
 /// The workspace's own store must really be inside it: a symlink planted at
 /// `.evidence-store` or at the store file would make this program create or take over a
 /// store elsewhere. A store named with `--store` is the user's choice and is not checked.
+/// (`serve` checks it as it starts, and answers every call with the refusal.)
 fn check_store_inside(config: &Config) -> anyhow::Result<()> {
-    let uses_store = match &config.command {
-        Command::Help { .. } => false,
-        // Every other `report` call is prompt-diary's own.
-        Command::Report { args, .. } => args.as_slice() == ["mcp", "serve"],
+    let checked_here = match &config.command {
+        Command::Help { .. } | Command::Serve | Command::Run { .. } => false,
+        // Every other `report` call is prompt-diary's own; `report mcp serve` is `serve`.
+        Command::Report { .. } => false,
         _ => true,
     };
-    if !uses_store || config.store != crate::cli::default_store(&config.workspace.path) {
+    if !checked_here || config.store != crate::cli::default_store(&config.workspace.path) {
         return Ok(());
     }
-    match crate::fsutil::check_confined(&config.workspace.path, crate::cli::DEFAULT_STORE) {
+    let root = &config.workspace.path;
+    match crate::fsutil::check_confined(root, crate::store::WORKSPACE_STORE) {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             bail!("the store {} cannot be used: {e}", config.store.display())
         }

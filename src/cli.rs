@@ -394,12 +394,9 @@ fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
     }
 }
 
-/// Where the store is inside the workspace unless `--store` says otherwise.
-pub const DEFAULT_STORE: &str = ".evidence-store/store.redb";
-
 /// `DIR/.evidence-store/store.redb`.
 pub fn default_store(workspace: &Path) -> PathBuf {
-    workspace.join(DEFAULT_STORE)
+    workspace.join(crate::store::WORKSPACE_STORE)
 }
 
 /// The help of the named subcommand path (`help dump lines`), exactly as `dump lines

@@ -43,6 +43,21 @@ pub struct Ping {
 const WORKSPACE_HINT: &str =
     "fix the prepared workspace as the message says, then call the tool again";
 
+/// The store, writable; on read-only media, read-only when it exists: it can still answer
+/// reads if it is up to date (the import then writes nothing), and every write is refused
+/// naming it.
+fn open_store(path: &Path) -> Result<Store, String> {
+    match Store::open(path) {
+        Ok(store) => Ok(store),
+        Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
+            tracing::warn!(error = %e, "the store is on read-only media: serving it read-only");
+            Store::open_read_only(path)
+                .map_err(|read_only| format!("{e} (and read-only: {read_only})"))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 impl Service {
     /// Opens the store and brings it in line with the workspace (an incremental import:
     /// a new store is filled, an existing one only re-checks what changed). A workspace
@@ -55,7 +70,15 @@ impl Service {
             .map_err(|e| e.to_string())
             .and_then(|workspace| {
                 contract = workspace.contract;
-                Store::open(store_path).map_err(|e| e.to_string())
+                if store_path == root.path.join(crate::store::WORKSPACE_STORE) {
+                    // The workspace's own store must be inside it: a planted symlink
+                    // would make this server create or take over a store elsewhere.
+                    crate::fsutil::check_confined(&root.path, crate::store::WORKSPACE_STORE)
+                        .map_err(|e| {
+                            format!("the store {} cannot be used: {e}", store_path.display())
+                        })?;
+                }
+                open_store(store_path)
             })
             .and_then(|store| {
                 match import::import(&root, &store, ImportOptions::default(), &Quiet) {

@@ -317,8 +317,8 @@ async fn a_fifo_at_a_stored_card_does_not_hang_the_next_import() {
 /// The workspace's own store is refused when a planted symlink puts it outside (an empty
 /// file there would become a store, another workspace's store would be taken over); the
 /// target is left as it was. A store named with `--store` is the user's choice.
-#[test]
-fn a_store_symlinked_outside_is_refused_and_left_alone() {
+#[tokio::test]
+async fn a_store_symlinked_outside_is_refused_and_left_alone() {
     let (out, victim) = outside();
     let ws = Workspace::example();
     std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
@@ -344,6 +344,29 @@ fn a_store_symlinked_outside_is_refused_and_left_alone() {
     let err = ws.fails(&["import"]);
     assert!(err.contains("outside the workspace"), "{err}");
     assert!(names(&moved).is_empty(), "no store created outside");
+
+    // A dangling store symlink would create the store at its target; `serve` answers
+    // every call with the refusal.
+    let ws = Workspace::example();
+    std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
+    let target = out.path().join("created.redb");
+    symlink(&target, ws.store()).unwrap();
+    let err = ws.fails(&["import"]);
+    assert!(err.contains("outside the workspace"), "{err}");
+    let client = connect(&ws).await;
+    let got = call_ok(
+        &client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    let message = got["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot be used") && message.contains("outside the workspace"),
+        "{got}"
+    );
+    assert!(!target.exists(), "no store created at the symlink's target");
 
     let own = out.path().join("chosen.redb");
     ws.ok(&["--store", own.to_str().unwrap(), "import"]);

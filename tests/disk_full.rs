@@ -198,3 +198,52 @@ async fn spawn_on(root: &Path, store: &Path) -> (Client, Option<u32>) {
     let pid = transport.id();
     (().serve(transport).await.unwrap(), pid)
 }
+
+/// Read-only media (the tmpfs holding the store remounted read-only): `serve` opens the
+/// store read-only and answers reads; every write is refused naming the store, and
+/// nothing changes. Skipped (with a note) where mounting is not permitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_read_only_media_reads_are_answered_and_writes_refused() {
+    let Some(fs) = Tmpfs::mount("8m") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let root = fs.path().join("ws");
+    workspace(&root, 1, 3);
+    let session = format!("projects/{PROJECT}/sessions/1.jsonl");
+    write_file(&root, &session, "{\"type\":\"x\"}\n".repeat(3));
+    let store = root.join(".evidence-store/store.redb");
+    let (client, _) = spawn_on(&root, &store).await;
+    assert_eq!(write(&client, 1, 1).await, None, "written while writable");
+    client.cancel().await.unwrap();
+    let remount = Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(fs.path())
+        .status()
+        .unwrap();
+    assert!(remount.success());
+    let before = std::fs::read(&store).unwrap();
+
+    let (client, _) = spawn_on(&root, &store).await;
+    let read = try_call(
+        &client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 3}),
+    )
+    .await
+    .expect("answered");
+    let read: Value = serde_json::from_str(text(&read)).unwrap();
+    assert_eq!(read["status"], "ok", "{read}");
+    let refused = write(&client, 1, 2).await.expect("refused");
+    client.cancel().await.unwrap();
+    assert!(
+        refused.contains("Read-only file system") || refused.contains("open read-only"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        before,
+        "the store is unchanged"
+    );
+    assert_eq!(chains_in(&root).len(), 1);
+}

@@ -229,6 +229,22 @@ pub struct Store {
     file_id: RwLock<Option<(u64, u64)>>,
 }
 
+/// Where a workspace's own store is, relative to the workspace (`--store` may choose
+/// another place).
+pub const WORKSPACE_STORE: &str = ".evidence-store/store.redb";
+
+/// Whether `path` (or its directory, when it does not exist) is on a file system mounted
+/// read-only.
+pub fn on_read_only_media(path: &Path) -> bool {
+    let existing = if path.exists() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
+    rustix::fs::statvfs(existing)
+        .is_ok_and(|s| s.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+}
+
 impl Store {
     /// Opens the store at `path`, creating it (and its directory) when missing, and
     /// bringing an older schema up to date.
