@@ -24,7 +24,16 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             }
             // A spinner on a terminal (nothing otherwise): a large store takes seconds.
             let status = Status::new(format!("verifying {}", config.store.display()));
-            let verified = verify::verify(&config.store);
+            // Writers of this workspace commit under its document lock (which the first
+            // of them creates); none can be halfway through a commit while the store is
+            // copied. No lock file, or read-only media: no writer either.
+            let root = &config.workspace.path;
+            let hold_writers = || {
+                root.join(crate::documents::LOCK_FILE)
+                    .is_file()
+                    .then(|| crate::documents::lock(root).ok())
+            };
+            let verified = verify::verify(&config.store, hold_writers);
             status.clear();
             print!(
                 "{}",

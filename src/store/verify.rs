@@ -29,8 +29,11 @@ pub struct Verified {
     pub problems: Vec<String>,
 }
 
-/// Verifies the store at `path` without writing to it.
-pub fn verify(path: &Path) -> Verified {
+/// Verifies the store at `path` without writing to it. `hold_writers` is called just
+/// before the store file is copied for redb's check, and what it returns is kept until
+/// the copy is taken: a copy made while a writer commits could be torn, and be reported
+/// as damage the store does not have.
+pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> G) -> Verified {
     let mut out = Verified::default();
     match Store::open_read_only(path) {
         Ok(store) => {
@@ -47,7 +50,7 @@ pub fn verify(path: &Path) -> Verified {
         // The copy would be repaired like the file will be; checking it proves nothing.
         return out;
     }
-    if let Err(problem) = redb_check(path) {
+    if let Err(problem) = redb_check(path, hold_writers) {
         out.problems.push(problem);
     }
     out
@@ -215,7 +218,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
 
 /// redb's integrity check, on a copy of the file in a private temp directory (the check
 /// repairs what it can, so it never runs on the store itself).
-fn redb_check(path: &Path) -> Result<(), String> {
+fn redb_check<G>(path: &Path, hold_writers: impl FnOnce() -> G) -> Result<(), String> {
     // Copying a FIFO would wait for a writer forever.
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         return Err(
@@ -225,7 +228,10 @@ fn redb_check(path: &Path) -> Result<(), String> {
     let dir =
         scratch_dir().map_err(|e| format!("cannot make a temp directory for the check: {e}"))?;
     let copy = dir.join("store.redb");
-    let result = std::fs::copy(path, &copy)
+    let held = hold_writers();
+    let copied = std::fs::copy(path, &copy);
+    drop(held);
+    let result = copied
         .map_err(|e| format!("cannot copy the store for redb's integrity check: {e}"))
         .and_then(|_| {
             let shown = path.display().to_string();
