@@ -143,11 +143,8 @@ pub(crate) fn print_receipts(r: &crate::agent_citations::receipts::ReceiptsRepor
     }
 }
 
-/// Logs go to stderr (stdout belongs to MCP in `serve`), filtered by `RUST_LOG`.
-/// The workspace's own store must really be inside it: a symlink planted at
-/// `.evidence-store` or at the store file would make this program create or take over a
-/// store elsewhere. A store named with `--store` is the user's choice and is not checked.
-/// (`serve` checks it as it starts, and answers every call with the refusal.)
+/// The workspace's own store must really be inside it ([`crate::store::check_own_store`]);
+/// `serve` and `run` check it themselves, `serve` answering every call with the refusal.
 fn check_store_inside(config: &Config) -> anyhow::Result<()> {
     let checked_here = match &config.command {
         Command::Help { .. } | Command::Serve | Command::Run { .. } => false,
@@ -155,19 +152,14 @@ fn check_store_inside(config: &Config) -> anyhow::Result<()> {
         Command::Report { .. } => false,
         _ => true,
     };
-    if !checked_here || config.store != crate::cli::default_store(&config.workspace.path) {
-        return Ok(());
+    if checked_here {
+        crate::store::check_own_store(&config.workspace.path, &config.store)
+            .map_err(anyhow::Error::msg)?;
     }
-    let root = &config.workspace.path;
-    match crate::fsutil::check_confined(root, crate::store::WORKSPACE_STORE) {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            bail!("the store {} cannot be used: {e}", config.store.display())
-        }
-        // A missing workspace and the like are reported by the command itself.
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
+/// Logs go to stderr (stdout belongs to MCP in `serve`), filtered by `RUST_LOG`.
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()

@@ -83,10 +83,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
 fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<()> {
     let shown = root.path.display();
     let status = Status::new(format!("importing {shown}"));
-    if store_path == cli::default_store(&root.path) {
-        crate::fsutil::check_confined(&root.path, crate::store::WORKSPACE_STORE)
-            .with_context(|| format!("the store {} cannot be used", store_path.display()))?;
-    }
+    crate::store::check_own_store(&root.path, store_path).map_err(anyhow::Error::msg)?;
     let store = Store::open(store_path)?;
     import::import(root, &store, ImportOptions::default(), &Bar::new("import")).with_context(
         || format!("after the command: import of {shown} failed; nothing exported"),

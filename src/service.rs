@@ -70,14 +70,7 @@ impl Service {
             .map_err(|e| e.to_string())
             .and_then(|workspace| {
                 contract = workspace.contract;
-                if store_path == root.path.join(crate::store::WORKSPACE_STORE) {
-                    // The workspace's own store must be inside it: a planted symlink
-                    // would make this server create or take over a store elsewhere.
-                    crate::fsutil::check_confined(&root.path, crate::store::WORKSPACE_STORE)
-                        .map_err(|e| {
-                            format!("the store {} cannot be used: {e}", store_path.display())
-                        })?;
-                }
+                crate::store::check_own_store(&root.path, store_path)?;
                 open_store(store_path)
             })
             .and_then(|store| {

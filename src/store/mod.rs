@@ -233,6 +233,24 @@ pub struct Store {
 /// another place).
 pub const WORKSPACE_STORE: &str = ".evidence-store/store.redb";
 
+/// Refuses the workspace's own store when its real location is outside the workspace: a
+/// symlink planted at `.evidence-store` or at the store file (dangling or not) would make
+/// this program create or take over a store elsewhere. A store at any other path was
+/// named with `--store`, the user's choice, and is not checked.
+pub fn check_own_store(root: &Path, store_path: &Path) -> Result<(), String> {
+    if store_path != root.join(WORKSPACE_STORE) {
+        return Ok(());
+    }
+    match crate::fsutil::check_confined(root, WORKSPACE_STORE) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
+            "the store {} cannot be used: {e}",
+            store_path.display()
+        )),
+        // Anything else (no workspace there, say) is for the opening to report.
+        _ => Ok(()),
+    }
+}
+
 /// Whether `path` (or its directory, when it does not exist) is on a file system mounted
 /// read-only.
 pub fn on_read_only_media(path: &Path) -> bool {
