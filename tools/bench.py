@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target" / "release" / "evidence-store"
+REFERENCE_ROWS = True
 GEN = ROOT / "tools" / "gen_workspace.py"
 REFERENCE = [sys.executable, "-c",
              "import logging; logging.disable(logging.CRITICAL); "
@@ -347,7 +348,8 @@ def cards_on_disk(ws: Path) -> tuple[set, int]:
 def bench_writes(work: Path) -> list[str]:
     rows = ["| server | servers | writes | median | p99 | writes/s | errors | acknowledged but lost | cards left torn |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for name, reference in (("evidence-store", False), ("prompt-diary 0.2.10", True)):
+    servers_of = (("evidence-store", False), ("prompt-diary 0.2.10", True)) if REFERENCE_ROWS else (("evidence-store", False),)
+    for name, reference in servers_of:
         for servers in (1, 8, 32):
             ws = work / f"writes-{'ref' if reference else 'ours'}-{servers}"
             sessions, turns = 16, {1: 25, 8: 50, 32: 100}[servers]
@@ -375,11 +377,16 @@ def parse_size(text: str) -> int:
 
 
 def main() -> int:
+    global BIN, REFERENCE_ROWS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", nargs="*", default=["import", "read", "scale", "startup", "writes"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--import-size", default="1G")
+    parser.add_argument("--bin", type=Path, default=BIN, help="the evidence-store binary (A/B runs of two builds)")
+    parser.add_argument("--no-reference", action="store_true", help="writes: evidence-store's rows only")
     args = parser.parse_args()
+    BIN = args.bin.resolve()
+    REFERENCE_ROWS = not args.no_reference
     args.work.mkdir(parents=True, exist_ok=True)
     if not BIN.exists():
         sys.exit("build first: cargo build --release")
