@@ -164,7 +164,14 @@ impl Root {
         flags: OFlags,
         mode: Mode,
     ) -> Result<OwnedFd, Errno> {
-        let mut parts: Vec<&OsStr> = rel.iter().collect();
+        // Only plain names: `..` or an absolute path could leave the root here.
+        let mut parts = Vec::new();
+        for part in rel.components() {
+            match part {
+                Component::Normal(name) => parts.push(name),
+                _ => return Err(Errno::XDEV),
+            }
+        }
         let last = parts.pop().ok_or(Errno::INVAL)?;
         let mut dir: Option<OwnedFd> = None;
         for part in parts {
@@ -174,7 +181,14 @@ impl Root {
                 part,
                 OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
                 Mode::empty(),
-            )?;
+            )
+            .map_err(|e| {
+                // A symlink where a directory is wanted reads as "not a directory".
+                let symlink = rfs::statat(at, part, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                    rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::Symlink
+                });
+                if symlink { Errno::LOOP } else { e }
+            })?;
             dir = Some(next);
         }
         let at = dir.as_ref().map_or(self.fd.as_fd(), AsFd::as_fd);
@@ -621,6 +635,30 @@ mod tests {
             err.to_string().contains("a symlink on its way is absolute"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn without_openat2_every_symlink_on_the_way_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        atomic_write(dir.path(), "real/a.json", b"x").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("rel")).unwrap();
+        let root = Root::open(dir.path()).unwrap();
+        let opened =
+            root.open_without_symlinks(Path::new("real/a.json"), OFlags::RDONLY, Mode::empty());
+        let mut text = String::new();
+        File::from(opened.unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "x");
+        for through in ["rel/a.json", "real/../real/a.json"] {
+            let err = root
+                .open_without_symlinks(Path::new(through), OFlags::RDONLY, Mode::empty())
+                .unwrap_err();
+            assert!(
+                [Errno::LOOP, Errno::XDEV].contains(&err),
+                "{through}: {err}"
+            );
+        }
     }
 
     #[test]
