@@ -225,6 +225,32 @@ def generate(args: argparse.Namespace) -> dict:
     return {"out": str(out), "projects": args.projects, "sessions": sessions, "bytes": total_bytes, "lines": total_lines}
 
 
+def relabel_schema_7(out: Path, previous_context: bool = True) -> None:
+    """A generated workspace laid out as prompt-diary 0.2.20's `prepare` lays it out:
+    metadata `schema_version` 7, index rows without `subagent_path`, turns without
+    `target_subagents`, and (when asked) each turn after the first with `previous_context`
+    (the turn before it)."""
+    metadata = out / "metadata.json"
+    meta = json.loads(metadata.read_text(encoding="utf-8"))
+    meta["schema_version"] = 7
+    metadata.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    for index in out.glob("projects/*/sessions.index.jsonl"):
+        rows = []
+        for line in index.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            row.pop("subagent_path", None)
+            for turn in row["turns"]:
+                turn.pop("target_subagents", None)
+            if previous_context:
+                for before, turn in zip(row["turns"], row["turns"][1:]):
+                    turn["previous_context"] = {"start_line": before["turn_start_line"],
+                                                "end_line": before["turn_end_line"]}
+            rows.append(row)
+        index.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+
+
 def verify(root: Path) -> int:
     problems = []
     for index in sorted(root.glob("projects/*/sessions.index.jsonl")):

@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import histories  # noqa: E402
+import gen_workspace  # noqa: E402
 import test_differential as base  # noqa: E402
 import test_pages_0220 as pages  # noqa: E402
 
@@ -69,26 +70,13 @@ def schema7_workspace(out: Path, seed: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(out), "--seed", seed,
                     "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                    check=True, stdout=subprocess.DEVNULL)
-    metadata = out / "metadata.json"
-    meta = json.loads(metadata.read_text(encoding="utf-8"))
-    meta["schema_version"] = 7
-    metadata.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    gen_workspace.relabel_schema_7(out)
     for index in out.glob("projects/*/sessions.index.jsonl"):
-        rows = []
-        for line in index.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            row.pop("subagent_path", None)
-            for turn in row["turns"]:
-                turn.pop("target_subagents", None)
-            for before, turn in zip(row["turns"], row["turns"][1:]):
-                turn["previous_context"] = {"start_line": before["turn_start_line"], "end_line": before["turn_end_line"]}
-            last = row["turns"][-1] if row["turns"] else None
-            if not rows and last and last["turn_start_line"] < last["turn_end_line"]:
-                last["turn_start_line"] += 1
-            rows.append(json.dumps(row, sort_keys=True))
-        index.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines()]
+        last = rows[0]["turns"][-1] if rows and rows[0]["turns"] else None
+        if last and last["turn_start_line"] < last["turn_end_line"]:
+            last["turn_start_line"] += 1
+        index.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
 
 
 def chain_for(turn: dict, variant: int) -> dict:

@@ -30,6 +30,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_workspace  # noqa: E402
 import handles  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,18 +40,8 @@ PAGE_BYTES = 32 * 1024
 
 
 def to_schema_7(ws: Path) -> None:
-    meta = json.loads((ws / "metadata.json").read_text())
-    meta["schema_version"] = 7
-    (ws / "metadata.json").write_text(json.dumps(meta, indent=2))
-    for index in ws.glob("projects/*/sessions.index.jsonl"):
-        rows = []
-        for line in index.read_text().splitlines():
-            row = json.loads(line)
-            row.pop("subagent_path", None)
-            for turn in row["turns"]:
-                turn.pop("target_subagents", None)
-            rows.append(json.dumps(row, sort_keys=True))
-        index.write_text("\n".join(rows) + "\n")
+    """The generated workspace relabelled as schema 7, without `previous_context`."""
+    gen_workspace.relabel_schema_7(ws, previous_context=False)
 
 
 def add_long_lines(ws: Path) -> None:

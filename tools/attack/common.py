@@ -24,6 +24,7 @@ if not RELEASE.exists():  # run from /work/main itself
     DEBUG = ROOT / "target" / "debug" / "evidence-store"
 
 sys.path.insert(0, str(ROOT / "tools"))
+from gen_workspace import relabel_schema_7  # noqa: E402
 
 
 def make_workspace(out: Path, schema: int, seed: int = 7, projects: int = 2, sessions: int = 4,
@@ -36,24 +37,7 @@ def make_workspace(out: Path, schema: int, seed: int = 7, projects: int = 2, ses
                     "--edge-cases", "--projects", str(projects), "--sessions", str(sessions), "--turns", str(turns),
                     "--tool-output-max", tool_output_max], check=True, stdout=subprocess.DEVNULL)
     if schema == 7:
-        meta_path = out / "metadata.json"
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        meta["schema_version"] = 7
-        meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        for index in out.glob("projects/*/sessions.index.jsonl"):
-            rows = []
-            for line in index.read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                row.pop("subagent_path", None)
-                for turn in row["turns"]:
-                    turn.pop("target_subagents", None)
-                for before, turn in zip(row["turns"], row["turns"][1:]):
-                    turn["previous_context"] = {"start_line": before["turn_start_line"],
-                                                "end_line": before["turn_end_line"]}
-                rows.append(json.dumps(row, sort_keys=True))
-            index.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+        relabel_schema_7(out)
     return out
 
 
