@@ -25,6 +25,7 @@ use memchr::memmem::Finder;
 use crate::citations::{self, Options, record};
 use crate::lines::{self, LineEntry};
 use crate::pyjson::{self, Node};
+use crate::session::SessionFile;
 use crate::store::citations::{CitationRecord, StoredCheck, StoredCitation};
 use crate::workspace::Session;
 
@@ -264,9 +265,10 @@ impl Capture {
 }
 
 /// The citations of one session, from the lines the prescan and capture found, checked
-/// against each citing line's working directory. Lines are read again from `file`.
+/// against each citing line's working directory. Lines are read again from `file` (the
+/// session file as import opened and hashed it).
 pub fn citations(
-    file: &std::fs::File,
+    file: &SessionFile,
     session: &Session,
     prescan: &Prescan,
     capture: &Capture,
@@ -340,7 +342,7 @@ pub fn citations(
 }
 
 /// A line's bytes; `None` for a line longer than [`MAX_LINE_BYTES`].
-fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
+fn read_line(file: &SessionFile, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
     if entry.len > MAX_LINE_BYTES {
         return Ok(None);
     }
