@@ -148,7 +148,7 @@ fn session_receipts(
     if order.is_empty() {
         return Ok(Vec::new());
     }
-    let rel = format!("projects/{key}/{}", session.session_path);
+    let rel = crate::session::rel_path(key, &session.session_path);
     let handle = crate::session::open_imported(root, &rel, file).map_err(|e| match e {
         crate::session::OpenError::Changed(what) => {
             format!("{rel}: it changed since it was imported ({what}); run `evidence-store import`")
