@@ -12,9 +12,9 @@ use std::path::Path;
 
 use crate::compact::{self, Entry, EntryKind};
 use crate::contract::Contract;
-use crate::lines::{LineEntry, ReadBackError};
+use crate::lines::LineEntry;
 use crate::read::{Mode, ReadRequest};
-use crate::session::{self, Found, Located, SessionFile};
+use crate::session::{self, Found, Located, ReadBackError, SessionFile};
 use crate::sparse;
 use crate::store::{Lookup, Reader, Store, StoreError};
 use crate::tool_output::handle::{self, Handle};

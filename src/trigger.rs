@@ -82,7 +82,7 @@ fn json_object(text: &str) -> Option<Map> {
 }
 
 /// Why the lines could not be read as the store describes them.
-pub use crate::lines::ReadBackError as ReadError;
+pub use crate::session::ReadBackError as ReadError;
 
 /// The decoded text of each entry's line in the session file `rel` under `root`, which
 /// must be the file `record` describes ([`crate::session::open_imported`]), each line

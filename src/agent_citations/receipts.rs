@@ -181,8 +181,8 @@ fn session_receipts(
         let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
         let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
             handle.read_back(entry).map_err(|e| match e {
-                lines::ReadBackError::Io(e) => format!("{rel}: {e}"),
-                lines::ReadBackError::Changed => format!(
+                crate::session::ReadBackError::Io(e) => format!("{rel}: {e}"),
+                crate::session::ReadBackError::Changed => format!(
                     "{rel} changed since it was imported (line {line}); run `evidence-store import`"
                 ),
             })

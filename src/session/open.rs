@@ -6,8 +6,17 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use crate::fsutil;
-use crate::lines::{self, LineEntry, ReadBackError};
+use crate::lines::{self, LineEntry};
 use crate::store::FileRecord;
+
+/// Why a stored line could not be read back from its file.
+#[derive(Debug)]
+pub enum ReadBackError {
+    Io(io::Error),
+    /// The line's bytes no longer match the digest import stored (or the file is no
+    /// longer the one import indexed).
+    Changed,
+}
 
 /// Why a session file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -111,12 +120,109 @@ impl SessionFile {
     /// The bytes of `entry`'s line (one positioned read), checked against the digest
     /// import stored for it.
     pub fn read_back(&self, entry: &LineEntry) -> Result<Vec<u8>, ReadBackError> {
-        lines::read_back(&self.file, entry)
+        let len = usize::try_from(entry.len).map_err(|_| ReadBackError::Changed)?;
+        let mut bytes = vec![0; len];
+        self.read_exact_at(&mut bytes, entry.offset)
+            .map_err(ReadBackError::Io)?;
+        if !lines::matches(&bytes, entry) {
+            return Err(ReadBackError::Changed);
+        }
+        Ok(bytes)
     }
 
     /// The decoded text of `entry`'s line, checked as [`Self::read_back`] checks it.
     pub fn read_text(&self, entry: &LineEntry) -> Result<String, ReadBackError> {
         self.read_back(entry)
             .map(|bytes| lines::decode(&bytes).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn record(file: &SessionFile, inode: u64) -> FileRecord {
+        FileRecord {
+            file_id: 1,
+            size: file.size(),
+            mtime_ns: 0,
+            lines: 1,
+            digest: [0; 32],
+            ctime_ns: 0,
+            inode,
+        }
+    }
+
+    #[test]
+    fn only_regular_files_under_the_root_open_and_never_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("s")).unwrap();
+        fs::write(dir.path().join("s/a.jsonl"), "{}\n").unwrap();
+        fs::write(outside.path().join("b.jsonl"), "{}\n").unwrap();
+        assert_eq!(open(dir.path(), "s/a.jsonl").unwrap().size(), 3);
+        assert!(matches!(
+            open(dir.path(), "s/none.jsonl"),
+            Err(OpenError::Missing)
+        ));
+
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("s/fifo.jsonl"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Returns at once: a blocking open would wait here for a writer.
+        let err = open(dir.path(), "s/fifo.jsonl").unwrap_err();
+        assert_eq!(err.to_string(), "it is not a regular file");
+
+        std::os::unix::fs::symlink("a.jsonl", dir.path().join("s/in.jsonl")).unwrap();
+        let err = open(dir.path(), "s/in.jsonl").unwrap_err();
+        assert_eq!(err.to_string(), "it is a symlink, not a regular file");
+        std::os::unix::fs::symlink(
+            outside.path().join("b.jsonl"),
+            dir.path().join("s/out.jsonl"),
+        )
+        .unwrap();
+        let err = open(dir.path(), "s/out.jsonl").unwrap_err();
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
+        assert!(open(dir.path(), "../b.jsonl").is_err());
+    }
+
+    #[test]
+    fn an_imported_file_must_keep_its_size_and_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.jsonl"), "{}\n").unwrap();
+        let file = open(dir.path(), "a.jsonl").unwrap();
+        let inode = file.metadata().ino();
+        assert!(open_imported(dir.path(), "a.jsonl", &record(&file, inode)).is_ok());
+        // Unknown identity (a record from before inodes were kept): the size decides.
+        assert!(open_imported(dir.path(), "a.jsonl", &record(&file, 0)).is_ok());
+        let err = open_imported(dir.path(), "a.jsonl", &record(&file, inode + 1)).unwrap_err();
+        assert_eq!(err.to_string(), "another file was put in its place");
+        let mut smaller = record(&file, inode);
+        smaller.size -= 1;
+        let err = open_imported(dir.path(), "a.jsonl", &smaller).unwrap_err();
+        assert_eq!(err.to_string(), "its size changed");
+    }
+
+    #[test]
+    fn a_line_read_back_is_checked_against_its_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.jsonl"), "{\"a\":1}\n{\"b\":2}\n").unwrap();
+        let file = open(dir.path(), "a.jsonl").unwrap();
+        let (sha256, decoded_len) = lines::hash_line(b"{\"b\":2}");
+        let entry = LineEntry {
+            offset: 8,
+            len: 7,
+            decoded_len,
+            sha256,
+        };
+        assert_eq!(file.read_text(&entry).unwrap(), "{\"b\":2}");
+        let moved = LineEntry { offset: 0, ..entry };
+        assert!(matches!(
+            file.read_back(&moved),
+            Err(ReadBackError::Changed)
+        ));
     }
 }
