@@ -284,6 +284,51 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Opens `<root>/<rel>` for reading only if it is a regular file reached without leaving
+/// the root and is not itself a symlink: resolved beneath the root's descriptor, opened
+/// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC` (a FIFO planted at the name cannot block the
+/// open, a symlink there is not followed), then checked with `fstat` on the descriptor.
+/// `None` when there is no such file. The file and its status as opened.
+pub fn open_regular(root: &Path, rel: &str) -> io::Result<Option<(File, std::fs::Metadata)>> {
+    let rel = plain(rel)?;
+    let root = Root::open(root)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
+    let fd = match root.open_beneath(rel, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // The name itself is a symlink that stays inside (one leading outside is named as
+        // such): not followed here either.
+        Err(e) if is_symlink_escape(&e) && is_symlink_at(&root, rel) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is a symlink, not a regular file",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let file = File::from(fd);
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    Ok(Some((file, meta)))
+}
+
+fn is_symlink_escape(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<Escape>())
+        .is_some_and(|escape| matches!(escape, Escape::Symlink { .. }))
+}
+
+/// Whether the last component of `rel` is a symlink (only to word an error).
+fn is_symlink_at(root: &Root, rel: &Path) -> bool {
+    rfs::statat(&root.fd, rel, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::Symlink)
+}
+
 /// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the
 /// existing prefix resolved, and the non-existent rest appended as written.
 pub fn resolve_lenient(path: &Path) -> PathBuf {

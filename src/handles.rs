@@ -8,14 +8,13 @@
 //! the lines before it, looking back at most [`LINK_LINES`] lines and [`LINK_BYTES`].
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
 use crate::compact::{self, Entry, EntryKind};
 use crate::contract::Contract;
 use crate::lines::LineEntry;
-use crate::lines::{self, ReadBackError};
-use crate::read::{self, Located, Mode, ReadRequest};
+use crate::read::{Mode, ReadRequest};
+use crate::session::{self, Found, Located, ReadBackError, SessionFile};
 use crate::sparse;
 use crate::store::{Lookup, Reader, Store, StoreError};
 use crate::tool_output::handle::{self, Handle};
@@ -113,7 +112,7 @@ fn locate(
     root: &Path,
     project_key: &str,
     session_ref: &str,
-) -> Result<Result<read::Found, String>, StoreError> {
+) -> Result<Result<Found, String>, StoreError> {
     let req = ReadRequest {
         project_key: project_key.to_owned(),
         session_ref: session_ref.to_owned(),
@@ -121,9 +120,9 @@ fn locate(
         end_line: 1,
         mode: Mode::Compact,
     };
-    Ok(match read::locate(reader, root, &req)? {
+    Ok(match session::locate(reader, root, &req)? {
         Located::Found(found) => Ok(found),
-        Located::Answer(answer) => Err(read::first_message(&answer)),
+        Located::Answer(answer) => Err(session::first_message(&answer)),
     })
 }
 
@@ -160,7 +159,7 @@ fn resolve_in(
             ),
         });
     }
-    let text = match open(&found).and_then(|file| read_one(&file, entry)) {
+    let text = match read_one(&found.file, entry) {
         Ok(text) => text,
         Err(detail) => {
             return Ok(Resolved::Stale {
@@ -198,20 +197,10 @@ fn resolve_in(
     }))
 }
 
-/// A session file opened for reading its lines back; `Err` says why it cannot be.
-fn open(found: &read::Found) -> Result<File, String> {
-    File::open(&found.path).map_err(|e| {
-        format!(
-            "the session file could not be read: {}",
-            trigger::strerror(&e)
-        )
-    })
-}
-
 /// One line's text, checked against its stored digest; `Err` says why not.
-fn read_one(file: &File, entry: &LineEntry) -> Result<String, String> {
-    match lines::read_back(file, entry) {
-        Ok(bytes) => Ok(lines::decode(&bytes).into_owned()),
+fn read_one(file: &SessionFile, entry: &LineEntry) -> Result<String, String> {
+    match file.read_text(entry) {
+        Ok(text) => Ok(text),
         Err(ReadBackError::Changed) => Err(
             "the session file changed since it was imported; run `evidence-store import`, \
              then read the lines again for current handles"
@@ -229,16 +218,14 @@ fn read_one(file: &File, entry: &LineEntry) -> Result<String, String> {
 fn producer(
     reader: &Reader,
     contract: Contract,
-    found: &read::Found,
+    found: &Found,
     line: u64,
     call_id: Option<&str>,
 ) -> Result<Option<(String, String)>, StoreError> {
     let Some(call_id) = call_id else {
         return Ok(None);
     };
-    let Ok(file) = open(found) else {
-        return Ok(None);
-    };
+    let file = &found.file;
     let first = line.saturating_sub(LINK_LINES).max(1);
     let entries = reader.lines(found.file_id, first, line)?;
     let mut bytes = 0;
@@ -247,7 +234,7 @@ fn producer(
         if bytes > LINK_BYTES {
             break;
         }
-        let Ok(text) = read_one(&file, entry) else {
+        let Ok(text) = read_one(file, entry) else {
             break;
         };
         if let Some(used) = tool_entries(&text, &found.source, contract)
@@ -312,15 +299,13 @@ const TOOL_MARKERS: [&[u8]; 4] = [
 /// as stored end the walk.
 fn each_long_line(
     reader: &Reader,
-    found: &read::Found,
+    found: &Found,
     first: u64,
     last: u64,
     mut f: impl FnMut(u64, &str) -> bool,
 ) -> Result<(), StoreError> {
     const BLOCK: u64 = 4096;
-    let Ok(file) = open(found) else {
-        return Ok(());
-    };
+    let file = &found.file;
     let mut start = first;
     while start <= last {
         let end = (start + BLOCK - 1).min(last);
@@ -329,7 +314,7 @@ fn each_long_line(
             if entry.len <= SHORTEST_TRIMMED_LINE {
                 continue;
             }
-            let Ok(text) = read_one(&file, entry) else {
+            let Ok(text) = read_one(file, entry) else {
                 return Ok(());
             };
             let bytes = text.as_bytes();
@@ -386,13 +371,10 @@ pub fn session_handles(
     // came before `first`, from the lines before it.
     let mut names: HashMap<String, String> = HashMap::new();
     let mut out = Vec::new();
-    let file = match open(&found) {
-        Ok(file) => file,
-        Err(why) => return Ok(Err(why)),
-    };
+    let file = &found.file;
     let entries = reader.lines(found.file_id, first, last)?;
     for (line, entry) in (first..).zip(&entries) {
-        let text = match read_one(&file, entry) {
+        let text = match read_one(file, entry) {
             Ok(text) => text,
             Err(why) => return Ok(Err(why)),
         };

@@ -11,7 +11,6 @@
 //!   the same stamp is kept, and only line tables this transaction sees as superseded
 //!   are deleted.
 
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -19,6 +18,7 @@ use std::time::UNIX_EPOCH;
 use crate::agent_citations::{self, check::Checker, scan};
 use crate::contract::Contract;
 use crate::lines;
+use crate::session::{self, SessionFile};
 use crate::store::citations::{CitationLookup, CitationScan};
 use crate::store::{
     DocumentRecord, FileRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
@@ -160,15 +160,21 @@ fn nanos_since_epoch(t: std::io::Result<std::time::SystemTime>) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// The stamp of the regular file at `path`. A file changed within the last
-/// [`SETTLE_FINE_NS`] is looked at again once that has passed, so that a stamp taken
-/// right after a write is still trusted; a file that keeps changing, or whose times
-/// are in whole seconds and recent, gets an unsettled stamp.
-fn stamp(path: &Path) -> Option<Stamp> {
+/// The stamp of the session file `rel` under `root`, as [`stamp_of`] takes it; `None`
+/// when there is no regular file there (missing, a FIFO, a symlink, ...).
+fn stamp(root: &Path, rel: &str) -> Option<Stamp> {
+    session::open(root, rel).ok().map(|file| stamp_of(&file))
+}
+
+/// The stamp of an open session file, from `fstat` on its descriptor. A file changed
+/// within the last [`SETTLE_FINE_NS`] is looked at again once that has passed, so that a
+/// stamp taken right after a write is still trusted; a file that keeps changing, or whose
+/// times are in whole seconds and recent, gets an unsettled stamp.
+fn stamp_of(file: &SessionFile) -> Stamp {
     let mut waited = false;
+    let mut meta = file.metadata().clone();
     loop {
         let now_ns = nanos_since_epoch(Ok(std::time::SystemTime::now()));
-        let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
         let mtime_ns = nanos_since_epoch(meta.modified());
         let (ctime_ns, inode) = change_stamp(&meta);
         // Every write moves the ctime; where there is none, the mtime stands in.
@@ -183,15 +189,18 @@ fn stamp(path: &Path) -> Option<Stamp> {
         if settled_at > now_ns && settled_at - now_ns <= settle_ns.min(SETTLE_FINE_NS) && !waited {
             waited = true;
             std::thread::sleep(std::time::Duration::from_nanos(settled_at - now_ns));
-            continue;
+            if let Ok(again) = file.stat_again() {
+                meta = again;
+                continue;
+            }
         }
-        return Some(Stamp {
+        return Stamp {
             size: meta.len(),
             mtime_ns,
             ctime_ns,
             inode,
             settled: settled_at <= now_ns,
-        });
+        };
     }
 }
 
@@ -303,10 +312,12 @@ pub fn import(
                 }
                 FileState::Indexed(stamp.applied_to(previous))
             }
-            (Some(stamp), previous) => {
-                let indexed = index_file(&mut writer, &item.path, stamp, &mut |n| {
+            (Some(_), previous) => {
+                let indexed = index_file(&mut writer, root, &item.path, &item.rel, &mut |n| {
                     progress.advance(done_bytes + n);
                 })?;
+                // The stamp of the descriptor just hashed, not the plan's.
+                let stamp = indexed.stamp;
                 let record = indexed.record.clone();
                 let record_digest = (record.digest, record.lines);
                 done_bytes += stamp.size;
@@ -500,7 +511,10 @@ fn up_to_date(
 
 /// What to do with one session's file.
 struct Planned {
+    /// Shown in errors.
     path: PathBuf,
+    /// Relative to the workspace root.
+    rel: String,
     stamp: Option<Stamp>,
     /// The stored record of this session, as the plan's snapshot or transaction sees it.
     stored: Option<SessionRecord>,
@@ -528,7 +542,8 @@ fn plan(
                 .join("projects")
                 .join(&project.key)
                 .join(&session.session_path);
-            let stamp = stamp(&path);
+            let rel = session::rel_path(&project.key, &session.session_path);
+            let stamp = stamp(&root.path, &rel);
             let stored = lookup.session(&project.key, &session.session_ref)?;
             let previous = match &stored {
                 Some(SessionRecord {
@@ -550,6 +565,7 @@ fn plan(
             let stored_turns = stored.as_ref().map(|s| s.session.turns.clone());
             out.push(Planned {
                 path,
+                rel,
                 stamp,
                 stored,
                 previous,
@@ -565,16 +581,20 @@ fn plan(
 /// A file just streamed into a line table, with what its citations need.
 struct Indexed {
     record: FileRecord,
-    file: File,
+    /// The stamp of the descriptor that was hashed.
+    stamp: Stamp,
+    file: SessionFile,
     prescan: scan::Prescan,
 }
 
 /// Streams one session file into a new line table, searching its bytes for what a
-/// citation needs on the way.
+/// citation needs on the way. The file is opened once ([`session::open`]: never blocking,
+/// regular files only) and stamped, hashed and searched through that one descriptor.
 fn index_file(
     writer: &mut Writer,
+    root: &WorkspaceRoot,
     path: &Path,
-    stamp: Stamp,
+    rel: &str,
     on_progress: &mut dyn FnMut(u64),
 ) -> Result<Indexed, ImportError> {
     let mut done = 0;
@@ -582,12 +602,13 @@ fn index_file(
         path: path.display().to_string(),
         source,
     };
-    let file = File::open(path).map_err(io_error)?;
+    let file = session::open(&root.path, rel).map_err(|e| io_error(e.into_io()))?;
+    let stamp = stamp_of(&file);
     let file_id = writer.new_file_id()?;
     let mut sink = writer.line_sink(file_id)?;
     // The bytes are searched for what a citation needs as the indexer reads them.
     let (summary, searched) = lines::index_file_observed::<IndexError, _>(
-        &file,
+        file.file(),
         stamp.size,
         &scan::Searcher::default,
         |entry| Ok(sink.push(entry)?),
@@ -616,6 +637,7 @@ fn index_file(
             size: summary.bytes,
             ..record
         },
+        stamp,
         file,
         prescan,
     })
@@ -730,7 +752,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         std::fs::write(&path, "{\"a\":1}\n").unwrap();
-        let first = stamp(&path).unwrap();
+        let first = stamp(dir.path(), "s.jsonl").unwrap();
         let after = nanos_since_epoch(Ok(std::time::SystemTime::now()));
         assert!(first.settled, "{first:?}");
         assert!(
@@ -738,7 +760,7 @@ mod tests {
             "{first:?} at {after}"
         );
         std::fs::write(&path, "{\"b\":2}\n").unwrap();
-        let second = stamp(&path).unwrap();
+        let second = stamp(dir.path(), "s.jsonl").unwrap();
         assert_eq!(second.size, first.size);
         assert_ne!(second.ctime_ns, first.ctime_ns);
         assert!(!second.matches(&first.applied_to(record())));

@@ -27,6 +27,7 @@ pub mod rebuild;
 pub mod report;
 pub mod run;
 pub mod service;
+pub mod session;
 pub mod sparse;
 pub mod store;
 pub mod synthesis;

@@ -518,28 +518,6 @@ impl<O: Observer> Read for SegmentReader<'_, O> {
     }
 }
 
-/// Why a stored line could not be read back from its file.
-#[derive(Debug)]
-pub enum ReadBackError {
-    Io(io::Error),
-    /// The line's bytes no longer match the digest import stored.
-    Changed,
-}
-
-/// The bytes of `entry`'s line in `file` (one positioned read), checked against the
-/// digest import stored for it.
-pub fn read_back(file: &std::fs::File, entry: &LineEntry) -> Result<Vec<u8>, ReadBackError> {
-    use std::os::unix::fs::FileExt;
-    let len = usize::try_from(entry.len).map_err(|_| ReadBackError::Changed)?;
-    let mut bytes = vec![0; len];
-    file.read_exact_at(&mut bytes, entry.offset)
-        .map_err(ReadBackError::Io)?;
-    if !matches(&bytes, entry) {
-        return Err(ReadBackError::Changed);
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,10 +6,8 @@
 //! the lines asked for, not on the session's size.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
@@ -17,8 +15,8 @@ use serde::Serialize;
 use crate::compact::{self, CompactRecord, EntryKind};
 use crate::lines::{self, LineEntry};
 use crate::parallel;
-use crate::pyjson::py_repr;
-use crate::store::{FileState, Lookup, Store, StoreError};
+use crate::session::{self, LineFailure, Located, SessionFile, for_each_line};
+use crate::store::{Store, StoreError};
 use crate::tool_output::handle::{self, Handle};
 use crate::workspace::Unknown;
 
@@ -130,10 +128,6 @@ impl ReadResult {
         })
     }
 }
-
-const RANGE_HINT: &str = "request a 1-based line range contained by the session";
-const REIMPORT_HINT: &str =
-    "run `evidence-store import` to re-index the prepared workspace, then read again";
 
 /// Answers one read from `store`; session files are found under `root`. The same
 /// pipeline as [`read_session_text`], ending in records instead of text.
@@ -253,7 +247,7 @@ enum Planned {
 
 /// A validated read: the session file and the stored entries of the requested lines.
 struct Plan {
-    path: PathBuf,
+    file: SessionFile,
     source: String,
     /// The session's key in handles ([`handle::session_key`]).
     session_key: u32,
@@ -264,26 +258,17 @@ struct Plan {
 fn plan(store: &Store, root: &Path, req: &ReadRequest) -> Planned {
     match try_plan(store, root, req) {
         Ok(planned) => planned,
-        Err(e) => Planned::Answer(store_failure(&e)),
+        Err(e) => Planned::Answer(session::store_failure(&e)),
     }
-}
-
-/// The answer when the store itself cannot be read.
-pub(crate) fn store_failure(e: &StoreError) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!("the evidence store could not be read: {e}"),
-        "run `evidence-store import` again; if it persists, remove the store and import",
-    )
 }
 
 fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, StoreError> {
     let reader = store.reader()?;
-    let found = match locate(&reader, root, req)? {
+    let found = match session::locate(&reader, root, req)? {
         Located::Found(found) => found,
         Located::Answer(answer) => return Ok(Planned::Answer(answer)),
     };
-    if let Some(problem) = check_range(req, found.lines, Some(req.mode.cap())) {
+    if let Some(problem) = session::check_range(req, found.lines, Some(req.mode.cap())) {
         return Ok(Planned::Answer(problem));
     }
     // Validated: 1 <= start <= end <= lines.
@@ -292,12 +277,12 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     drop(reader);
     if entries.len() as u64 != last - first + 1 {
         return Err(StoreError::Inconsistent(format!(
-            "the line table of {} is incomplete",
-            found.path.display()
+            "the line table of session {} in project {} is incomplete",
+            req.session_ref, req.project_key
         )));
     }
     Ok(Planned::Read(Plan {
-        path: found.path,
+        file: found.file,
         source: found.source,
         session_key: handle::session_key(&req.project_key, &req.session_ref),
         first_line: first,
@@ -305,165 +290,13 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     }))
 }
 
-/// A session file found for a read, before its range is checked.
-pub(crate) enum Located {
-    Found(Found),
-    Answer(ReadResult),
-}
+type ReadFailure = LineFailure;
 
-pub(crate) struct Found {
-    pub path: PathBuf,
-    pub source: String,
-    pub file_id: u64,
-    /// The file's number of physical lines.
-    pub lines: u64,
-}
-
-/// Finds the requested session's file: the project, the session, and a file of the
-/// size it was indexed at; any other case is the answer.
-pub(crate) fn locate(
-    reader: &crate::store::Reader,
-    root: &Path,
-    req: &ReadRequest,
-) -> Result<Located, StoreError> {
-    let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
-    let answer = |result: ReadResult| Ok(Located::Answer(result));
-    if !reader.has_workspace()? {
-        return Err(StoreError::NotImported);
-    }
-    if !reader.has_project(project_key)? {
-        return answer(Unknown::project(project_key).into());
-    }
-    let Some(record) = reader.session_file(project_key, session_ref)? else {
-        return answer(Unknown::session(project_key, session_ref).into());
-    };
-    let missing = || {
-        Ok(Located::Answer(ReadResult::invalid(
-            "session_ref",
-            format!(
-                "session file for session_ref {} is missing from the prepared workspace",
-                py_repr(session_ref)
-            ),
-            "ensure the prepared workspace still contains the copied session file",
-        )))
-    };
-    let path = root
-        .join("projects")
-        .join(project_key)
-        .join(&record.session_path);
-    let FileState::Indexed(file) = &record.file else {
-        return missing();
-    };
-    let Ok(meta) = std::fs::metadata(&path) else {
-        return missing();
-    };
-    if !meta.is_file() {
-        return missing();
-    }
-    if meta.len() != file.size {
-        return answer(changed(session_ref, "its size changed"));
-    }
-    Ok(Located::Found(Found {
-        path,
-        source: record.source,
-        file_id: file.file_id,
-        lines: file.lines,
-    }))
-}
-
-/// The first error message of a rejected read, with its hint (empty for a read that
-/// was not rejected).
-pub(crate) fn first_message(result: &ReadResult) -> String {
-    match result {
-        ReadResult::Invalid(invalid) => invalid
-            .errors
-            .first()
-            .map(|e| format!("{}; {}", e.message, e.hint))
-            .unwrap_or_default(),
-        ReadResult::Ok(_) => String::new(),
-    }
-}
-
-pub(crate) fn changed(session_ref: &str, what: &str) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!(
-            "session file for session_ref {} changed since it was imported ({what})",
-            py_repr(session_ref)
-        ),
-        REIMPORT_HINT,
-    )
-}
-
-/// prompt-diary's range checks, in its order; `cap` is the most lines one read may
-/// return, when there is such a limit.
-pub(crate) fn check_range(req: &ReadRequest, lines: u64, cap: Option<i64>) -> Option<ReadResult> {
-    let (start, end) = (req.start_line, req.end_line);
-    let n = i64::try_from(lines).unwrap_or(i64::MAX);
-    if start < 1 {
-        return Some(ReadResult::invalid(
-            "start_line",
-            format!("start_line {start} must be a positive 1-based line number"),
-            RANGE_HINT,
-        ));
-    }
-    if end < start {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!("end_line {end} must be >= start_line {start}"),
-            RANGE_HINT,
-        ));
-    }
-    if start > n {
-        return Some(ReadResult::invalid(
-            "start_line",
-            format!("start_line {start} is past the session's last line {n}"),
-            RANGE_HINT,
-        ));
-    }
-    if end > n {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!("end_line {end} is past the session's last line {n}"),
-            RANGE_HINT,
-        ));
-    }
-    if let Some(cap) = cap
-        && end - start + 1 > cap
-    {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!(
-                "line range is too broad for {} mode; at most {cap} lines may be read at once",
-                req.mode.name()
-            ),
-            format!("split the read into a narrower range of at most {cap} lines"),
-        ));
-    }
-    None
-}
-
-enum ReadFailure {
-    Io(std::io::Error),
-    /// The 1-based line whose bytes no longer hash to the stored digest.
-    Changed(u64),
-}
-
-impl ReadFailure {
+impl LineFailure {
     fn answer(self, req: &ReadRequest) -> ReadResult {
         match self {
-            ReadFailure::Io(e) => ReadResult::invalid(
-                "session_ref",
-                format!(
-                    "session file for session_ref {} could not be read: {e}",
-                    py_repr(&req.session_ref)
-                ),
-                "ensure the prepared workspace still contains the copied session file",
-            ),
-            ReadFailure::Changed(line) => changed(
-                &req.session_ref,
-                &format!("line {line} no longer matches its recorded SHA-256"),
-            ),
+            LineFailure::Io(e) => session::io_failure(&req.session_ref, &e),
+            LineFailure::Changed(line) => session::line_changed(&req.session_ref, line),
         }
     }
 }
@@ -504,7 +337,7 @@ impl Plan {
     /// threads: chunk by chunk, each one positioned read of exactly its lines' bytes into
     /// its own part of `buf`. Of several failures, the first line's is reported.
     fn check_all<'b>(&self, buf: &'b mut Vec<u8>) -> Result<Vec<Checked<'b>>, ReadFailure> {
-        let file = File::open(&self.path).map_err(ReadFailure::Io)?;
+        let file = &self.file;
         let base = self.entries.first().map_or(0, |e| e.offset);
         let chunks = self.chunks();
         // Where each chunk's bytes go in `buf` (the separators between chunks stay unread).
@@ -550,13 +383,7 @@ impl Plan {
                 let offset = entries.first().map_or(0, |e| e.offset);
                 file.read_exact_at(&mut part, offset)
                     .map_err(ReadFailure::Io)?;
-                for_each_line(&part, entries, first_line, |line, entry, span| {
-                    if lines::matches(&part[span], entry) {
-                        Ok(())
-                    } else {
-                        Err(ReadFailure::Changed(line))
-                    }
-                })
+                session::check_lines(&part, entries, first_line)
             },
         );
         checked.into_iter().collect::<Result<(), _>>()?;
@@ -582,14 +409,15 @@ impl Plan {
         // line does not end on one of its character boundaries (its terminator, which no
         // digest covers, was edited into a continuation byte).
         let whole = simdutf8::basic::from_utf8(bytes).ok();
-        let _ = for_each_line(bytes, entries, chunk.first_line, |line, entry, span| {
-            let text = match whole.and_then(|whole| whole.get(span.clone())) {
-                Some(text) => Cow::Borrowed(text),
-                None => lines::decode(bytes.get(span).unwrap_or_default()),
-            };
-            f(line, entry, &text);
-            Ok(())
-        });
+        let _ =
+            for_each_line::<LineFailure>(bytes, entries, chunk.first_line, |line, entry, span| {
+                let text = match whole.and_then(|whole| whole.get(span.clone())) {
+                    Some(text) => Cow::Borrowed(text),
+                    None => lines::decode(bytes.get(span).unwrap_or_default()),
+                };
+                f(line, entry, &text);
+                Ok(())
+            });
     }
 
     /// A checked chunk's lines printed as items of the records array, each on its own
@@ -698,30 +526,6 @@ struct Checked<'b> {
     entries: Range<usize>,
     /// From the first line's start to the last one's end.
     bytes: &'b [u8],
-}
-
-/// Calls `f` with each line's number, entry and place in `bytes`, which run from the
-/// first entry's start to the last one's end. A line past the end of `bytes` has changed.
-fn for_each_line(
-    bytes: &[u8],
-    entries: &[LineEntry],
-    first_line: u64,
-    mut f: impl FnMut(u64, &LineEntry, Range<usize>) -> Result<(), ReadFailure>,
-) -> Result<(), ReadFailure> {
-    let base = entries.first().map_or(0, |e| e.offset);
-    for (line, entry) in (first_line..).zip(entries) {
-        let start = entry
-            .offset
-            .checked_sub(base)
-            .and_then(|at| usize::try_from(at).ok())
-            .unwrap_or(usize::MAX);
-        let end = start.saturating_add(usize::try_from(entry.len).unwrap_or(usize::MAX));
-        if end > bytes.len() {
-            return Err(ReadFailure::Changed(line));
-        }
-        f(line, entry, start..end)?;
-    }
-    Ok(())
 }
 
 fn full_record(line: u64, entry: &LineEntry, text: &str) -> FullRecord {

@@ -321,13 +321,8 @@ impl Service {
             )));
         }
         let entries = store.reader()?.lines(file.file_id, line.max(2) - 1, line)?;
-        let path = self
-            .root
-            .path
-            .join("projects")
-            .join(project_key)
-            .join(&record.session.session_path);
-        let texts = match crate::trigger::read_lines(&path, &entries) {
+        let rel = crate::session::rel_path(project_key, &record.session.session_path);
+        let texts = match crate::trigger::read_lines(&self.root.path, &rel, file, &entries) {
             Ok(texts) => texts,
             Err(crate::trigger::ReadError::Io(e)) => {
                 return Ok(Err(Problem::new(

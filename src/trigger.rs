@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::lines::{self, LineEntry};
+use crate::lines::LineEntry;
 use crate::pyjson::{self, Map, Value};
 use crate::sparse::source::{self, Input};
 
@@ -82,16 +82,19 @@ fn json_object(text: &str) -> Option<Map> {
 }
 
 /// Why the lines could not be read as the store describes them.
-pub use crate::lines::ReadBackError as ReadError;
+pub use crate::session::ReadBackError as ReadError;
 
-/// The decoded text of each entry's line in `path`, each checked against its stored
-/// digest.
-pub fn read_lines(path: &Path, entries: &[LineEntry]) -> Result<Vec<String>, ReadError> {
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    entries
-        .iter()
-        .map(|entry| lines::read_back(&file, entry).map(|b| lines::decode(&b).into_owned()))
-        .collect()
+/// The decoded text of each entry's line in the session file `rel` under `root`, which
+/// must be the file `record` describes ([`crate::session::open_imported`]), each line
+/// checked against its stored digest.
+pub fn read_lines(
+    root: &Path,
+    rel: &str,
+    record: &crate::store::FileRecord,
+    entries: &[LineEntry],
+) -> Result<Vec<String>, ReadError> {
+    let file = crate::session::open_imported(root, rel, record)?;
+    entries.iter().map(|entry| file.read_text(entry)).collect()
 }
 
 /// An I/O error as Python's `OSError.strerror` prints it: the description alone.

@@ -21,9 +21,8 @@
 //! - Citations on a line outside every turn have no receipt (`dump citations` counts them).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Serialize;
@@ -149,8 +148,13 @@ fn session_receipts(
     if order.is_empty() {
         return Ok(Vec::new());
     }
-    let rel = format!("projects/{key}/{}", session.session_path);
-    let handle = open_session(root, &rel, file.size).map_err(|e| format!("{rel}: {e}"))?;
+    let rel = crate::session::rel_path(key, &session.session_path);
+    let handle = crate::session::open_imported(root, &rel, file).map_err(|e| match e {
+        crate::session::OpenError::Changed(what) => {
+            format!("{rel}: it changed since it was imported ({what}); run `evidence-store import`")
+        }
+        e => format!("{rel}: {e}"),
+    })?;
     let mut out = Vec::new();
     for turn_ref in order {
         let Some(turn) = session.turn(turn_ref) else {
@@ -176,9 +180,9 @@ fn session_receipts(
         wanted.dedup();
         let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
         let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
-            lines::read_back(&handle, entry).map_err(|e| match e {
-                lines::ReadBackError::Io(e) => format!("{rel}: {e}"),
-                lines::ReadBackError::Changed => format!(
+            handle.read_back(entry).map_err(|e| match e {
+                crate::session::ReadBackError::Io(e) => format!("{rel}: {e}"),
+                crate::session::ReadBackError::Changed => format!(
                     "{rel} changed since it was imported (line {line}); run `evidence-store import`"
                 ),
             })
@@ -260,37 +264,6 @@ fn session_receipts(
         out.push((turn_ref.to_owned(), Receipt::build(&input)));
     }
     Ok(out)
-}
-
-/// Opens the session file when its real location is inside the workspace, it is a regular
-/// file, and it has the size import recorded.
-fn open_session(root: &Path, rel: &str, size: u64) -> io::Result<File> {
-    let real_root = fsutil::real_root(root)?;
-    let real = root.join(rel).canonicalize()?;
-    if !real.starts_with(&real_root) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("it resolves to {}, outside the workspace", real.display()),
-        ));
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&real)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
-    if meta.len() != size {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "it changed since it was imported (its size differs); run `evidence-store import`",
-        ));
-    }
-    Ok(file)
 }
 
 /// Removes our stale receipts and temp files from `<dir>` (only when its real location is

@@ -25,6 +25,7 @@ use memchr::memmem::Finder;
 use crate::citations::{self, Options, record};
 use crate::lines::{self, LineEntry};
 use crate::pyjson::{self, Node};
+use crate::session::SessionFile;
 use crate::store::citations::{CitationRecord, StoredCheck, StoredCitation};
 use crate::workspace::Session;
 
@@ -264,9 +265,10 @@ impl Capture {
 }
 
 /// The citations of one session, from the lines the prescan and capture found, checked
-/// against each citing line's working directory. Lines are read again from `file`.
+/// against each citing line's working directory. Lines are read again from `file` (the
+/// session file as import opened and hashed it).
 pub fn citations(
-    file: &std::fs::File,
+    file: &SessionFile,
     session: &Session,
     prescan: &Prescan,
     capture: &Capture,
@@ -340,7 +342,7 @@ pub fn citations(
 }
 
 /// A line's bytes; `None` for a line longer than [`MAX_LINE_BYTES`].
-fn read_line(file: &std::fs::File, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
+fn read_line(file: &SessionFile, entry: &LineEntry) -> io::Result<Option<Vec<u8>>> {
     if entry.len > MAX_LINE_BYTES {
         return Ok(None);
     }
@@ -539,6 +541,12 @@ x**Evidence**: a.py:1 \"evidence\" \"citations\" "cwd" **Evidence**:**Evidence**
 
 #[cfg(test)]
 mod timing {
+    /// A session file, opened as session files are.
+    fn open(path: &std::path::Path) -> crate::session::SessionFile {
+        let (dir, name) = (path.parent().unwrap(), path.file_name().unwrap());
+        crate::session::open(dir, &name.to_string_lossy()).unwrap()
+    }
+
     /// Manual: `PRESCAN_DIR=... cargo test --release --lib prescan_timing -- --ignored --nocapture`.
     #[test]
     #[ignore = "manual timing"]
@@ -563,21 +571,21 @@ mod timing {
             let mut hits = 0;
             let mut bytes = 0;
             for f in &files {
-                let file = std::fs::File::open(f).unwrap();
-                let len = file.metadata().unwrap().len();
+                let file = open(f);
+                let len = file.size();
                 bytes += len;
-                hits += super::prescan(&file, len).unwrap().hits.len();
+                hits += super::prescan(file.file(), len).unwrap().hits.len();
             }
             let prescan = t.elapsed();
             let t = std::time::Instant::now();
             let mut buf = vec![0u8; 4 << 20];
             for f in &files {
                 use std::os::unix::fs::FileExt;
-                let file = std::fs::File::open(f).unwrap();
-                let len = file.metadata().unwrap().len();
+                let file = open(f);
+                let len = file.size();
                 let mut at = 0;
                 while at < len {
-                    at += file.read_at(&mut buf, at).unwrap() as u64;
+                    at += file.file().read_at(&mut buf, at).unwrap() as u64;
                 }
             }
             let read = t.elapsed();
@@ -596,11 +604,11 @@ mod timing {
                 let mut n = 0;
                 for f in &files {
                     use std::os::unix::fs::FileExt;
-                    let file = std::fs::File::open(f).unwrap();
-                    let len = file.metadata().unwrap().len();
+                    let file = open(f);
+                    let len = file.size();
                     let mut at = 0;
                     while at < len {
-                        let k = file.read_at(&mut buf[..super::CHUNK], at).unwrap();
+                        let k = file.file().read_at(&mut buf[..super::CHUNK], at).unwrap();
                         n += finder.find_iter(&buf[..k]).count();
                         at += k as u64;
                     }

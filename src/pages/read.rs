@@ -9,14 +9,13 @@
 //! checked: the page is built whole, then returned.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::{CURSOR_HINT, Cursor, Format, OUTSIDE_RANGE, Record, full_record, page};
 use crate::lines::{self, LineEntry};
-use crate::pyjson::{py_repr, write_string};
-use crate::read::{self, Located, Mode, ReadRequest, ReadResult};
+use crate::pyjson::write_string;
+use crate::read::{Mode, ReadRequest, ReadResult};
+use crate::session::{self, LineFailure, Located, SessionFile};
 use crate::sparse;
 use crate::store::{Reader, Store, StoreError};
 use crate::tool_output::handle::{self, Handle};
@@ -39,7 +38,7 @@ pub fn read_session_page(
 ) -> String {
     match try_page(store, root, req, cursor) {
         Ok(text) => text,
-        Err(e) => invalid_text(&read::store_failure(&e)),
+        Err(e) => invalid_text(&session::store_failure(&e)),
     }
 }
 
@@ -50,11 +49,11 @@ fn try_page(
     cursor: Option<RawCursor>,
 ) -> Result<String, StoreError> {
     let reader = store.reader()?;
-    let found = match read::locate(&reader, root, req)? {
+    let found = match session::locate(&reader, root, req)? {
         Located::Found(found) => found,
         Located::Answer(answer) => return Ok(invalid_text(&answer)),
     };
-    if let Some(problem) = read::check_range(req, found.lines, None) {
+    if let Some(problem) = session::check_range(req, found.lines, None) {
         return Ok(invalid_text(&problem));
     }
     let cursor = cursor.unwrap_or(RawCursor {
@@ -74,13 +73,9 @@ fn try_page(
         offset: cursor.offset as u64,
     };
     let end = req.end_line as u64;
-    let file = match File::open(&found.path) {
-        Ok(file) => file,
-        Err(e) => return Ok(invalid_text(&io_failure(req, &e))),
-    };
     let mut window = Window {
         reader: &reader,
-        file,
+        file: found.file,
         file_id: found.file_id,
         total: found.lines,
         session_key: handle::session_key(&req.project_key, &req.session_ref),
@@ -117,31 +112,27 @@ fn try_page(
         (Ok(Ok(page)), _) => page.text,
         (Ok(Err(e)), _) => invalid_text(&ReadResult::invalid("cursor", e.to_string(), CURSOR_HINT)),
         (Err(()), Some(Failure::Store(e))) => return Err(e),
-        (Err(()), Some(Failure::Io(e))) => invalid_text(&io_failure(req, &e)),
-        (Err(()), Some(Failure::Changed(line))) => invalid_text(&read::changed(
-            &req.session_ref,
-            &format!("line {line} no longer matches its recorded SHA-256"),
-        )),
-        (Err(()), None) => invalid_text(&read::changed(&req.session_ref, "it could not be read")),
+        (Err(()), Some(Failure::Line(LineFailure::Io(e)))) => {
+            invalid_text(&session::io_failure(&req.session_ref, &e))
+        }
+        (Err(()), Some(Failure::Line(LineFailure::Changed(line)))) => {
+            invalid_text(&session::line_changed(&req.session_ref, line))
+        }
+        (Err(()), None) => {
+            invalid_text(&session::changed(&req.session_ref, "it could not be read"))
+        }
     })
-}
-
-fn io_failure(req: &ReadRequest, e: &std::io::Error) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!(
-            "session file for session_ref {} could not be read: {e}",
-            py_repr(&req.session_ref)
-        ),
-        "ensure the prepared workspace still contains the copied session file",
-    )
 }
 
 enum Failure {
     Store(StoreError),
-    Io(std::io::Error),
-    /// The 1-based line whose bytes no longer hash to the stored digest.
-    Changed(u64),
+    Line(LineFailure),
+}
+
+impl From<LineFailure> for Failure {
+    fn from(e: LineFailure) -> Self {
+        Failure::Line(e)
+    }
 }
 
 /// Lines are read in batches of at most this many lines...
@@ -152,7 +143,7 @@ const BATCH_BYTES: u64 = 64 << 10;
 /// The checked, decoded lines from `first` on that a page has read and may still need.
 struct Window<'r> {
     reader: &'r Reader,
-    file: File,
+    file: SessionFile,
     file_id: u64,
     /// The file's number of lines.
     total: u64,
@@ -223,7 +214,7 @@ impl Window<'_> {
                 .lines(self.file_id, from, to)
                 .map_err(Failure::Store)?;
             if entries.is_empty() {
-                return Err(Failure::Changed(from));
+                return Err(LineFailure::Changed(from).into());
             }
             // Lines while they stay within the batch's bytes (always at least one).
             let mut take = 1;
@@ -244,40 +235,14 @@ impl Window<'_> {
 
     /// Reads the bytes of `entries` (lines from `from` on) at once and checks each line.
     fn read(&mut self, from: u64, entries: &[LineEntry]) -> Result<(), Failure> {
-        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-            return Ok(());
-        };
-        let span = (last.offset.saturating_add(last.len))
-            .checked_sub(first.offset)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or(Failure::Changed(from))?;
-        // A corrupt entry could name a span past the file: refuse it before allocating.
-        let size = self.file.metadata().map_err(Failure::Io)?.len();
-        if first.offset.saturating_add(span as u64) > size {
-            return Err(Failure::Changed(from));
-        }
-        let mut bytes = vec![0; span];
-        self.file
-            .read_exact_at(&mut bytes, first.offset)
-            .map_err(Failure::Io)?;
-        for (line, entry) in (from..).zip(entries) {
-            let start = entry
-                .offset
-                .checked_sub(first.offset)
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(usize::MAX);
-            let end = start.saturating_add(usize::try_from(entry.len).unwrap_or(usize::MAX));
-            let Some(raw) = bytes.get(start..end) else {
-                return Err(Failure::Changed(line));
-            };
-            if !lines::matches(raw, entry) {
-                return Err(Failure::Changed(line));
-            }
+        let bytes = self.file.read_lines(from, entries)?;
+        session::for_each_line::<LineFailure>(&bytes, entries, from, |_, entry, span| {
             self.texts.push_back(Line {
-                text: lines::decode(raw).into_owned(),
+                text: lines::decode(&bytes[span]).into_owned(),
                 sha256: entry.sha256,
             });
-        }
+            Ok(())
+        })?;
         Ok(())
     }
 }
