@@ -397,7 +397,7 @@ fn codex_contexts(
         let cwd = node
             .get("payload")
             .filter(|p| p.is_object())
-            .and_then(|p| cwd_of(&p));
+            .and_then(cwd_of);
         out.push(Context { line, turn, cwd });
     }
     Ok(out)
