@@ -397,10 +397,6 @@ fn count_citations(ws: &Workspace, session_ref: &str) -> usize {
 }
 
 #[test]
-#[cfg_attr(
-    not(debug_assertions),
-    ignore = "the scan counter exists in debug builds"
-)]
 fn unchanged_files_are_not_scanned_again() {
     let p = Project::new();
     let ws = workspace(&p, "\n");
@@ -479,10 +475,6 @@ fn verify_citations_stores_what_changed() {
 /// A store of an older schema gains the citation tables when opened, and the next import
 /// scans every session once.
 #[test]
-#[cfg_attr(
-    not(debug_assertions),
-    ignore = "the scan counter exists in debug builds"
-)]
 fn the_upgrade_to_4_scans_every_session_once() {
     let ws = Workspace::example();
     std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::store::citations::{CitationLookup, StoredCheck};
+use crate::store::citations::{CitationLookup, CitationRecord, StoredCheck};
 use crate::store::{Lookup, Store, StoreError, Writer};
 use crate::workspace::Session;
 
@@ -26,6 +26,27 @@ pub fn verification(check: &StoredCheck) -> crate::citations::receipt::Verificat
         file_lines: check.file_lines,
         detail: check.detail.clone(),
     }
+}
+
+/// One session's stored citations as they are counted and listed: each once per turn
+/// ([`crate::citations::once_per_turn`]).
+pub fn counted(records: &[CitationRecord]) -> Vec<&CitationRecord> {
+    crate::citations::once_per_turn(records, |r| crate::citations::Place {
+        turn_ref: r.citation.turn_ref.as_deref(),
+        line: r.line,
+        content_index: r.citation.content_index,
+        kind: &r.citation.kind,
+        reference: &r.citation.reference,
+    })
+}
+
+/// How many citations the store holds, counted by [`counted`], over the workspace.
+pub fn counted_total(reader: &impl CitationLookup) -> Result<u64, StoreError> {
+    Ok(reader
+        .workspace_citations(None)?
+        .iter()
+        .map(|group| counted(&group.citations).len() as u64)
+        .sum())
 }
 
 /// Rewrites the turn refs of a session's stored citations after its turns changed in the

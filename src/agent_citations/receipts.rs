@@ -149,6 +149,9 @@ fn session_receipts(
     if order.is_empty() {
         return Ok(Vec::new());
     }
+    // The receipt's citations, by the one counting rule; the messages it hashes are all
+    // those of the turn that carry a citation, repeated or not.
+    let counted = super::counted(found);
     let rel = format!("projects/{key}/{}", session.session_path);
     let handle = open_session(root, &rel, file.size).map_err(|e| format!("{rel}: {e}"))?;
     let mut out = Vec::new();
@@ -244,8 +247,9 @@ fn session_receipts(
             timestamp,
             user_text: user_text.as_deref(),
             messages: messages.iter().map(String::as_str).collect(),
-            cited: cited
+            cited: counted
                 .iter()
+                .filter(|c| c.citation.turn_ref.as_deref() == Some(turn_ref))
                 .map(|c| Cited {
                     line: c.line,
                     citation: Citation {
