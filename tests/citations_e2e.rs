@@ -599,3 +599,195 @@ fn receipts_never_leave_the_workspace() {
     assert!(err.contains("outside the workspace"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), b"victim");
 }
+
+/// One count everywhere: a turn whose citations repeat across two content blocks of one
+/// line and across two lines counts each citation once, and the read tool, the search
+/// tool, `dump citations`, `dump --stats` and the receipts all say the same. Each entry
+/// says which content block it came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_count_agrees_on_multi_block_and_multi_line_turns() {
+    let ws = Workspace::empty();
+    ws.write(
+        "metadata.json",
+        r#"{"report_date": "2026-01-20", "status": "final", "timezone": "UTC"}"#,
+    );
+    ws.write(
+        &format!("projects/{P}/project.json"),
+        format!(r#"{{"project_key": "{P}", "project_label": "Cite"}}"#),
+    );
+    ws.write("code/src/a.py", "1\n2\n3\n");
+    let cwd = ws.path("code").display().to_string();
+    let blocks = |texts: &[&str]| -> Value {
+        let mut content = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            if i > 0 {
+                content.push(json!({"type": "tool_use", "id": "t", "name": "Bash", "input": {}}));
+            }
+            content.push(json!({"type": "text", "text": text}));
+        }
+        json!({"type": "assistant", "timestamp": "2026-01-20T12:01:00Z", "cwd": cwd,
+            "message": {"role": "assistant", "content": content}})
+    };
+    let claude = [
+        claude_user("2026-01-20T12:00:00Z", &cwd, "First"),
+        blocks(&[
+            "**Evidence**: src/a.py:1\n**Evidence**: src/a.py:2",
+            "**Evidence**: src/a.py:1\n**Evidence**: [d](https://d)",
+        ]),
+        blocks(&["**Evidence**: src/a.py:2\n**Evidence**: src/a.py:3"]),
+        claude_user("2026-01-20T12:03:00Z", &cwd, "Second"),
+        blocks(&["**Evidence**: src/a.py:1"]),
+        blocks(&["**Evidence**: src/a.py:9", "**Evidence**: src/a.py:9"]),
+    ];
+    let output = |texts: &[&str]| -> Value {
+        let content: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"type": "output_text", "text": t}))
+            .collect();
+        json!({"type": "response_item", "timestamp": "2026-01-20T13:00:02Z",
+            "payload": {"type": "message", "role": "assistant", "content": content}})
+    };
+    let codex = [
+        json!({"type": "session_meta", "timestamp": "2026-01-20T13:00:00Z", "payload": {"id": "x", "cwd": cwd}}),
+        json!({"type": "event_msg", "timestamp": "2026-01-20T13:00:01Z", "payload": {"type": "user_message", "message": "Go"}}),
+        output(&[
+            "**Evidence**: src/a.py:1",
+            "**Evidence**: src/a.py:1\n**Evidence**: src/a.py:2",
+        ]),
+        json!({"type": "event_msg", "timestamp": "2026-01-20T13:00:03Z", "payload": {"type": "agent_message", "message": "**Evidence**: src/a.py:3"}}),
+        output(&["**Evidence**: src/a.py:2"]),
+    ];
+    let jsonl = |lines: &[Value]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+    ws.write(
+        &format!("projects/{P}/sessions/claude-code/c.jsonl"),
+        jsonl(&claude),
+    );
+    ws.write(
+        &format!("projects/{P}/sessions/codex/x.jsonl"),
+        jsonl(&codex),
+    );
+    let index = [
+        index_row(
+            "S0001",
+            "claude-code",
+            "sessions/claude-code/c.jsonl",
+            6,
+            &[("T0001", 1, 3), ("T0002", 4, 6)],
+        ),
+        index_row(
+            "S0002",
+            "codex",
+            "sessions/codex/x.jsonl",
+            5,
+            &[("T0001", 1, 5)],
+        ),
+    ]
+    .concat();
+    ws.write(&format!("projects/{P}/sessions.index.jsonl"), index);
+    ws.ok(&["import"]);
+
+    // The tools.
+    let client = connect(&ws).await;
+    let read = |s: &str, t: Option<&str>| {
+        let mut args = json!({"project_key": P, "session_ref": s});
+        if let Some(t) = t {
+            args["turn_ref"] = json!(t);
+        }
+        args
+    };
+    let places = |answer: &Value| -> Vec<(u64, u64, String)> {
+        answer["citations"]
+            .as_array()
+            .expect("citations")
+            .iter()
+            .map(|c| {
+                (
+                    c["line"].as_u64().unwrap(),
+                    c["content_index"].as_u64().unwrap(),
+                    c["reference"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let s1 = call_ok(&client, "read_agent_citations", read("S0001", None)).await;
+    assert_eq!(s1["citation_count"], 6);
+    let t1 = call_ok(
+        &client,
+        "read_agent_citations",
+        read("S0001", Some("T0001")),
+    )
+    .await;
+    assert_eq!(t1["citation_count"], 4);
+    let owned = |v: &[(u64, u64, &str)]| -> Vec<(u64, u64, String)> {
+        v.iter()
+            .map(|(l, c, r)| (*l, *c, (*r).to_owned()))
+            .collect()
+    };
+    // The link is in the line's second text block (the tool call between is block 1).
+    assert_eq!(
+        places(&t1),
+        owned(&[
+            (2, 0, "src/a.py:1"),
+            (2, 0, "src/a.py:2"),
+            (2, 2, "d: https://d"),
+            (3, 0, "src/a.py:3"),
+        ])
+    );
+    let t2 = call_ok(
+        &client,
+        "read_agent_citations",
+        read("S0001", Some("T0002")),
+    )
+    .await;
+    assert_eq!(
+        places(&t2),
+        owned(&[(5, 0, "src/a.py:1"), (6, 0, "src/a.py:9")])
+    );
+    let s2 = call_ok(&client, "read_agent_citations", read("S0002", None)).await;
+    assert_eq!(
+        places(&s2),
+        owned(&[(3, 0, "src/a.py:1"), (3, 1, "src/a.py:2")])
+    );
+    let search = call_ok(
+        &client,
+        "search_agent_citations",
+        json!({"query": "a.py", "limit": 200}),
+    )
+    .await;
+    assert_eq!(search["total_matches"], 7);
+    client.cancel().await.expect("server stops");
+
+    // dump citations and dump --stats.
+    let dump: Value =
+        serde_json::from_str(&ws.ok(&["dump", "citations", "--json"])).expect("dump is JSON");
+    assert_eq!(dump["citations"], 8);
+    let sessions = &dump["projects"][0]["sessions"];
+    assert_eq!(sessions[0]["citations"], 6);
+    assert_eq!(sessions[0]["turns"][0]["citations"], 4);
+    assert_eq!(sessions[0]["turns"][1]["citations"], 2);
+    assert_eq!(sessions[1]["citations"], 2);
+    let stats: Value =
+        serde_json::from_str(&ws.ok(&["dump", "--stats", "--json"])).expect("stats are JSON");
+    assert_eq!(stats["citations"], 8);
+    assert!(
+        ws.ok(&["dump", "--stats"])
+            .contains("\nEvidence citations: 8\n")
+    );
+
+    // The receipts.
+    ws.ok(&["export"]);
+    let counts: Vec<u64> = ["S0001-T0001", "S0001-T0002", "S0002-T0001"]
+        .iter()
+        .map(|name| {
+            let bytes = ws.read(&format!("{RECEIPTS}/evidence-{name}.json"));
+            let receipt: Value = serde_json::from_slice(&bytes).expect("receipt");
+            assert_eq!(
+                receipt["citation_count"].as_u64(),
+                receipt["citations"].as_array().map(|c| c.len() as u64)
+            );
+            receipt["citation_count"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(counts, [4, 2, 2]);
+    assert_eq!(receipts(&ws).len(), 3);
+}
