@@ -487,6 +487,32 @@ fn the_upgrade_to_4_scans_every_session_once() {
     assert_eq!(import_scans(&ws), 0);
 }
 
+/// A version-5 store keeps its line tables, but its citations were taken under older
+/// rules: the upgrade drops them and the next import takes every session's citations
+/// again, once.
+#[test]
+fn the_upgrade_to_6_takes_every_session_s_citations_again() {
+    let p = Project::new();
+    let ws = workspace(&p, "\n");
+    assert_eq!(import_scans(&ws), 2);
+    let before = ws.ok(&["dump", "citations", "--json"]);
+    {
+        let db = redb::Database::open(ws.store()).unwrap();
+        let txn = db.begin_write().unwrap();
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta)
+            .unwrap()
+            .insert("schema_version", 5)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let refused = ws.fails(&["dump", "citations"]);
+    assert!(refused.contains("evidence-store import"), "{refused}");
+    assert_eq!(import_scans(&ws), 2);
+    assert_eq!(import_scans(&ws), 0);
+    assert_eq!(ws.ok(&["dump", "citations", "--json"]), before);
+}
+
 /// Imports racing each other and a server: every answer is one consistent set of
 /// citations, never a mix or a doubled set.
 #[tokio::test]
