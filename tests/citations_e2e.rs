@@ -790,4 +790,20 @@ async fn every_count_agrees_on_multi_block_and_multi_line_turns() {
         .collect();
     assert_eq!(counts, [4, 2, 2]);
     assert_eq!(receipts(&ws).len(), 3);
+
+    // verify-citations counts the same way (a.py:9 is out of range, the link unchecked).
+    let out = ws.ok(&["verify-citations"]);
+    assert!(
+        out.contains(
+            "checked 8 citation(s) in 2 session(s) (line_out_of_range 1, ok 6, unchecked 1): 0 changed, nothing written"
+        ),
+        "{out}"
+    );
+    ws.write("code/src/a.py", "1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+    let out = ws.ok(&["verify-citations"]);
+    // Every entry got the new digest; counted once per turn: 7 of the 8 changed.
+    assert!(
+        out.contains("(ok 7, unchecked 1): 7 changed, new results stored"),
+        "{out}"
+    );
 }
