@@ -297,9 +297,15 @@ async fn symlinks_out_of_the_project_are_outside_and_never_opened() {
     link(Path::new("../../../../../../../../none.py"), "gone_rel.py");
     link(outside.path(), "out");
     link(Path::new("src/none.py"), "gone_inside.py");
+    // A FIFO where a file is cited: opened without blocking, then refused by fstat.
+    let made = Command::new("mkfifo")
+        .arg(project.join("src/pipe.py"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
     let text = "**Evidence**: src/a.py:3\n**Evidence**: link.py:1\n**Evidence**: gone.py:1\n\
                 **Evidence**: gone_rel.py:1\n**Evidence**: out/secret.py:1\n\
-                **Evidence**: gone_inside.py:1";
+                **Evidence**: gone_inside.py:1\n**Evidence**: src/pipe.py:1";
     let ws = workspace(&[(
         "S0001",
         "claude-code",
@@ -320,6 +326,7 @@ async fn symlinks_out_of_the_project_are_outside_and_never_opened() {
         ("gone_rel.py:1", "outside_project"),
         ("out/secret.py:1", "outside_project"),
         ("gone_inside.py:1", "missing_file"),
+        ("src/pipe.py:1", "unchecked"),
     ];
     let want: Vec<(String, String)> = want
         .iter()
