@@ -249,7 +249,7 @@ fn run_verify_citations(
         done.citations,
         done.sessions,
         done.changed,
-        if done.changed > 0 {
+        if done.written {
             ", new results stored"
         } else {
             ", nothing written"

@@ -187,13 +187,15 @@ fn citations(
         .iter()
         .filter(|g| session_ref.is_none_or(|s| s == g.session_ref))
         .flat_map(|g| {
-            g.citations.iter().map(|c| aggregate::Item {
-                project_key: &g.project_key,
-                session_ref: &g.session_ref,
-                turn_ref: c.citation.turn_ref.as_deref(),
-                kind: &c.citation.kind,
-                status: &c.citation.check.status,
-            })
+            crate::agent_citations::counted(&g.citations)
+                .into_iter()
+                .map(|c| aggregate::Item {
+                    project_key: &g.project_key,
+                    session_ref: &g.session_ref,
+                    turn_ref: c.citation.turn_ref.as_deref(),
+                    kind: &c.citation.kind,
+                    status: &c.citation.check.status,
+                })
         });
     let mut value = serde_json::to_value(aggregate::aggregate(items))
         .map_err(|e| DumpError::Range(e.to_string()))?;
@@ -225,7 +227,7 @@ fn stats(store: &Store) -> Result<Value, DumpError> {
         "documents": totals.documents,
         "document_bytes": totals.document_bytes,
         // `null` for a store from before citations were indexed (read-only, not migrated).
-        "citations": reader.citation_count().ok(),
+        "citations": crate::agent_citations::counted_total(&reader).ok(),
         "tables": tables,
     }))
 }

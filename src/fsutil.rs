@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -139,8 +139,18 @@ impl Root {
     /// inside; an absolute one, or `..` above the root, is refused), so a directory
     /// swapped for a symlink between two steps cannot redirect either.
     fn open_beneath(&self, rel: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+        self.open_beneath_errno(rel, flags, mode)
+            .map_err(|e| match e {
+                Errno::XDEV | Errno::LOOP => escape(&self.path, rel),
+                e => e.into(),
+            })
+    }
+
+    /// [`Root::open_beneath`] with the kernel's own error: `XDEV` when resolving left the
+    /// root (or met an absolute symlink), `LOOP` for a final symlink under `NOFOLLOW`.
+    fn open_beneath_errno(&self, rel: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
         let flags = flags | OFlags::CLOEXEC;
-        let opened = match rfs::openat2(
+        match rfs::openat2(
             &self.fd,
             rel,
             flags,
@@ -151,11 +161,7 @@ impl Root {
             // following no symlink at all.
             Err(Errno::NOSYS) => self.open_without_symlinks(rel, flags, mode),
             other => other,
-        };
-        opened.map_err(|e| match e {
-            Errno::XDEV | Errno::LOOP => escape(&self.path, rel),
-            e => e.into(),
-        })
+        }
     }
 
     fn open_without_symlinks(
@@ -241,6 +247,74 @@ impl Root {
             self.dir(parent)?
         };
         Ok((dir, name))
+    }
+}
+
+/// A directory opened once and held, beneath which paths are opened as under the
+/// workspace root: the kernel resolves every component relative to the descriptor and
+/// never leaves it (an absolute symlink, or `..` above the directory, is refused), so a
+/// component swapped for a symlink between two opens redirects neither.
+pub struct HeldDir(Root);
+
+impl HeldDir {
+    /// Opens the directory `path` (symlinks in `path` itself are followed) and takes its
+    /// real location from the descriptor, so the location named is the one held.
+    pub fn open(path: &Path) -> io::Result<HeldDir> {
+        let fd = rfs::open(
+            path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let real = match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+            Ok(real) if real.is_absolute() => real,
+            // No /proc: the resolved path, accepted only when it names the same directory.
+            _ => {
+                let real = path.canonicalize()?;
+                let held = rfs::fstat(&fd)?;
+                let named = rfs::stat(&real)?;
+                if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino) {
+                    return Err(io::Error::other(format!(
+                        "{} changed while it was opened",
+                        path.display()
+                    )));
+                }
+                real
+            }
+        };
+        Ok(HeldDir(Root { path: real, fd }))
+    }
+
+    /// Where the held directory really is.
+    pub fn real_path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// The held directory's descriptor.
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.fd.as_fd()
+    }
+
+    /// Opens `rel` beneath the directory with `flags` (and `O_CLOEXEC`), returning the
+    /// kernel's error as it is: `XDEV` when resolving would leave the directory or met an
+    /// absolute symlink, `LOOP` for a final symlink when `flags` has `NOFOLLOW`, `NOENT`,
+    /// `NOTDIR`.
+    pub fn open_beneath(&self, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+        self.0.open_beneath_errno(rel, flags, Mode::empty())
+    }
+
+    /// The target of the symlink `rel` beneath the directory (its own directory resolved
+    /// beneath; the link itself not followed).
+    pub fn read_link_beneath(&self, rel: &Path) -> Result<PathBuf, Errno> {
+        let name = rel.file_name().ok_or(Errno::INVAL)?;
+        let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
+        let target = match parent {
+            Some(parent) => {
+                let dir = self.open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+                rfs::readlinkat(&dir, name, Vec::new())?
+            }
+            None => rfs::readlinkat(&self.0.fd, name, Vec::new())?,
+        };
+        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
     }
 }
 

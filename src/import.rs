@@ -406,7 +406,8 @@ pub fn import(
     writer.commit()?;
     report.committed = true;
     progress.finish();
-    #[cfg(debug_assertions)]
+    // How many session files were scanned for citations, on stderr, when asked (tests of
+    // the incremental scan read it; in every build, so those tests run on release too).
     if std::env::var_os("EVIDENCE_STORE_COUNT_SCANS").is_some() {
         eprintln!("evidence-store: citation scans: {}", report.citation_scans);
     }

@@ -397,10 +397,6 @@ fn count_citations(ws: &Workspace, session_ref: &str) -> usize {
 }
 
 #[test]
-#[cfg_attr(
-    not(debug_assertions),
-    ignore = "the scan counter exists in debug builds"
-)]
 fn unchanged_files_are_not_scanned_again() {
     let p = Project::new();
     let ws = workspace(&p, "\n");
@@ -479,10 +475,6 @@ fn verify_citations_stores_what_changed() {
 /// A store of an older schema gains the citation tables when opened, and the next import
 /// scans every session once.
 #[test]
-#[cfg_attr(
-    not(debug_assertions),
-    ignore = "the scan counter exists in debug builds"
-)]
 fn the_upgrade_to_4_scans_every_session_once() {
     let ws = Workspace::example();
     std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
@@ -493,6 +485,32 @@ fn the_upgrade_to_4_scans_every_session_once() {
     .unwrap();
     assert_eq!(import_scans(&ws), 2);
     assert_eq!(import_scans(&ws), 0);
+}
+
+/// A version-5 store keeps its line tables, but its citations were taken under older
+/// rules: the upgrade drops them and the next import takes every session's citations
+/// again, once.
+#[test]
+fn the_upgrade_to_6_takes_every_session_s_citations_again() {
+    let p = Project::new();
+    let ws = workspace(&p, "\n");
+    assert_eq!(import_scans(&ws), 2);
+    let before = ws.ok(&["dump", "citations", "--json"]);
+    {
+        let db = redb::Database::open(ws.store()).unwrap();
+        let txn = db.begin_write().unwrap();
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta)
+            .unwrap()
+            .insert("schema_version", 5)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let refused = ws.fails(&["dump", "citations"]);
+    assert!(refused.contains("evidence-store import"), "{refused}");
+    assert_eq!(import_scans(&ws), 2);
+    assert_eq!(import_scans(&ws), 0);
+    assert_eq!(ws.ok(&["dump", "citations", "--json"]), before);
 }
 
 /// Imports racing each other and a server: every answer is one consistent set of

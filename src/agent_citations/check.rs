@@ -1,24 +1,51 @@
 //! Checking a file citation against the project directory it was written in.
 //!
-//! The directory is the citing line's `cwd`. Nothing outside it is read: the cited path
-//! is joined to the directory's real path and resolved; a path that leads elsewhere
-//! (absolute, `..`, or through a symlink) is `outside_project` and is not opened. Only a
-//! regular file is read, opened `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot hang the check)
-//! and checked again with `fstat` after the open. A check never fails: what cannot be
-//! decided is `unchecked`, with the reason.
+//! The project directory is the citing line's working directory. It is opened once and
+//! held; a cited file is opened beneath that descriptor (`openat2` with
+//! `RESOLVE_BENEATH`, `O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`), so the kernel
+//! resolves every component inside the held directory and a directory swapped for a
+//! symlink between two steps cannot lead the open elsewhere. The file is then checked on
+//! its descriptor (`fstat`: a regular file of at most [`MAX_FILE_BYTES`]) and its lines
+//! are counted from that same descriptor. Nothing is ever opened by a name resolved
+//! earlier.
+//!
+//! - A path that leads outside (absolute, `..` above the directory, a symlink that leaves
+//!   it, even one that dangles) is `outside_project` and nothing outside is opened.
+//! - A final symlink is followed by reading it and opening its target beneath the
+//!   directory again; an absolute one is followed only when it names a place inside.
+//! - A working directory that is `/`, or under `/proc`, `/sys`, `/dev`, `/etc`, `/boot`
+//!   or `/run` (as written or where it really is), or on a proc or sysfs filesystem, or
+//!   not a directory, checks nothing: every citation in it is `unchecked`, with the
+//!   reason.
+//!
+//! A check never fails: what cannot be decided is `unchecked`, with the reason.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::OFlags;
+use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 use crate::citations::verify::{self, Status};
+use crate::fsutil::HeldDir;
 
 /// Cited files larger than this are not read (`unchecked`).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// System directories: a working directory at or under one of them is no project.
+const SYSTEM_DIRS: [&str; 6] = ["/proc", "/sys", "/dev", "/etc", "/boot", "/run"];
+
+/// Symlinks followed for one cited path before it is given up (the kernel's own limit).
+const MAX_SYMLINKS: usize = 40;
+
+/// How a cited file is opened.
+const OPEN_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
 
 /// The result of checking one citation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +76,7 @@ impl Checked {
     }
 }
 
-/// What a resolved file holds: its digest and line count, or why it was not read.
+/// What a cited file holds: its digest and line count, or why it was not read.
 #[derive(Debug, Clone)]
 enum Resolved {
     Read { sha256: [u8; 32], lines: u64 },
@@ -58,10 +85,12 @@ enum Resolved {
 }
 
 /// Checks file citations, remembering each file it read for the life of the checker (one
-/// import or one re-verification), so a file cited many times is read once.
+/// import or one re-verification), so a file cited many times is read once. Only the last
+/// project directory is held open (a session has one, usually), so a workspace of many
+/// projects never holds many descriptors.
 #[derive(Default)]
 pub struct Checker {
-    roots: HashMap<String, Result<PathBuf, String>>,
+    project: Option<(String, Result<HeldDir, String>)>,
     files: HashMap<(String, String), Resolved>,
 }
 
@@ -77,20 +106,22 @@ impl Checker {
         let Some(cwd) = cwd else {
             return Checked::unchecked("the session records no working directory");
         };
-        let root = self
-            .roots
-            .entry(cwd.to_owned())
-            .or_insert_with(|| real_dir(cwd))
-            .clone();
-        let root = match root {
-            Ok(root) => root,
-            Err(why) => return Checked::unchecked(why),
+        let key = (cwd.to_owned(), file_ref.path.to_owned());
+        let resolved = match self.files.get(&key) {
+            Some(resolved) => resolved.clone(),
+            None => {
+                if self.project.as_ref().is_none_or(|(held, _)| held != cwd) {
+                    self.project = Some((cwd.to_owned(), project_dir(cwd)));
+                }
+                let resolved = match self.project.as_ref().map(|(_, dir)| dir) {
+                    Some(Ok(dir)) => resolve_and_read(dir, file_ref.path),
+                    Some(Err(why)) => Resolved::Unchecked(why.clone()),
+                    None => Resolved::Unchecked("no project directory".to_owned()),
+                };
+                self.files.insert(key, resolved.clone());
+                resolved
+            }
         };
-        let resolved = self
-            .files
-            .entry((cwd.to_owned(), file_ref.path.to_owned()))
-            .or_insert_with(|| resolve_and_read(&root, file_ref.path))
-            .clone();
         match resolved {
             Resolved::Read { sha256, lines } => Checked {
                 status: verify::line_status(file_ref.lines, lines),
@@ -104,22 +135,48 @@ impl Checker {
     }
 }
 
-/// The real path of an absolute working directory.
-fn real_dir(cwd: &str) -> Result<PathBuf, String> {
+/// Why `dir` (absolute, without `.` or `..`) is no project directory, if it is none.
+fn system_dir(cwd: &str, dir: &Path) -> Option<String> {
+    if dir.parent().is_none() {
+        return Some(format!(
+            "the working directory {cwd} is the filesystem root; files are checked only inside a project directory"
+        ));
+    }
+    SYSTEM_DIRS
+        .iter()
+        .find(|system| dir.starts_with(system))
+        .map(|system| {
+            format!(
+                "the working directory {cwd} is under {system}, a system directory; files are checked only inside a project directory"
+            )
+        })
+}
+
+/// The working directory, opened and held, when it can be a project directory.
+fn project_dir(cwd: &str) -> Result<HeldDir, String> {
     let path = Path::new(cwd);
     if !path.is_absolute() {
         return Err(format!("the working directory {cwd} is not absolute"));
     }
-    match path.canonicalize() {
-        // Every path is inside `/`: confinement to it would confine nothing.
-        Ok(real) if real.parent().is_none() => Err(format!(
-            "the working directory {cwd} is the filesystem root; files are checked only inside a project directory"
-        )),
-        Ok(real) if real.is_dir() => Ok(real),
-        Ok(_) => Err(format!("the working directory {cwd} is not a directory")),
-        Err(e) => Err(format!(
-            "the working directory {cwd} cannot be resolved: {e}"
-        )),
+    // As written: a system directory is refused before anything in it is opened.
+    if let Some(why) = system_dir(cwd, &lexical(path)) {
+        return Err(why);
+    }
+    let dir = HeldDir::open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOTDIR) => format!("the working directory {cwd} is not a directory"),
+        _ => format!("the working directory {cwd} cannot be opened: {e}"),
+    })?;
+    // Where it really is (a symlink to a system directory is one too).
+    if let Some(why) = system_dir(cwd, dir.real_path()) {
+        return Err(why);
+    }
+    match rustix::fs::fstatfs(dir.as_fd()) {
+        Ok(fs) if [libc::PROC_SUPER_MAGIC, libc::SYSFS_MAGIC].contains(&(fs.f_type as _)) => {
+            Err(format!(
+                "the working directory {cwd} is on a proc or sysfs filesystem; files are checked only inside a project directory"
+            ))
+        }
+        _ => Ok(dir),
     }
 }
 
@@ -139,38 +196,81 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-fn resolve_and_read(root: &Path, cited: &str) -> Resolved {
-    let joined = root.join(cited);
-    if !lexical(&joined).starts_with(root) {
+fn resolve_and_read(dir: &HeldDir, cited: &str) -> Resolved {
+    let root = dir.real_path();
+    if !lexical(&root.join(cited)).starts_with(root) {
         return Resolved::Status(Status::OutsideProject);
     }
-    let real = match joined.canonicalize() {
-        Ok(real) => real,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // Where the existing part of the path leads decides between the two.
-            let lenient = lexical(&crate::fsutil::resolve_lenient(&joined));
-            return Resolved::Status(if lenient.starts_with(root) {
-                Status::MissingFile
-            } else {
-                Status::OutsideProject
-            });
+    let mut rel = PathBuf::from(cited);
+    let mut again = 0;
+    for _ in 0..=MAX_SYMLINKS {
+        match dir.open_beneath(&rel, OPEN_FLAGS) {
+            Ok(fd) => return read_file(File::from(fd), cited),
+            Err(Errno::NOENT | Errno::NOTDIR) => return Resolved::Status(Status::MissingFile),
+            Err(Errno::LOOP) => {
+                // The last component is a symlink: its target, opened beneath again.
+                let target = match dir.read_link_beneath(&rel) {
+                    Ok(target) => target,
+                    Err(Errno::XDEV) => return escaped(root, &rel),
+                    Err(Errno::INVAL) => {
+                        return Resolved::Unchecked(format!(
+                            "cannot open {cited}: too many levels of symbolic links"
+                        ));
+                    }
+                    Err(e) => {
+                        return Resolved::Unchecked(format!(
+                            "cannot open {cited}: {}",
+                            std::io::Error::from(e)
+                        ));
+                    }
+                };
+                rel = if target.is_absolute() {
+                    match lexical(&target).strip_prefix(root) {
+                        Ok(inside) if !inside.as_os_str().is_empty() => inside.to_path_buf(),
+                        _ => return Resolved::Status(Status::OutsideProject),
+                    }
+                } else {
+                    rel.parent().unwrap_or(Path::new("")).join(target)
+                };
+            }
+            Err(Errno::XDEV) => return escaped(root, &rel),
+            // A rename elsewhere while the kernel resolved `..`: try again, a few times.
+            Err(Errno::AGAIN) if again < 3 => again += 1,
+            Err(e) => {
+                return Resolved::Unchecked(format!(
+                    "cannot open {cited}: {}",
+                    std::io::Error::from(e)
+                ));
+            }
         }
-        Err(e) => return Resolved::Unchecked(format!("cannot resolve {cited}: {e}")),
-    };
-    if !real.starts_with(root) {
-        return Resolved::Status(Status::OutsideProject);
     }
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&real)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Resolved::Status(Status::MissingFile);
-        }
-        Err(e) => return Resolved::Unchecked(format!("cannot open {cited}: {e}")),
-    };
+    Resolved::Unchecked(format!(
+        "cannot open {cited}: too many levels of symbolic links"
+    ))
+}
+
+/// A path the kernel would not resolve beneath the project directory: `outside_project`
+/// when it leads outside (a dangling symlink by where it points), else `unchecked` (an
+/// absolute symlink on the way that comes back inside is not followed). Only names are
+/// resolved here; nothing is opened.
+fn escaped(root: &Path, rel: &Path) -> Resolved {
+    let mut real = lexical(&crate::fsutil::resolve_lenient(&root.join(rel)));
+    if let (Ok(target), Some(parent)) = (std::fs::read_link(&real), real.parent()) {
+        real = lexical(&crate::fsutil::resolve_lenient(&parent.join(target)));
+    }
+    if real.starts_with(root) {
+        Resolved::Unchecked(format!(
+            "{} has an absolute symlink on its way, which is not followed",
+            rel.display()
+        ))
+    } else {
+        Resolved::Status(Status::OutsideProject)
+    }
+}
+
+/// The digest and line count of an opened file, when it is a regular file within the
+/// size limit; everything is read from this descriptor.
+fn read_file(mut file: File, cited: &str) -> Resolved {
     let meta = match file.metadata() {
         Ok(meta) => meta,
         Err(e) => return Resolved::Unchecked(format!("cannot stat {cited}: {e}")),
@@ -178,21 +278,21 @@ fn resolve_and_read(root: &Path, cited: &str) -> Resolved {
     if !meta.is_file() {
         return Resolved::Unchecked(format!("{cited} is not a regular file"));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Resolved::Unchecked(format!(
+    let too_large = || {
+        Resolved::Unchecked(format!(
             "{cited} is larger than {} MiB",
             MAX_FILE_BYTES >> 20
-        ));
+        ))
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return too_large();
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     if let Err(e) = (&mut file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
         return Resolved::Unchecked(format!("cannot read {cited}: {e}"));
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Resolved::Unchecked(format!(
-            "{cited} is larger than {} MiB",
-            MAX_FILE_BYTES >> 20
-        ));
+        return too_large();
     }
     let lines = crate::lines::splitlines(&crate::lines::decode(&bytes)).count() as u64;
     Resolved::Read {
@@ -262,6 +362,74 @@ mod tests {
             let at_root = checker.check("file", "etc/hostname:1", Some(root));
             assert_eq!(at_root.status, Status::Unchecked, "{root}");
             assert_eq!(at_root.sha256, None);
+        }
+    }
+
+    #[test]
+    fn symlinks_beneath_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let project = dir.path().join("proj");
+        std::fs::create_dir_all(project.join("src/deep")).unwrap();
+        std::fs::write(project.join("src/a.py"), "1\n2\n").unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, project.join(name)).unwrap();
+        };
+        // Dangling, pointing outside: absolute and relative.
+        link(&outside.path().join("none.py"), "gone_abs.py");
+        link(Path::new("../../none.py"), "gone_rel.py");
+        // Dangling, pointing inside.
+        link(Path::new("src/none.py"), "gone_in.py");
+        // Absolute, pointing inside: followed beneath the project.
+        link(&project.join("src/a.py"), "abs_in.py");
+        // Relative through `..` inside, and a chain of two.
+        link(Path::new("../a.py"), "src/deep/up.py");
+        link(Path::new("src/deep/up.py"), "chain.py");
+        // A loop.
+        link(Path::new("loop2.py"), "loop1.py");
+        link(Path::new("loop1.py"), "loop2.py");
+        let cwd = project.to_str().unwrap();
+        let mut checker = Checker::default();
+        let mut check = |reference: &str| checker.check("file", reference, Some(cwd));
+        assert_eq!(check("gone_abs.py:1").status, Status::OutsideProject);
+        assert_eq!(check("gone_rel.py:1").status, Status::OutsideProject);
+        assert_eq!(check("gone_in.py:1").status, Status::MissingFile);
+        assert_eq!(check("abs_in.py:2").status, Status::Ok);
+        assert_eq!(check("src/deep/up.py:2").status, Status::Ok);
+        assert_eq!(check("chain.py:2").status, Status::Ok);
+        assert_eq!(check("src/a.py/x.py:1").status, Status::MissingFile);
+        let looped = check("loop1.py:1");
+        assert_eq!(looped.status, Status::Unchecked);
+        assert!(looped.detail.unwrap().contains("symbolic links"));
+    }
+
+    #[test]
+    fn system_and_odd_working_directories_check_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc_link")).unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let etc_link = dir.path().join("etc_link");
+        let file = dir.path().join("file");
+        let missing = dir.path().join("missing");
+        let mut checker = Checker::default();
+        for (cwd, says) in [
+            ("/etc", "under /etc"),
+            ("/etc/", "under /etc"),
+            ("/proc/self", "under /proc"),
+            ("/proc/../proc/self", "under /proc"),
+            ("/sys/kernel", "under /sys"),
+            ("/dev", "under /dev"),
+            ("/boot", "under /boot"),
+            ("/run", "under /run"),
+            (etc_link.to_str().unwrap(), "under /etc"),
+            (file.to_str().unwrap(), "not a directory"),
+            (missing.to_str().unwrap(), "cannot be opened"),
+        ] {
+            let got = checker.check("file", "passwd:1", Some(cwd));
+            assert_eq!(got.status, Status::Unchecked, "{cwd}");
+            assert_eq!(got.sha256, None, "{cwd}");
+            let detail = got.detail.unwrap_or_default();
+            assert!(detail.contains(says), "{cwd}: {detail}");
         }
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::store::citations::{CitationLookup, StoredCheck};
+use crate::store::citations::{CitationLookup, CitationRecord, StoredCheck};
 use crate::store::{Lookup, Store, StoreError, Writer};
 use crate::workspace::Session;
 
@@ -26,6 +26,42 @@ pub fn verification(check: &StoredCheck) -> crate::citations::receipt::Verificat
         file_lines: check.file_lines,
         detail: check.detail.clone(),
     }
+}
+
+/// One session's stored citations as they are counted and listed: each once per turn
+/// ([`crate::citations::once_per_turn`]).
+pub fn counted(records: &[CitationRecord]) -> Vec<&CitationRecord> {
+    crate::citations::once_per_turn(records, |r| crate::citations::Place {
+        turn_ref: r.citation.turn_ref.as_deref(),
+        line: r.line,
+        content_index: r.citation.content_index,
+        kind: &r.citation.kind,
+        reference: &r.citation.reference,
+    })
+}
+
+/// For each of one session's stored citations, whether [`counted`] keeps it.
+fn counted_mask(records: &[CitationRecord]) -> Vec<bool> {
+    let mut kept = counted(records).into_iter().peekable();
+    records
+        .iter()
+        .map(|r| {
+            let keep = kept.peek().is_some_and(|k| std::ptr::eq(*k, r));
+            if keep {
+                kept.next();
+            }
+            keep
+        })
+        .collect()
+}
+
+/// How many citations the store holds, counted by [`counted`], over the workspace.
+pub fn counted_total(reader: &impl CitationLookup) -> Result<u64, StoreError> {
+    Ok(reader
+        .workspace_citations(None)?
+        .iter()
+        .map(|group| counted(&group.citations).len() as u64)
+        .sum())
 }
 
 /// Rewrites the turn refs of a session's stored citations after its turns changed in the
@@ -57,10 +93,14 @@ pub fn retarget_turns(
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Reverified {
     pub sessions: usize,
+    /// Citations, counted as the tools and `dump` count them ([`counted`]); every stored
+    /// entry is checked, a repeat within a turn included.
     pub citations: usize,
-    /// Citations whose result (status, digest, line count or reason) differs from the
-    /// stored one.
+    /// Of those, the ones whose result (status, digest, line count or reason) differs
+    /// from the stored one.
     pub changed: usize,
+    /// Whether new results were stored (a repeat's changed result is stored too).
+    pub written: bool,
     /// Citations by status after the check.
     pub by_status: BTreeMap<&'static str, usize>,
 }
@@ -107,6 +147,7 @@ pub fn verify_citations(
     }
     let mut checker = check::Checker::default();
     let mut out = Reverified::default();
+    let mut stored_changed = 0;
     for mut group in writer.workspace_citations(project_key)? {
         if session_ref.is_some_and(|s| s != group.session_ref) {
             continue;
@@ -116,7 +157,9 @@ pub fn verify_citations(
         };
         out.sessions += 1;
         let mut changed = 0;
-        for record in &mut group.citations {
+        let mut changed_counted = 0;
+        let mask = counted_mask(&group.citations);
+        for (record, counts) in group.citations.iter_mut().zip(mask) {
             let c = &mut record.citation;
             let checked = checker.check(&c.kind, &c.reference, c.check.cwd.as_deref());
             let fresh = StoredCheck {
@@ -126,9 +169,13 @@ pub fn verify_citations(
                 file_lines: checked.file_lines,
                 detail: checked.detail,
             };
-            *out.by_status.entry(checked.status.as_str()).or_default() += 1;
-            out.citations += 1;
-            if fresh != c.check {
+            let differs = fresh != c.check;
+            if counts {
+                *out.by_status.entry(checked.status.as_str()).or_default() += 1;
+                out.citations += 1;
+                changed_counted += usize::from(differs);
+            }
+            if differs {
                 c.check = fresh;
                 changed += 1;
             }
@@ -140,11 +187,13 @@ pub fn verify_citations(
                 &scan,
                 &group.citations,
             )?;
-            out.changed += changed;
+            out.changed += changed_counted;
+            stored_changed += changed;
         }
     }
-    if out.changed > 0 {
+    if stored_changed > 0 {
         writer.commit()?;
+        out.written = true;
     }
     Ok(out)
 }

@@ -23,6 +23,9 @@ pub struct CitationView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_ref: Option<String>,
     pub line: u64,
+    /// Which content block of the line's message list the citation is in (`null` for a
+    /// message that is not in a list).
+    pub content_index: Option<u64>,
     pub turn_ref: Option<String>,
     #[serde(rename = "type")]
     pub kind: String,
@@ -43,6 +46,7 @@ fn view(record: &CitationRecord, place: Option<(&str, &str)>) -> CitationView {
         project_key: place.map(|p| p.0.to_owned()),
         session_ref: place.map(|p| p.1.to_owned()),
         line: record.line,
+        content_index: c.content_index,
         turn_ref: c.turn_ref.clone(),
         kind: c.kind.clone(),
         reference: c.reference.clone(),
@@ -133,9 +137,9 @@ pub fn read_agent_citations(
                 "use a turn_ref listed in the session's turns in sessions.index.jsonl",
             ));
         }
-        let citations: Vec<CitationView> = reader
-            .session_citations(project_key, session_ref)?
-            .iter()
+        let stored = reader.session_citations(project_key, session_ref)?;
+        let citations: Vec<CitationView> = super::counted(&stored)
+            .into_iter()
             .filter(|r| turn_ref.is_none() || r.citation.turn_ref.as_deref() == turn_ref)
             .map(|r| view(r, None))
             .collect();
@@ -216,7 +220,7 @@ pub fn search_agent_citations(
         }
         let mut hits: Vec<(u8, CitationView)> = Vec::new();
         for group in reader.workspace_citations(project_key)? {
-            for record in &group.citations {
+            for record in super::counted(&group.citations) {
                 if kind.is_some_and(|k| k != record.citation.kind) {
                     continue;
                 }

@@ -148,6 +148,9 @@ fn session_receipts(
     if order.is_empty() {
         return Ok(Vec::new());
     }
+    // The receipt's citations, by the one counting rule; the messages it hashes are all
+    // those of the turn that carry a citation, repeated or not.
+    let counted = super::counted(found);
     let rel = crate::session::rel_path(key, &session.session_path);
     let handle = crate::session::open_imported(root, &rel, file).map_err(|e| match e {
         crate::session::OpenError::Changed(what) => {
@@ -248,8 +251,9 @@ fn session_receipts(
             timestamp,
             user_text: user_text.as_deref(),
             messages: messages.iter().map(String::as_str).collect(),
-            cited: cited
+            cited: counted
                 .iter()
+                .filter(|c| c.citation.turn_ref.as_deref() == Some(turn_ref))
                 .map(|c| Cited {
                     line: c.line,
                     citation: Citation {

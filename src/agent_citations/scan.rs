@@ -13,9 +13,13 @@
 //! in these needles, so a line without them carries no citation. (A line that spelled
 //! an ASCII letter of the marker as a `\u00XX` escape would be passed over.)
 //!
-//! The search also notes where `"cwd"` keys are, so that a citing line without a `cwd`
-//! of its own (a Codex message) gets the one of the nearest earlier line that has one
-//! (a Codex `turn_context` or `session_meta`).
+//! The project directory a citation is checked in is, for a Claude Code line, the line's
+//! own top-level `cwd`; for a Codex line, the `cwd` of the nearest earlier
+//! `turn_context`, else of the session's `session_meta`. No other `"cwd"` key counts (a
+//! Codex `exec_command_begin` event names the directory of one command, not the
+//! project). So the search also notes where the JSON strings `"turn_context"` and
+//! `"session_meta"` are (only the lines holding one can be such a record), and those
+//! lines are read back for a Codex session that cites something.
 
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -32,7 +36,9 @@ use crate::workspace::Session;
 use super::check::Checker;
 
 const CITE_NEEDLES: [&[u8]; 3] = [b"**Evidence**:", br#"\"evidence\""#, br#"\"citations\""#];
-const CWD_NEEDLE: &[u8] = br#""cwd""#;
+/// The `type` values of the Codex records that name the project directory, as JSON
+/// strings (a quote inside a JSON string is escaped, so these bytes are a string token).
+const CONTEXT_NEEDLES: [&[u8]; 2] = [br#""turn_context""#, br#""session_meta""#];
 /// The first two needles share this; one search finds both, then the bytes around each
 /// hit tell which (if either) it is.
 const VIDENCE: &[u8] = b"vidence";
@@ -45,12 +51,14 @@ const CHUNK: usize = 256 << 10;
 /// over; no agent writes an assistant message of this size.
 pub const MAX_LINE_BYTES: u64 = 32 << 20;
 
-/// Where a file may cite something: byte offsets of needle hits, each with the offset of
-/// the last `"cwd"` key before it.
+/// Where a file may cite something (byte offsets of needle hits), and where it may name
+/// its project directory (offsets of [`CONTEXT_NEEDLES`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Prescan {
     /// Sorted, one per hit.
-    hits: Vec<(u64, Option<u64>)>,
+    hits: Vec<u64>,
+    /// Sorted, one per context needle.
+    contexts: Vec<u64>,
 }
 
 impl Prescan {
@@ -58,13 +66,12 @@ impl Prescan {
         self.hits.is_empty()
     }
 
-    /// Every offset whose line must be found: hits and their `cwd` lines, sorted, once.
+    /// Every offset whose line must be found: hits and context needles, sorted, once.
     fn wanted(&self) -> Vec<u64> {
-        let mut out: Vec<u64> = self
-            .hits
-            .iter()
-            .flat_map(|(hit, cwd)| std::iter::once(*hit).chain(*cwd))
-            .collect();
+        if self.hits.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<u64> = self.hits.iter().chain(&self.contexts).copied().collect();
         out.sort_unstable();
         out.dedup();
         out
@@ -80,10 +87,9 @@ const OVERLAP: usize = 14;
 pub struct Searcher {
     vidence: Finder<'static>,
     citations: Finder<'static>,
-    cwd: Finder<'static>,
-    /// Hits, each with the last `"cwd"` before it in this stretch.
-    hits: Vec<(u64, Option<u64>)>,
-    last_cwd: Option<u64>,
+    contexts: [Finder<'static>; 2],
+    hits: Vec<u64>,
+    context_hits: Vec<u64>,
     /// The last bytes seen (at most [`OVERLAP`]) and their offset.
     carry: Vec<u8>,
     carry_at: u64,
@@ -94,9 +100,9 @@ impl Default for Searcher {
         Searcher {
             vidence: Finder::new(VIDENCE),
             citations: Finder::new(CITE_NEEDLES[2]),
-            cwd: Finder::new(CWD_NEEDLE),
+            contexts: CONTEXT_NEEDLES.map(Finder::new),
             hits: Vec::new(),
-            last_cwd: None,
+            context_hits: Vec::new(),
             carry: Vec::with_capacity(2 * OVERLAP),
             carry_at: 0,
         }
@@ -153,47 +159,35 @@ impl Searcher {
             .collect();
         found.sort_unstable();
         found.dedup();
-        let cwds = self
-            .cwd
-            .find_iter(data)
-            .filter(|&i| keep(i, CWD_NEEDLE.len()))
-            .map(|i| base + i as u64);
-        if found.is_empty() {
-            // Only the last `"cwd"` can matter to a later hit. (A forward search: the
-            // reverse one has no vectorised prefilter and is several times slower.)
-            if let Some(c) = cwds.last() {
-                self.last_cwd = Some(c);
-            }
-            return;
-        }
-        let cwds: Vec<u64> = cwds.collect();
-        for hit in found {
-            let before = cwds.partition_point(|&c| c < hit);
-            let cwd = before.checked_sub(1).map(|i| cwds[i]).or(self.last_cwd);
-            self.hits.push((hit, cwd));
-        }
-        if let Some(&c) = cwds.last() {
-            self.last_cwd = Some(c);
-        }
+        self.hits.extend(found);
+        let mut contexts: Vec<u64> = self
+            .contexts
+            .iter()
+            .zip(CONTEXT_NEEDLES)
+            .flat_map(|(finder, needle)| {
+                finder
+                    .find_iter(data)
+                    .filter(move |&i| keep(i, needle.len()))
+            })
+            .map(|i| base + i as u64)
+            .collect();
+        contexts.sort_unstable();
+        self.context_hits.extend(contexts);
     }
 }
 
-/// The hits of a file's stretches, in file order: a hit with no `"cwd"` before it in its
-/// stretch gets the last one of the stretches before.
+/// The hits of a file's stretches, in file order.
 pub fn merge(searchers: Vec<Searcher>) -> Prescan {
     let mut out = Prescan::default();
-    let mut last_cwd = None;
     for searcher in searchers {
-        out.hits.extend(
-            searcher
-                .hits
-                .into_iter()
-                .map(|(hit, cwd)| (hit, cwd.or(last_cwd))),
-        );
-        if searcher.last_cwd.is_some() {
-            last_cwd = searcher.last_cwd;
-        }
+        out.hits.extend(searcher.hits);
+        out.contexts.extend(searcher.context_hits);
     }
+    // Stretches come in file order; sorted again in case they did not.
+    out.hits.sort_unstable();
+    out.hits.dedup();
+    out.contexts.sort_unstable();
+    out.contexts.dedup();
     out
 }
 
@@ -276,7 +270,8 @@ pub fn citations(
 ) -> io::Result<Vec<CitationRecord>> {
     let mut out = Vec::new();
     let mut done_line = 0;
-    for &(hit, cwd_hit) in &prescan.hits {
+    let mut contexts: Option<Vec<Context>> = None;
+    for &hit in &prescan.hits {
         let Some((line, entry)) = capture.line_of(hit) else {
             continue;
         };
@@ -298,18 +293,13 @@ pub fn citations(
         if texts.iter().all(|t| t.echo) {
             continue;
         }
-        let cwd = match line_cwd(&node) {
-            Some(cwd) => Some(cwd),
-            None => match cwd_hit.and_then(|c| capture.line_of(c)) {
-                Some((cwd_line, cwd_entry)) if cwd_line != line => read_line(file, &cwd_entry)?
-                    .and_then(|bytes| {
-                        let text = lines::decode(&bytes);
-                        pyjson::parse_borrowed(&text)
-                            .ok()
-                            .and_then(|n| line_cwd(&n))
-                    }),
-                _ => None,
-            },
+        let cwd = if session.source == "codex" {
+            if contexts.is_none() {
+                contexts = Some(codex_contexts(file, prescan, capture)?);
+            }
+            codex_cwd(contexts.as_deref().unwrap_or_default(), line)
+        } else {
+            own_cwd(&node)
         };
         let turn_ref = turn_of(session, line);
         for message in texts.iter().filter(|t| !t.echo) {
@@ -351,19 +341,81 @@ fn read_line(file: &SessionFile, entry: &LineEntry) -> io::Result<Option<Vec<u8>
     Ok(Some(bytes))
 }
 
-/// A line's working directory: its own `cwd` (Claude Code), or its payload's (Codex
-/// `session_meta`, `turn_context`), when a non-blank string.
-pub fn line_cwd(node: &Node<'_>) -> Option<String> {
-    let own = node.get("cwd");
-    let payload = node
-        .get("payload")
-        .filter(|p| p.is_object())
-        .and_then(|p| p.get("cwd"));
-    own.into_iter()
-        .chain(payload)
-        .filter_map(Node::as_str)
-        .find(|s| !s.is_blank())
+/// A non-blank string `cwd` of `node`.
+fn cwd_of(node: &Node<'_>) -> Option<String> {
+    node.get("cwd")
+        .and_then(Node::as_str)
+        .filter(|s| !s.is_blank())
         .map(|s| s.decode().into_owned())
+}
+
+/// A Claude Code line's working directory: its own top-level `cwd`.
+pub fn own_cwd(node: &Node<'_>) -> Option<String> {
+    cwd_of(node)
+}
+
+/// A Codex record that names the project directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Context {
+    line: u64,
+    /// `turn_context` (else `session_meta`).
+    turn: bool,
+    /// Its payload's `cwd`.
+    cwd: Option<String>,
+}
+
+/// The Codex `turn_context` and `session_meta` records of a file, in line order: the
+/// lines holding a context needle, read back, parsed, and kept when their top-level
+/// `type` is one of the two.
+fn codex_contexts(
+    file: &SessionFile,
+    prescan: &Prescan,
+    capture: &Capture,
+) -> io::Result<Vec<Context>> {
+    let mut out: Vec<Context> = Vec::new();
+    for &at in &prescan.contexts {
+        let Some((line, entry)) = capture.line_of(at) else {
+            continue;
+        };
+        if out.last().is_some_and(|c| c.line == line) {
+            continue;
+        }
+        let Some(bytes) = read_line(file, &entry)? else {
+            continue;
+        };
+        let text = lines::decode(&bytes);
+        let Ok(node) = pyjson::parse_borrowed(&text) else {
+            continue;
+        };
+        if !node.is_object() {
+            continue;
+        }
+        let kind = node.get("type").and_then(Node::as_str).map(|s| s.decode());
+        let turn = match kind.as_deref() {
+            Some("turn_context") => true,
+            Some("session_meta") => false,
+            _ => continue,
+        };
+        let cwd = node
+            .get("payload")
+            .filter(|p| p.is_object())
+            .and_then(cwd_of);
+        out.push(Context { line, turn, cwd });
+    }
+    Ok(out)
+}
+
+/// A Codex line's working directory: the `cwd` of the nearest `turn_context` before it,
+/// else of the session's (first) `session_meta`.
+fn codex_cwd(contexts: &[Context], line: u64) -> Option<String> {
+    let before = contexts.partition_point(|c| c.line < line);
+    let turn = contexts[..before].iter().rev().find(|c| c.turn);
+    turn.and_then(|c| c.cwd.clone()).or_else(|| {
+        contexts
+            .iter()
+            .find(|c| !c.turn)
+            .and_then(|c| c.cwd.clone())
+    })
 }
 
 /// The turn whose span holds `line`, first in `turns[]` order.
@@ -383,12 +435,7 @@ mod tests {
     fn scan(bytes: &[u8]) -> Vec<u64> {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, bytes).unwrap();
-        prescan(&file, bytes.len() as u64)
-            .unwrap()
-            .hits
-            .iter()
-            .map(|h| h.0)
-            .collect()
+        prescan(&file, bytes.len() as u64).unwrap().hits
     }
 
     #[test]
@@ -498,15 +545,16 @@ mod tests {
     /// Pieces of every small size find what one whole search finds.
     #[test]
     fn pieces_of_any_size_find_the_same() {
-        let text = br#"{"cwd":"/a"}
-x**Evidence**: a.py:1 \"evidence\" \"citations\" "cwd" **Evidence**:**Evidence**:
-\"evidence\"\"citations\"**Evidence"#;
+        let text = br#"{"type":"session_meta"}
+x**Evidence**: a.py:1 \"evidence\" \"citations\" "turn_context" **Evidence**:**Evidence**:
+\"evidence\"\"citations\"**Evidence \"turn_context\""#;
         let whole = {
             let mut s = Searcher::default();
             lines::Observer::observe(&mut s, 0, text);
             merge(vec![s])
         };
         assert_eq!(whole.hits.len(), 7, "{whole:?}");
+        assert_eq!(whole.contexts.len(), 2, "{whole:?}");
         for size in 1..30 {
             let mut s = Searcher::default();
             for (i, piece) in text.chunks(size).enumerate() {
@@ -514,28 +562,36 @@ x**Evidence**: a.py:1 \"evidence\" \"citations\" "cwd" **Evidence**:**Evidence**
             }
             assert_eq!(merge(vec![s]), whole, "pieces of {size}");
         }
-        // Two stretches: the second's first hit takes the first's last cwd.
-        let (a, b) = text.split_at(20);
+        // Two stretches, searched apart: the same hits.
+        let (a, b) = text.split_at(40);
         let mut first = Searcher::default();
         lines::Observer::observe(&mut first, 0, a);
         let mut second = Searcher::default();
-        lines::Observer::observe(&mut second, 20, b);
-        assert_eq!(merge(vec![first, second]).hits[0].1, Some(1));
+        lines::Observer::observe(&mut second, 40, b);
+        assert_eq!(merge(vec![first, second]).hits, whole.hits);
+    }
+
+    fn context(line: u64, turn: bool, cwd: &str) -> Context {
+        Context {
+            line,
+            turn,
+            cwd: Some(cwd.to_owned()).filter(|c| !c.is_empty()),
+        }
     }
 
     #[test]
-    fn cwd_hits_are_the_last_before() {
-        let bytes = br#"{"cwd":"/a"}
-{"x":"**Evidence**: a.py:1"}
-{"cwd":"/b","t":"**Evidence**: b.py:1"}
-"#;
-        let mut file = tempfile::tempfile().unwrap();
-        std::io::Write::write_all(&mut file, bytes).unwrap();
-        let p = prescan(&file, bytes.len() as u64).unwrap();
-        assert_eq!(p.hits.len(), 2);
-        assert_eq!(p.hits[0].1, Some(1));
-        let second_cwd = bytes.windows(5).rposition(|w| w == b"\"cwd\"").unwrap() as u64;
-        assert_eq!(p.hits[1].1, Some(second_cwd));
+    fn codex_cwd_is_the_turn_context_before_else_the_session_meta() {
+        let contexts = [
+            context(1, false, "/meta"),
+            context(3, true, "/t1"),
+            context(9, true, ""),
+        ];
+        assert_eq!(codex_cwd(&contexts, 2).as_deref(), Some("/meta"));
+        assert_eq!(codex_cwd(&contexts, 4).as_deref(), Some("/t1"));
+        // The line's own turn context names no cwd: the session's, not an older turn's.
+        assert_eq!(codex_cwd(&contexts, 10).as_deref(), Some("/meta"));
+        assert_eq!(codex_cwd(&contexts[1..2], 2), None);
+        assert_eq!(codex_cwd(&[], 2), None);
     }
 }
 

@@ -6,7 +6,9 @@
 //! 1. **Test results with or without `pytest `.** The marker
 //!    `**Evidence**: tests/test_auth.py::test_login - PASS` is a test citation, as is the
 //!    same text after `pytest `. The reference is always `<path> - PASS|FAIL`, so a test
-//!    cited both ways is one citation.
+//!    cited both ways is one citation. Without `pytest `, the path must name a test: a
+//!    file line (`src/a.py:3 - PASS`, already a file citation) and the bare word `pytest`
+//!    (`pytest - PASS`) are not test citations. With `pytest ` the seed's pattern holds.
 //! 2. **Line endings.** Every run of CRs directly before an LF is removed before matching
 //!    (CRLF becomes LF, and so does the doubled CRCRLF of a converted-twice file), so the
 //!    command pattern's `\n` matches and CRLF text gives the same citations as LF text.
@@ -72,8 +74,11 @@ static FILE_RE: LazyLock<Regex> =
 static COMMAND_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"(?s)\*\*Evidence\*\*:\s*```(?:bash|sh)\n(.*?)\n```"));
 static TEST_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(r"\*\*Evidence\*\*:\s*(?:pytest\s+)?([a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)")
+    compile(r"\*\*Evidence\*\*:\s*(pytest\s+)?([a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)")
 });
+/// A whole path that is a file line, as the file pattern's reference is.
+static FILE_LINE_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"\A[a-zA-Z0-9_/\.\-]+:\d+(?::\d+)?(?:-\d+)?\z"));
 static URL_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\*\*Evidence\*\*:\s*\[([^\]]+)\]\(([^)]+)\)"));
 
@@ -160,10 +165,14 @@ fn marker_citations(text: &str) -> Vec<Found> {
         ));
     }
     for caps in TEST_RE.captures_iter(text) {
-        let (Some(whole), Some(path), Some(result)) = (caps.get(0), caps.get(1), caps.get(2))
+        let (Some(whole), Some(path), Some(result)) = (caps.get(0), caps.get(2), caps.get(3))
         else {
             continue;
         };
+        // A match never holds a marker but its own, so passing one over loses no other.
+        if caps.get(1).is_none() && !names_a_test(path.as_str()) {
+            continue;
+        }
         let reference = format!("{} - {}", path.as_str(), result.as_str());
         found.push((whole.start(), whole.end(), citation(TEST, &reference, None)));
     }
@@ -175,6 +184,12 @@ fn marker_citations(text: &str) -> Vec<Found> {
         found.push((whole.start(), whole.end(), citation(URL, &reference, None)));
     }
     found
+}
+
+/// Whether the path of a test marker written without `pytest ` names a test: not the bare
+/// word `pytest`, and not a file line.
+fn names_a_test(path: &str) -> bool {
+    path != "pytest" && !FILE_LINE_RE.is_match(path)
 }
 
 fn citation(kind: &str, reference: &str, context: Option<&str>) -> Citation {
@@ -506,6 +521,7 @@ mod tests {
             &COMMAND_RE,
             &TEST_RE,
             &URL_RE,
+            &FILE_LINE_RE,
             &JSON_BLOCK_RE,
             &JSON_TAIL_RE,
         ] {

@@ -535,14 +535,40 @@ fn citations_ordered_by_position() {
     );
 }
 
-/// At one marker matched by two patterns, the file citation comes before the test.
+/// A file line followed by a result is a file citation only: without `pytest `, a test
+/// marker must name a test, and a file line names none.
 #[test]
-fn one_marker_two_patterns_file_first() {
+fn a_file_line_with_a_result_is_a_file_citation_only() {
     check(
         false,
         "**Evidence**: t.py:3 - PASS",
-        r#"[{"type": "file", "reference": "t.py:3", "context": "**Evidence**: t.py:3 - PASS"},
-            {"type": "test", "reference": "t.py:3 - PASS", "context": null}]"#,
+        r#"[{"type": "file", "reference": "t.py:3", "context": "**Evidence**: t.py:3 - PASS"}]"#,
+    );
+    check(
+        false,
+        "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS",
+        r#"[{"type": "file", "reference": "src/a.py:3-5", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"},
+            {"type": "file", "reference": "src/a.py:3:4", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"}]"#,
+    );
+    // With `pytest `, the seed's pattern: whatever path follows is the test.
+    check(
+        false,
+        "**Evidence**: pytest t.py:3 - PASS",
+        r#"[{"type": "test", "reference": "t.py:3 - PASS", "context": null}]"#,
+    );
+}
+
+/// The bare word `pytest` names no test: `**Evidence**: pytest - PASS` cites nothing,
+/// while a real test after it, or a node id without it, is a test.
+#[test]
+fn bare_pytest_is_no_test() {
+    check(false, "**Evidence**: pytest - PASS", "[]");
+    check(false, "**Evidence**: pytest  -  FAIL\n", "[]");
+    check(
+        false,
+        "**Evidence**: pytest - PASS\n**Evidence**: pytest tests/t.py - PASS\n**Evidence**: t.py::x - FAIL",
+        r#"[{"type": "test", "reference": "tests/t.py - PASS", "context": null},
+            {"type": "test", "reference": "t.py::x - FAIL", "context": null}]"#,
     );
 }
 

@@ -57,6 +57,74 @@ pub struct Located {
     pub citation: Citation,
 }
 
+/// Where a stored citation was found, as the counting rule needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Place<'a> {
+    /// The turn whose span holds the line, if one does.
+    pub turn_ref: Option<&'a str>,
+    pub line: u64,
+    /// The message's position in its record's `content` list.
+    pub content_index: Option<u64>,
+    pub kind: &'a str,
+    pub reference: &'a str,
+}
+
+/// The one rule by which citations are counted and listed (the tools, `dump`, `dump
+/// --stats` and receipts all use it): within one turn a citation (its type and
+/// reference) counts once, at its first place, in line order then content order then
+/// position, whichever messages, content blocks or lines of the turn repeat it. A
+/// citation on a line outside every turn counts once per message.
+///
+/// `items` are one session's citations in that order; the kept ones keep it.
+pub fn once_per_turn<'a, T>(
+    items: impl IntoIterator<Item = &'a T>,
+    place: impl Fn(&'a T) -> Place<'a>,
+) -> Vec<&'a T> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|item| {
+            let p = place(item);
+            let message = match p.turn_ref {
+                Some(_) => None,
+                None => Some((p.line, p.content_index)),
+            };
+            seen.insert((p.turn_ref, message, p.kind, p.reference))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_citation_counts_once_per_turn_and_once_per_message_outside_turns() {
+        let items = [
+            (Some("T1"), 2, Some(0), "file", "a.py:1"),
+            (Some("T1"), 2, Some(1), "file", "a.py:1"),
+            (Some("T1"), 3, Some(0), "file", "a.py:1"),
+            (Some("T1"), 3, Some(0), "test", "a.py:1"),
+            (Some("T2"), 5, Some(0), "file", "a.py:1"),
+            (None, 7, Some(0), "file", "a.py:1"),
+            (None, 7, Some(0), "file", "a.py:1"),
+            (None, 7, Some(1), "file", "a.py:1"),
+            (None, 8, Some(0), "file", "a.py:1"),
+        ];
+        let kept: Vec<usize> = once_per_turn(&items, |i| Place {
+            turn_ref: i.0,
+            line: i.1,
+            content_index: i.2,
+            kind: i.3,
+            reference: i.4,
+        })
+        .into_iter()
+        .map(|k| items.iter().position(|i| std::ptr::eq(i, k)).unwrap_or(99))
+        .collect();
+        assert_eq!(kept, [0, 3, 4, 5, 7, 8]);
+    }
+}
+
 #[cfg(test)]
 mod golden;
 #[cfg(test)]

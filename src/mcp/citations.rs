@@ -68,8 +68,8 @@ fn answer<T: Serialize>(value: &Answer<T>) -> Result<CallToolResult, ErrorData> 
 impl Server {
     #[tool(
         description = "List the evidence citations an agent wrote in one session's assistant messages \
-(`**Evidence**:` markers and JSON evidence blocks), optionally of one turn: physical line, turn, type, \
-reference, context, and whether the cited file and lines exist in the session's working directory \
+(`**Evidence**:` markers and JSON evidence blocks), optionally of one turn, each citation once per turn: physical line, content block (`content_index`), \
+turn, type, reference, context, and whether the cited file and lines exist in the session's working directory \
 (verification status ok, missing_file, line_out_of_range, outside_project or unchecked, with the file's \
 SHA-256 when it was read).",
         annotations(read_only_hint = true, open_world_hint = false)

@@ -6,7 +6,7 @@
 use redb::TableDefinition;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// Store-level counters: `schema_version`, `next_file_id`, and `workspace_schema` (the
 /// imported workspace's contract, see [`super::contract`]).
