@@ -781,6 +781,53 @@ mod tests {
     }
 
     #[test]
+    fn a_held_directory_knows_where_it_is_and_opens_only_beneath_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        atomic_write(dir.path(), "proj/src/a.py", b"x").unwrap();
+        fs::write(outside.path().join("b.py"), b"y").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("proj"), dir.path().join("alias")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("proj/out")).unwrap();
+        std::os::unix::fs::symlink("src/a.py", dir.path().join("proj/rel.py")).unwrap();
+        let held = HeldDir::open(&dir.path().join("alias")).unwrap();
+        assert_eq!(
+            held.real_path(),
+            dir.path().join("proj").canonicalize().unwrap()
+        );
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW;
+        let mut text = String::new();
+        File::from(held.open_beneath(Path::new("src/a.py"), flags).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "x");
+        assert_eq!(
+            held.open_beneath(Path::new("out/b.py"), flags).unwrap_err(),
+            Errno::XDEV
+        );
+        assert_eq!(
+            held.open_beneath(Path::new("../alias/src/a.py"), flags)
+                .unwrap_err(),
+            Errno::XDEV
+        );
+        assert_eq!(
+            held.open_beneath(Path::new("rel.py"), flags).unwrap_err(),
+            Errno::LOOP
+        );
+        assert_eq!(
+            held.read_link_beneath(Path::new("rel.py")).unwrap(),
+            Path::new("src/a.py")
+        );
+        assert_eq!(
+            held.read_link_beneath(Path::new("src/a.py")).unwrap_err(),
+            Errno::INVAL
+        );
+        let not_dir = HeldDir::open(&dir.path().join("proj/src/a.py"))
+            .err()
+            .unwrap();
+        assert_eq!(not_dir.raw_os_error(), Some(libc::ENOTDIR));
+    }
+
+    #[test]
     fn only_regular_files_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("card.json");

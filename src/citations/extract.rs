@@ -8,7 +8,8 @@
 //!    same text after `pytest `. The reference is always `<path> - PASS|FAIL`, so a test
 //!    cited both ways is one citation. Without `pytest `, the path must name a test: a
 //!    file line (`src/a.py:3 - PASS`, already a file citation) and the bare word `pytest`
-//!    (`pytest - PASS`) are not test citations. With `pytest ` the seed's pattern holds.
+//!    (`pytest - PASS`) are not test citations. With `pytest `, Ralph's pattern holds:
+//!    any path after it is the test.
 //! 2. **Line endings.** Every run of CRs directly before an LF is removed before matching
 //!    (CRLF becomes LF, and so does the doubled CRCRLF of a converted-twice file), so the
 //!    command pattern's `\n` matches and CRLF text gives the same citations as LF text.

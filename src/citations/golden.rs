@@ -550,7 +550,7 @@ fn a_file_line_with_a_result_is_a_file_citation_only() {
         r#"[{"type": "file", "reference": "src/a.py:3-5", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"},
             {"type": "file", "reference": "src/a.py:3:4", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"}]"#,
     );
-    // With `pytest `, the seed's pattern: whatever path follows is the test.
+    // With `pytest `, Ralph's pattern: whatever path follows is the test.
     check(
         false,
         "**Evidence**: pytest t.py:3 - PASS",
