@@ -1,5 +1,4 @@
-//! Handles in the store: what a handle names, whether a workspace holds any, and the
-//! handles of a session (for `dump handles`).
+//! Handles in the store: what a handle names, and the handles of a session (for `dump handles`).
 //!
 //! A handle describes itself ([`crate::tool_output::handle`]), so resolving one is a
 //! lookup of its session (the sessions whose 32-bit key matches), then one line read and
@@ -24,10 +23,6 @@ use crate::trigger;
 /// How far back a tool result's producing tool use is looked for.
 pub const LINK_LINES: u64 = 500;
 pub const LINK_BYTES: u64 = 32 << 20;
-
-/// A line shorter than this holds no trimmed entry: a tool input is trimmed above 320
-/// bytes and a tool result above 1024, and the line holds the payload.
-const SHORTEST_TRIMMED_LINE: u64 = 320;
 
 /// What a handle names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,91 +256,6 @@ fn producer(
         }
     }
     Ok(None)
-}
-
-/// Whether any session of the workspace holds a trimmed tool entry (then the handle
-/// tools are listed). Stops at the first one; reads only lines long enough to hold a
-/// trimmed entry and, of those, parses only lines naming a tool entry. A workspace
-/// without any handle costs one read of its long lines.
-pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreError> {
-    let reader = store.reader()?;
-    let contract = reader.contract()?;
-    let Some(workspace) = reader.workspace()? else {
-        return Ok(false);
-    };
-    for project_key in &workspace.project_keys {
-        let Some(project) = reader.project(project_key)? else {
-            continue;
-        };
-        for s in reader.sessions(&project)? {
-            let Ok(found) = locate(&reader, root, project_key, &s.session.session_ref)? else {
-                continue;
-            };
-            let mut found_one = false;
-            each_long_line(&reader, &found, 1, found.lines, |_, text| {
-                found_one = tool_entries(text, &found.source, contract)
-                    .iter()
-                    .any(|e| e.trimmed);
-                !found_one
-            })?;
-            if found_one {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
-}
-
-/// Markers one of which a line holding a tool entry contains: Claude's `tool_use` and
-/// `tool_result` items, Codex's `function_call`, `function_call_output` and
-/// `custom_tool_call`, and the Codex events a sparse record reads as tool results
-/// (`exec_command_end`, and `item_completed` for commands, file changes and MCP calls).
-const TOOL_MARKERS: [&[u8]; 4] = [
-    b"tool_",
-    b"function_call",
-    b"exec_command_end",
-    b"item_completed",
-];
-
-/// Calls `f` with each line from `first` to `last` long enough to hold a trimmed entry
-/// and naming a tool entry, in order, until `f` returns false. Lines that cannot be read
-/// as stored end the walk.
-fn each_long_line(
-    reader: &Reader,
-    found: &read::Found,
-    first: u64,
-    last: u64,
-    mut f: impl FnMut(u64, &str) -> bool,
-) -> Result<(), StoreError> {
-    const BLOCK: u64 = 4096;
-    let Ok(file) = open(found) else {
-        return Ok(());
-    };
-    let mut start = first;
-    while start <= last {
-        let end = (start + BLOCK - 1).min(last);
-        let entries = reader.lines(found.file_id, start, end)?;
-        for (line, entry) in (start..).zip(&entries) {
-            if entry.len <= SHORTEST_TRIMMED_LINE {
-                continue;
-            }
-            let Ok(text) = read_one(&file, entry) else {
-                return Ok(());
-            };
-            let bytes = text.as_bytes();
-            if !TOOL_MARKERS
-                .iter()
-                .any(|m| memchr::memmem::find(bytes, m).is_some())
-            {
-                continue;
-            }
-            if !f(line, &text) {
-                return Ok(());
-            }
-        }
-        start = end + 1;
-    }
-    Ok(())
 }
 
 /// One handle of a session, as `dump handles` lists it.

@@ -24,6 +24,77 @@ use serde_json::{Value, json};
 
 use common::{BIN, PROJECT, Workspace};
 
+/// The binary `serve` runs: `EVIDENCE_STORE_TEST_BIN` when set (to run these tests against
+/// another build, such as the one before a fix), else this crate's.
+fn bin() -> String {
+    std::env::var("EVIDENCE_STORE_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
+/// A loopback endpoint that reads each request and never answers; counts the requests
+/// received and the connections the client closed (the request was dropped).
+struct Hanging {
+    url: String,
+    received: Arc<std::sync::atomic::AtomicUsize>,
+    closed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn hanging_endpoint() -> Hanging {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let received = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let (r, c) = (received.clone(), closed.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let (r, c) = (r.clone(), c.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                r.fetch_add(1, Ordering::SeqCst);
+                // Never answer; the read ends when the client closes the connection.
+                let mut rest = Vec::new();
+                let _ = reader.read_to_end(&mut rest);
+                c.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Hanging {
+        url,
+        received,
+        closed,
+    }
+}
+
+/// Waits until `f` holds, for at most `secs` seconds; whether it held.
+async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    f()
+}
+
 /// One scripted model answer; `{N}` in a text becomes the nonce of the request's prompt.
 #[derive(Clone)]
 enum Say {
@@ -200,7 +271,7 @@ async fn serve_with<C: ClientHandler>(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
         cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", &root)
             .env("EVIDENCE_STORE_TEST_PAYLOADS", &payloads)
@@ -1007,6 +1078,180 @@ async fn a_real_handle_goes_from_the_read_to_read_grep() {
     assert_eq!(
         seen[1]["messages"][3]["content"],
         "1500: line 1500: ERROR disk full on /var\n2750: line 2750: ERROR retry failed\n"
+    );
+    client.cancel().await.ok();
+}
+
+fn call_request(name: &str, args: Value) -> rmcp::model::ClientRequest {
+    let Value::Object(args) = args else {
+        panic!("object arguments")
+    };
+    rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(name.to_string()).with_arguments(args),
+    ))
+}
+
+/// A call whose model never answers ends at the deadline with the truncate fallback
+/// saying so, and its request is dropped.
+#[tokio::test]
+async fn a_call_ends_at_its_deadline_with_the_truncate_fallback() {
+    use std::sync::atomic::Ordering;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
+            ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2"),
+        ],
+    )
+    .await;
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tool_output(&client, json!({"handle": "small", "extract": "errors"})),
+    )
+    .await
+    .expect("answered within 30 s, long before the 300 s model timeout");
+    assert_eq!(
+        text_of(&result),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE small, STRATEGY:truncate:\n\n\
+         WARNING: tool_output fallback to truncate (deadline of 2 s reached).\nERROR one\n"
+    );
+    assert!(
+        eventually(20, || model.closed.load(Ordering::SeqCst) == 1).await,
+        "the model request was dropped"
+    );
+    client.cancel().await.ok();
+}
+
+/// Cancelled calls stop: each drops its model request, gives its slot back, and a ping
+/// sent after more cancelled calls than there are slots is answered.
+#[tokio::test]
+async fn cancelled_calls_drop_their_model_requests_and_free_their_slots() {
+    use std::sync::atomic::Ordering;
+    const CALLS: usize = 20;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
+        ],
+    )
+    .await;
+    // Sixteen calls take every slot; each is cancelled once its model request arrived.
+    for round in 0..CALLS {
+        let handle = client
+            .peer()
+            .send_cancellable_request(
+                call_request(
+                    "tool_output",
+                    json!({"handle": "small", "extract": "errors"}),
+                ),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("sent");
+        assert!(
+            eventually(20, || model.received.load(Ordering::SeqCst) > round).await,
+            "call {round} reached the model"
+        );
+        handle
+            .cancel(Some("test".into()))
+            .await
+            .expect("cancel sent");
+    }
+    assert!(
+        eventually(20, || model.closed.load(Ordering::SeqCst) == CALLS).await,
+        "every cancelled call dropped its model request: {} of {CALLS}",
+        model.closed.load(Ordering::SeqCst)
+    );
+    let ping = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    )
+    .await
+    .expect("ping answered within 20 s");
+    assert!(ping.is_ok());
+    client.cancel().await.ok();
+}
+
+/// A sampling client whose model never answers, recording the cancels it receives.
+struct SilentSampler {
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    cancelled: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ClientHandler for SilentSampler {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo::new(
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_sampling_tools()
+                .build(),
+            Implementation::new("silent-sampler", "0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    async fn on_cancelled(
+        &self,
+        _params: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.cancelled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Through sampling too, the deadline ends the call, and the client is told to stop the
+/// sampling request it no longer needs to answer.
+#[tokio::test]
+async fn a_sampling_call_ends_at_its_deadline_and_cancels_its_sampling_request() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let sampler = SilentSampler {
+        asked: asked.clone(),
+        cancelled: cancelled.clone(),
+    };
+    let client = serve_with(
+        &s,
+        sampler,
+        &[("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2")],
+    )
+    .await;
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tool_output(&client, json!({"handle": "small", "extract": "errors"})),
+    )
+    .await
+    .expect("answered within 30 s, long before the 300 s sampling timeout");
+    assert!(
+        text_of(&result)
+            .contains("WARNING: tool_output fallback to truncate (deadline of 2 s reached).\n"),
+        "{}",
+        text_of(&result)
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert!(
+        eventually(20, || cancelled.load(Ordering::SeqCst) == 1).await,
+        "the sampling request was cancelled"
     );
     client.cancel().await.ok();
 }

@@ -16,7 +16,6 @@ use serde_json::Value;
 use super::sampling::Sampling;
 use super::{Server, argument_error};
 use crate::handles::Resolved;
-use crate::service::Service;
 use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
@@ -48,24 +47,7 @@ fn configured() -> &'static Configured {
     })
 }
 
-/// Tools listed only when the workspace holds at least one handle.
-pub const NEEDS_HANDLES: [&str; 3] = ["tool_output", "tool_output_read", "tool_output_grep"];
-
 impl Server {
-    /// Whether the workspace holds at least one handle (then the handle tools are listed).
-    /// Found once per process, after the start-up import.
-    pub(super) async fn workspace_has_handles(&self) -> bool {
-        // Debug builds: a test payload directory stands for a workspace with handles.
-        if cfg!(debug_assertions) && std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS").is_some() {
-            return true;
-        }
-        let found = self
-            .has_handles
-            .get_or_try_init(|| self.call(Service::has_handles))
-            .await;
-        found.copied().unwrap_or(false)
-    }
-
     /// What `handle` names: the debug stand-in first, then the store.
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
         if let Some(found) = lookup::test_lookup(handle) {
@@ -198,9 +180,16 @@ impl Server {
                     mode,
                 };
                 let tools: &dyn TextTools = &text_tools::Tools;
-                engine::extract(&job, &config, model.as_deref(), tools)
-                    .await
-                    .body
+                // A cancelled call stops at the strategy's next await: its model request
+                // is dropped with it, and its slot is given back as the handler ends.
+                tokio::select! {
+                    biased;
+                    () = context.ct.cancelled() => {
+                        tracing::info!(handle, "tool_output cancelled");
+                        return Err(ErrorData::invalid_request("the request was cancelled", None));
+                    }
+                    outcome = engine::extract(&job, &config, model.as_deref(), tools) => outcome.body,
+                }
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(body)]))

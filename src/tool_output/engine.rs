@@ -16,6 +16,8 @@
 //!
 //! Every body, header included, stays within the configured byte cap.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::model::{Message, Model, Request, ToolCall, ToolDef};
@@ -36,6 +38,9 @@ pub const DEFAULT_CONTEXT_TOKENS: usize = 32768;
 pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 4096;
 /// Lines a Read call without an end returns.
 pub const READ_DEFAULT_LINES: u64 = 200;
+/// Default longest one `tool_output` call may take before it answers with the truncate
+/// fallback.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The engine's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +57,8 @@ pub struct EngineConfig {
     pub max_output_tokens: usize,
     /// Chunk overlap, in percent.
     pub overlap_pct: usize,
+    /// Longest one call may take; past it the answer is the truncate fallback.
+    pub deadline: Duration,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +70,7 @@ impl Default for EngineConfig {
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             overlap_pct: chunk::DEFAULT_OVERLAP_PCT,
+            deadline: DEFAULT_DEADLINE,
         }
     }
 }
@@ -120,7 +128,26 @@ pub struct Outcome {
 struct Failed(String);
 
 /// Runs `job` and returns its body. `model` is `None` when no model is in reach.
+///
+/// The whole run, model requests included, ends by `config.deadline`: then the answer is
+/// the truncate fallback saying so, and the request in flight is dropped. Dropping the
+/// returned future (a cancelled call) drops the request in flight as well.
 pub async fn extract(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    model: Option<&dyn Model>,
+    tools: &dyn TextTools,
+) -> Outcome {
+    match tokio::time::timeout(config.deadline, run(job, config, model, tools)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            let reason = format!("deadline of {} s reached", config.deadline.as_secs());
+            fallback(job, config, Stats::of(job.text), job.mode.as_str(), &reason)
+        }
+    }
+}
+
+async fn run(
     job: &Job<'_>,
     config: &EngineConfig,
     model: Option<&dyn Model>,
@@ -173,7 +200,7 @@ pub async fn extract(
         }
         mode => mode,
     };
-    let run = match (mode, model) {
+    let result = match (mode, model) {
         (Mode::Truncate, _) | (Mode::Auto, _) => {
             let header = format_success(&job.source.tool_name, job.handle, Mode::Truncate, "");
             let text = truncate::truncate(job.text, config.max_bytes.saturating_sub(header.len()));
@@ -195,7 +222,7 @@ pub async fn extract(
             .await
             .map_err(|Failed(r)| Failed(format!("read-grep: {r}"))),
     };
-    match run {
+    match result {
         Ok(text) => {
             let header = format_success(&job.source.tool_name, job.handle, mode, "");
             let text = truncate::truncate(&text, config.max_bytes.saturating_sub(header.len()));
@@ -582,6 +609,7 @@ mod tests {
 
     fn run(text: &str, mode: Mode, config: EngineConfig, model: Option<&Scripted>) -> Outcome {
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
         let m = model.map(|m| m as &dyn Model);
