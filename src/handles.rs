@@ -28,14 +28,26 @@ pub const LINK_BYTES: u64 = 32 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
     Found(Payload),
-    /// The handle's line changed since the handle was given.
+    /// The handle named a stored output that is no longer there as it was: its line
+    /// changed or is gone, or its session cannot be read. `detail` says which, and what
+    /// to do, once.
     Stale {
         tool_name: String,
         detail: String,
     },
-    /// No stored output has this handle.
+    /// Not a handle this store gave, but a character or two away from `nearest`, a
+    /// handle of the line it names: most likely mistyped.
+    Mistyped {
+        nearest: String,
+    },
+    /// No stored output has this handle: it is not a handle, or it names no session of
+    /// the workspace, or no trimmed entry of its line.
     Unknown,
 }
+
+/// The advice a stale handle's detail ends with.
+const READ_AGAIN: &str =
+    "read the session lines again (read_session_lines, compact) for a current handle";
 
 /// A trimmed payload and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,10 +80,10 @@ pub fn resolve(store: &Store, root: &Path, text: &str) -> Result<Resolved, Store
     let contract = reader.contract()?;
     let mut stale = None;
     for c in candidates(&reader, h.session)? {
-        match resolve_in(&reader, contract, root, &c, h)? {
+        match resolve_in(&reader, contract, root, &c, h, text.trim())? {
             Resolved::Unknown => {}
-            Resolved::Stale { tool_name, detail } => {
-                stale.get_or_insert(Resolved::Stale { tool_name, detail });
+            other @ (Resolved::Stale { .. } | Resolved::Mistyped { .. }) => {
+                stale.get_or_insert(other);
             }
             found => return Ok(found),
         }
@@ -128,6 +140,7 @@ fn resolve_in(
     root: &Path,
     c: &Candidate,
     h: Handle,
+    given: &str,
 ) -> Result<Resolved, StoreError> {
     let found = match locate(reader, root, &c.project_key, &c.session_ref)? {
         Ok(found) => found,
@@ -139,18 +152,44 @@ fn resolve_in(
         }
     };
     let line = u64::from(h.line);
-    if line == 0 || line > found.lines {
+    let gone = || Resolved::Stale {
+        tool_name: "unknown".into(),
+        detail: format!(
+            "line {line} of session {} in project {} is gone (the session has {} lines now); \
+             {READ_AGAIN}",
+            c.session_ref, c.project_key, found.lines
+        ),
+    };
+    if line == 0 {
         return Ok(Resolved::Unknown);
+    }
+    if line > found.lines {
+        return Ok(gone());
     }
     let entries = reader.lines(found.file_id, line, line)?;
     let Some(entry) = entries.first() else {
-        return Ok(Resolved::Unknown);
+        return Ok(gone());
     };
     if !h.matches(&entry.sha256) {
+        // One or two characters off a handle of this line: a typo, not a change.
+        let key = handle::session_key(&c.project_key, &c.session_ref);
+        let nearest = open(&found)
+            .and_then(|file| read_one(&file, entry))
+            .ok()
+            .into_iter()
+            .flat_map(|text| tool_entries(&text, &found.source, contract))
+            .filter(|e| e.trimmed)
+            .filter_map(|e| Handle::new(key, line, e.kind, e.index, &entry.sha256))
+            .map(Handle::to_uuid)
+            .find(|real| near(real, given));
+        if let Some(nearest) = nearest {
+            return Ok(Resolved::Mistyped { nearest });
+        }
         return Ok(Resolved::Stale {
             tool_name: "unknown".into(),
             detail: format!(
-                "line {line} of session {} in project {} changed since the handle was given",
+                "line {line} of session {} in project {} no longer holds the output this \
+                 handle was given for (or the handle is mistyped: copy it exactly); {READ_AGAIN}",
                 c.session_ref, c.project_key
             ),
         });
@@ -191,6 +230,17 @@ fn resolve_in(
         tool_name,
         tool_input,
     }))
+}
+
+/// Whether `given` differs from the handle `real` in at most two characters (either case).
+fn near(real: &str, given: &str) -> bool {
+    real.len() == given.len()
+        && real
+            .bytes()
+            .zip(given.bytes())
+            .filter(|(a, b)| !a.eq_ignore_ascii_case(b))
+            .count()
+            <= 2
 }
 
 /// A session file opened for reading its lines back; `Err` says why it cannot be.

@@ -229,11 +229,11 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
         ),
         (
             json!({"handle": "../../etc/passwd", "pattern": "x"}),
-            "no stored tool output has the handle",
+            "No stored tool output has the handle",
         ),
         (
             json!({"handle": "123e4567-e89b-82d3-a456-426614174000", "pattern": "x"}),
-            "no stored tool output has the handle",
+            "No stored tool output has the handle",
         ),
     ] {
         let got = call(&a, "tool_output_grep", args.clone()).await;
@@ -287,7 +287,8 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
     )
     .await;
     assert!(
-        got.is_error == Some(true) && text(&got).contains("changed since the handle was given"),
+        got.is_error == Some(true)
+            && text(&got).contains("no longer holds the output this handle was given for"),
         "{}",
         text(&got)
     );

@@ -17,6 +17,7 @@ use super::sampling::Sampling;
 use super::{Server, argument_error};
 use crate::handles::Resolved;
 use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
+use crate::tool_output::handle::strip_extension;
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
 use crate::tool_output::model::openai::Endpoint;
@@ -50,6 +51,8 @@ fn configured() -> &'static Configured {
 impl Server {
     /// What `handle` names: the debug stand-in first, then the store.
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
+        // A handle written as a file name (`<uuid>.txt`) names the same output.
+        let handle = strip_extension(handle.trim());
         if let Some(found) = lookup::test_lookup(handle) {
             return Ok(Ok(found));
         }
@@ -64,7 +67,10 @@ impl Server {
                 },
             },
             Resolved::Stale { tool_name, detail } => Lookup::Stale { tool_name, detail },
-            Resolved::Unknown => Lookup::Unknown,
+            Resolved::Mistyped { nearest } => Lookup::Unknown {
+                nearest: Some(nearest),
+            },
+            Resolved::Unknown => Lookup::Unknown { nearest: None },
         }))
     }
 }
@@ -148,6 +154,7 @@ impl Server {
             Ok(checked) => checked,
             Err(message) => return Ok(argument_error("tool_output", message)),
         };
+        let handle = strip_extension(handle.trim()).to_string();
         let config = configured().engine;
         let found = match self.lookup(&handle).await? {
             Ok(found) => found,
@@ -158,7 +165,9 @@ impl Server {
             }
         };
         let body = match found {
-            Lookup::Unknown => lookup::unknown_body(&handle, mode, config.max_bytes),
+            Lookup::Unknown { nearest } => {
+                lookup::unknown_body(&handle, nearest.as_deref(), mode, config.max_bytes)
+            }
             Lookup::Stale { tool_name, detail } => {
                 lookup::stale_body(&tool_name, &handle, mode, &detail, config.max_bytes)
             }
@@ -301,12 +310,13 @@ impl Server {
             Err(problem) => error(format!(
                 "{tool}: the evidence store cannot answer: {problem}"
             )),
-            Ok(Lookup::Unknown) => error(format!(
-                "{tool}: no stored tool output has the handle {handle:?}. Handles are the \"handle\" values of trimmed tool_uses and tool_results entries in compact read_session_lines records of this workspace; copy one exactly."
+            Ok(Lookup::Unknown { nearest }) => error(format!(
+                "{tool}: {}",
+                lookup::unknown_text(handle, nearest.as_deref())
             )),
-            Ok(Lookup::Stale { detail, .. }) => error(format!(
-                "{tool}: the handle {handle} is stale: {detail}. Read the session lines again (read_session_lines, compact) for a current handle."
-            )),
+            Ok(Lookup::Stale { detail, .. }) => {
+                error(format!("{tool}: the handle {handle} is stale: {detail}."))
+            }
             Ok(Lookup::Found { text, source }) => Ok(Ok((text, source.tool_name))),
         }
     }
