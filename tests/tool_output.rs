@@ -1250,42 +1250,106 @@ async fn a_huge_reply_is_not_read_past_the_cap() {
     }
 }
 
+/// A sampling client that answers from a script, each answer only once the test lets it.
+struct GatedSampler {
+    script: Mutex<Vec<Say>>,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl ClientHandler for GatedSampler {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo::new(
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_sampling_tools()
+                .build(),
+            Implementation::new("gated-sampler", "0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let nonce = nonce_in(params.system_prompt.as_deref().unwrap_or(""));
+        let next = {
+            let mut script = self.script.lock().expect("script");
+            (!script.is_empty()).then(|| script.remove(0))
+        };
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.gate
+            .acquire()
+            .await
+            .map_err(|_| ErrorData::internal_error("gate closed", None))?
+            .forget();
+        match next {
+            Some(Say::Text(t)) => Ok(CreateMessageResult::new(
+                SamplingMessage::assistant_text(t.replace("{N}", &nonce)),
+                "scripted".into(),
+            )),
+            _ => Err(ErrorData::internal_error("script exhausted", None)),
+        }
+    }
+}
+
 #[tokio::test]
 async fn concurrent_calls_share_one_sampling_client_and_other_tools_keep_answering() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let s = setup(&[("a", "Bash", "alpha\n"), ("b", "Bash", "beta\n")]);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sampler = Sampler {
-        tools: true,
+    let asked = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let sampler = GatedSampler {
         script: Mutex::new(vec![
             say("<ai-agent-{N}-FINAL format=\"text\">one"),
             say("<ai-agent-{N}-FINAL format=\"text\">two"),
         ]),
-        seen: seen.clone(),
+        asked: asked.clone(),
+        gate: gate.clone(),
     };
-    let client = serve_with(&s, sampler, &[]).await;
-    let (x, y, ping) = tokio::join!(
-        tool_output(&client, json!({"handle": "a", "extract": "x"})),
-        tool_output(&client, json!({"handle": "b", "extract": "x"})),
-        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
-    );
-    // Which call got which scripted answer depends on arrival order; each got one.
-    let mut answers = [text_of(&x), text_of(&y)];
-    answers.sort();
-    let mut bodies: Vec<String> = answers
-        .iter()
-        .zip(["a", "b"])
-        .map(|(a, h)| {
-            let head = format!(
-                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:full-chunked:\n\n"
-            );
-            a.strip_prefix(&head).expect("header").to_string()
+    let client = Arc::new(serve_with(&s, sampler, &[]).await);
+    let calls: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|h| {
+            let client = client.clone();
+            tokio::spawn(
+                async move { tool_output(&client, json!({"handle": h, "extract": "x"})).await },
+            )
         })
         .collect();
+    // Both calls wait for their model, which answers only once the ping was answered: a
+    // ping queued behind them would never be.
+    assert!(
+        eventually(20, || asked.load(Ordering::SeqCst) == 2).await,
+        "both calls asked the client's model"
+    );
+    let ping = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    )
+    .await
+    .expect("ping answered while both calls were still running");
+    assert!(ping.is_ok());
+    assert!(
+        calls.iter().all(|c| !c.is_finished()),
+        "the ping's answer came first"
+    );
+    gate.add_permits(2);
+    let mut bodies = Vec::new();
+    for (call, h) in calls.into_iter().zip(["a", "b"]) {
+        let body = text_of(&call.await.expect("call task"));
+        let head =
+            format!("ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:full-chunked:\n\n");
+        bodies.push(body.strip_prefix(&head).expect("header").to_string());
+    }
+    // Which call got which scripted answer depends on arrival order; each got one.
     bodies.sort();
     assert_eq!(bodies, ["one", "two"]);
-    assert!(ping.is_ok());
-    assert_eq!(seen.lock().expect("log").len(), 2);
-    client.cancel().await.ok();
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    if let Ok(client) = Arc::try_unwrap(client) {
+        client.cancel().await.ok();
+    }
 }
 
 #[test]
@@ -1718,5 +1782,184 @@ async fn a_context_size_error_is_retried_once_with_smaller_chunks() {
     assert!(
         firsts[2] < log.len() && firsts[2] <= (8192 - 1024) * 5 / 2,
         "{firsts:?}"
+    );
+}
+
+/// Adds session S0011 to `s`: a `Bash` call whose result is `log` (trimmed by compact
+/// reads), imported; returns the result's handle.
+fn real_session(s: &Setup, log: &str) -> String {
+    let lines = [
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_7", "name": "Bash", "input": {"command": "make test"}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_7", "content": log}]}}),
+    ];
+    let session: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    s.ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/make.jsonl"),
+        session,
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(s.ws.read(&index)).expect("utf-8");
+    rows.push_str("{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"make\", \"session_path\": \"sessions/claude-code/make.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": 2, \"turns\": [{\"target_subagents\": [], \"turn_end_line\": 2, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}]}\n");
+    s.ws.write(&index, rows);
+    s.ws.ok(&["import"]);
+    let listed: Value = serde_json::from_str(
+        &s.ws
+            .ok(&["dump", "handles", PROJECT, "S0011", "2", "--json"]),
+    )
+    .expect("json");
+    listed[0]["handle"].as_str().expect("one handle").to_owned()
+}
+
+/// `handle` with its character at `at` replaced by another hex digit.
+fn mistype(handle: &str, at: usize) -> String {
+    let mut b = handle.as_bytes().to_vec();
+    b[at] = if b[at] == b'0' { b'1' } else { b'0' };
+    String::from_utf8(b).expect("ascii")
+}
+
+/// A handle with a typo is told it was most likely mistyped (with the handle it is
+/// closest to), never that its line changed; a handle written as a file name works.
+#[tokio::test]
+async fn mistyped_handles_and_handles_with_an_extension() {
+    let s = setup(&[]);
+    let handle = real_session(&s, &test_log());
+    let client = serve_with(&s, (), &[]).await;
+    // The last characters hold the line digest, the first ones the session.
+    for (typo, nearest) in [(mistype(&handle, 35), true), (mistype(&handle, 0), false)] {
+        let result = tool_output(&client, json!({"handle": typo, "extract": "x"})).await;
+        let body = text_of(&result);
+        assert_ne!(result.is_error, Some(true), "{body}");
+        assert!(!body.contains("changed since"), "{body}");
+        assert!(
+            body.contains(&format!("No stored tool output has the handle {typo}")),
+            "{body}"
+        );
+        assert_eq!(
+            body.contains(&format!(
+                "but {handle} differs from it in one or two characters"
+            )),
+            nearest,
+            "{body}"
+        );
+    }
+    for name in [
+        format!("{handle}.txt"),
+        format!("{handle}.log"),
+        format!("{handle}.json"),
+    ] {
+        let result = tool_output(
+            &client,
+            json!({"handle": name, "extract": "x", "mode": "truncate"}),
+        )
+        .await;
+        assert!(
+            text_of(&result).starts_with(&format!(
+                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {handle}, STRATEGY:truncate:\n\nline 1: ok\n"
+            )),
+            "{}",
+            text_of(&result)
+        );
+    }
+    client.cancel().await.ok();
+}
+
+/// A handle whose line is gone says so (not "no stored output"); one whose session file
+/// changed since the import gives its advice once.
+#[tokio::test]
+async fn removed_lines_and_changed_files_are_told_apart_with_one_advice() {
+    let s = setup(&[]);
+    let handle = real_session(&s, &test_log());
+    let path = format!("projects/{PROJECT}/sessions/claude-code/make.jsonl");
+    let original = s.ws.read(&path);
+    // Changed on disk, not imported again.
+    let mut changed = original.clone();
+    let at = changed.len() - 20;
+    changed[at] = b'#';
+    s.ws.write(&path, &changed);
+    let client = serve_with(&s, (), &[]).await;
+    let result = tool_output(&client, json!({"handle": handle, "extract": "x"})).await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(&format!("TOOL_OUTPUT FAILED FOR unknown WITH HANDLE {handle}, STRATEGY:auto:\n\nThe stored output of this handle is stale: ")),
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("read the").count() + body.matches("read again").count(),
+        1,
+        "one advice: {body}"
+    );
+    client.cancel().await.ok();
+    // The line is removed and the session imported again.
+    let first_line = original
+        .split(|b| *b == b'\n')
+        .next()
+        .expect("a line")
+        .to_vec();
+    s.ws.write(&path, [first_line, b"\n".to_vec()].concat());
+    s.ws.ok(&["import"]);
+    let client = serve_with(&s, (), &[]).await;
+    let result = tool_output(&client, json!({"handle": handle, "extract": "x"})).await;
+    let body = text_of(&result);
+    assert!(!body.contains("No stored tool output"), "{body}");
+    assert_eq!(
+        body,
+        format!(
+            "TOOL_OUTPUT FAILED FOR unknown WITH HANDLE {handle}, STRATEGY:auto:\n\n\
+             The stored output of this handle is stale: line 2 of session S0011 in project \
+             {PROJECT} is gone (the session has 1 lines now); read the session lines again \
+             (read_session_lines, compact) for a current handle."
+        )
+    );
+    client.cancel().await.ok();
+}
+
+/// Past the limit of 10 tool calls the sub-agent is offered no tools, and told to answer.
+#[tokio::test]
+async fn read_grep_offers_no_tools_past_the_call_limit() {
+    let s = setup(&[("log-1", "Bash", &test_log())]);
+    let mut script: Vec<Say> = (1..=10)
+        .map(|i| {
+            Say::Calls(vec![(
+                "Read",
+                json!({"file": "log-1.txt", "start_line": i, "end_line": i}),
+            )])
+        })
+        .collect();
+    script.push(say(
+        "<ai-agent-{N}-FINAL format=\"text\">no ERROR in lines 1-10",
+    ));
+    let model = fake_endpoint(script);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(
+        &client,
+        json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:read-grep:\n\nno ERROR in lines 1-10"
+    );
+    client.cancel().await.ok();
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 11);
+    assert!(seen[9].get("tools").is_some());
+    assert!(
+        seen[10].get("tools").is_none(),
+        "no tools on the 11th request"
+    );
+    let messages = seen[10]["messages"].as_array().expect("messages");
+    // `log-1.txt` named the payload: the tenth Read answered line 10.
+    assert_eq!(messages[messages.len() - 2]["content"], "10: line 10: ok\n");
+    assert_eq!(messages[messages.len() - 1]["role"], "user");
+    assert!(
+        messages[messages.len() - 1]["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("Answer now with the final report")),
+        "{messages:?}"
     );
 }
