@@ -1788,28 +1788,134 @@ async fn a_context_size_error_is_retried_once_with_smaller_chunks() {
 /// Adds session S0011 to `s`: a `Bash` call whose result is `log` (trimmed by compact
 /// reads), imported; returns the result's handle.
 fn real_session(s: &Setup, log: &str) -> String {
-    let lines = [
-        json!({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_7", "name": "Bash", "input": {"command": "make test"}}]}}),
-        json!({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_7", "content": log}]}}),
-    ];
-    let session: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    real_handles(s, &[("Bash", log)]).remove(0)
+}
+
+/// Adds session S0011 to `s`: for each `(tool, output)`, a call of `tool` and its result
+/// `output` (trimmed by compact reads), imported; returns the results' handles.
+fn real_handles(s: &Setup, outputs: &[(&str, &str)]) -> Vec<String> {
+    let mut session = String::new();
+    for (i, (tool, output)) in outputs.iter().enumerate() {
+        let id = format!("toolu_{i}");
+        for line in [
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": tool, "input": {"command": "make test"}}]}}),
+            json!({"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": output}]}}),
+        ] {
+            session.push_str(&format!("{line}\n"));
+        }
+    }
+    let last = 2 * outputs.len();
     s.ws.write(
         &format!("projects/{PROJECT}/sessions/claude-code/make.jsonl"),
         session,
     );
     let index = format!("projects/{PROJECT}/sessions.index.jsonl");
     let mut rows = String::from_utf8(s.ws.read(&index)).expect("utf-8");
-    rows.push_str("{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"make\", \"session_path\": \"sessions/claude-code/make.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": 2, \"turns\": [{\"target_subagents\": [], \"turn_end_line\": 2, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}]}\n");
+    rows.push_str(&format!("{{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"make\", \"session_path\": \"sessions/claude-code/make.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": {last}, \"turns\": [{{\"target_subagents\": [], \"turn_end_line\": {last}, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}}]}}\n"));
     s.ws.write(&index, rows);
     s.ws.ok(&["import"]);
-    let listed: Value = serde_json::from_str(
-        &s.ws
-            .ok(&["dump", "handles", PROJECT, "S0011", "2", "--json"]),
+    let listed: Value =
+        serde_json::from_str(&s.ws.ok(&["dump", "handles", PROJECT, "S0011", "--json"]))
+            .expect("json");
+    let handles: Vec<String> = listed
+        .as_array()
+        .expect("handles")
+        .iter()
+        .filter(|h| h["kind"] == "tool_result")
+        .map(|h| h["handle"].as_str().expect("handle").to_owned())
+        .collect();
+    assert_eq!(handles.len(), outputs.len(), "{listed}");
+    handles
+}
+
+/// The seed's phase-2 cases on real handles, taken from a compact read: a large output's
+/// handle goes to `tool_output`; `auto` sends a huge single-line JSON to full-chunked and
+/// a standard multi-line log to read-grep.
+#[tokio::test]
+async fn the_seed_cases_on_real_handles_from_a_compact_read() {
+    // 12000 lines: more chunks than the 4 allowed, so read-grep.
+    let log = test_log()
+        + &(3001..=12000)
+            .map(|i| format!("line {i}: ok\n"))
+            .collect::<String>();
+    let doc = huge_json();
+    let s = setup(&[]);
+    let expected = real_handles(&s, &[("Bash", &log), ("exec_command", &doc)]);
+    let model = fake_endpoint(vec![
+        // The JSON: two maps and a reduce.
+        say("<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nitems 0-399"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item 400 is broken"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item-400 has status broken"),
+        // The log: the sub-agent greps, then answers.
+        Say::Calls(vec![(
+            "Grep",
+            json!({"file": expected[0], "pattern": "ERROR"}),
+        )]),
+        say("<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var"),
+    ]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
+    let client = serve_with(&s, (), &envs).await;
+    let Value::Object(args) =
+        json!({"project_key": PROJECT, "session_ref": "S0011", "start_line": 1, "end_line": 4})
+    else {
+        panic!("object")
+    };
+    let read = client
+        .call_tool(CallToolRequestParams::new("read_session_lines").with_arguments(args))
+        .await
+        .expect("read answers");
+    let read: Value = serde_json::from_str(&text_of(&read)).expect("json");
+    let from_read: Vec<String> = [1, 3]
+        .iter()
+        .map(|r| {
+            read["records"][*r]["tool_results"][0]["handle"]
+                .as_str()
+                .expect("a trimmed result has a handle")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(from_read, expected);
+    let (log_h, json_h) = (&from_read[0], &from_read[1]);
+    let result = tool_output(
+        &client,
+        json!({"handle": json_h, "extract": "items whose status is not fine"}),
     )
-    .expect("json");
-    listed[0]["handle"].as_str().expect("one handle").to_owned()
+    .await;
+    assert_eq!(
+        text_of(&result),
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT exec_command WITH HANDLE {json_h}, STRATEGY:full-chunked:\n\n\
+             item-400 has status broken"
+        )
+    );
+    let result = tool_output(
+        &client,
+        json!({"handle": log_h, "extract": "every ERROR line with its line number"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {log_h}, STRATEGY:read-grep:\n\n\
+             1500: ERROR disk full on /var"
+        )
+    );
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 5);
+    // The maps carried the stored JSON; the Grep ran over the stored log.
+    let c1 = seen[0]["messages"][1]["content"].as_str().expect("chunk 1");
+    let c2 = seen[1]["messages"][1]["content"].as_str().expect("chunk 2");
+    assert!(doc.starts_with(c1) && doc.ends_with(c2));
+    assert_eq!(
+        seen[4]["messages"][3]["content"],
+        "1500: line 1500: ERROR disk full on /var\n2750: line 2750: ERROR retry failed\n"
+    );
+    client.cancel().await.ok();
 }
 
 /// `handle` with its character at `at` replaced by another hex digit.
