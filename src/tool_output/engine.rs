@@ -1036,6 +1036,72 @@ mod tests {
     }
 
     #[test]
+    fn a_context_error_without_numbers_halves_the_chunks_once() {
+        let text = "z".repeat(3000);
+        let exceeded = || {
+            Err(ModelError::ContextExceeded {
+                status: 400,
+                body: "the request exceeds the available context size".into(),
+                n_prompt_tokens: None,
+                n_ctx: None,
+            })
+        };
+        let m = Scripted::new(
+            false,
+            std::iter::once(exceeded())
+                .chain((0..8).map(|_| say("<ai-agent-{N}-FINAL format=\"text\">ab")))
+                .collect(),
+        );
+        let out = run(&text, Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\nab"));
+        let seen = m.seen.lock().unwrap();
+        let lens: Vec<usize> = seen
+            .iter()
+            .filter_map(|r| match r.messages.first() {
+                Some(Message::User(t)) if r.system.contains("CHUNK INFO") => Some(t.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lens[0], 3000);
+        assert!(lens.len() > 2, "{lens:?}");
+        assert!(lens[1..].iter().all(|l| *l <= 1500), "{lens:?}");
+
+        // A second refusal ends the call: one retry only.
+        let m = Scripted::new(false, vec![exceeded(), exceeded()]);
+        let out = run(&text, Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some(
+                "full-chunked: chunk 1 of 3: model endpoint answered HTTP 400: the request exceeds \
+                 the available context size (after a retry with chunks of 1500 bytes)"
+            )
+        );
+    }
+
+    #[test]
+    fn resized_chunks_follow_the_endpoints_numbers() {
+        let config = EngineConfig {
+            max_output_tokens: 1024,
+            ..EngineConfig::default()
+        };
+        // 41,000 prompt bytes were 16,400 tokens (2.5 a token); 7168 fit: 17,920 bytes,
+        // less a tenth, less the 1000 bytes of system prompt.
+        assert_eq!(
+            resized_chunk(&config, 41_000, 40_000, Some(16_400), Some(8192)),
+            17_920 * 9 / 10 - 1000
+        );
+        assert_eq!(
+            resized_chunk(&config, 41_000, 40_000, None, Some(8192)),
+            20_000
+        );
+        // Never larger than the refused chunk.
+        assert_eq!(
+            resized_chunk(&config, 2_000, 1_000, Some(100), Some(100_000)),
+            900
+        );
+    }
+
+    #[test]
     fn read_grep_needs_a_model_with_tools() {
         let m = Scripted::new(false, vec![]);
         let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
@@ -1079,6 +1145,9 @@ mod tests {
             .finish();
         let m = Scripted::new(false, vec![say("no wrapper here")]);
         tracing::subscriber::with_default(subscriber, || {
+            // Another test thread may have registered the callsite, with no subscriber,
+            // between this subscriber's creation and here.
+            tracing::callsite::rebuild_interest_cache();
             run(
                 "a\nb\n",
                 Mode::FullChunked,

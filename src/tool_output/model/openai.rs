@@ -664,6 +664,61 @@ mod tests {
     }
 
     #[test]
+    fn credentials_in_urls_are_redacted() {
+        assert_eq!(
+            redact_url("http://user:key@host:1/v1?a=b@c"),
+            "http://***@host:1/v1?a=b@c"
+        );
+        assert_eq!(redact_url("https://tok@host"), "https://***@host");
+        assert_eq!(redact_url("http://host/v1/a@b"), "http://host/v1/a@b");
+        assert_eq!(redact_url("not a url"), "not a url");
+        let e = Endpoint::new(EndpointConfig {
+            base_url: "http://me:p%40ss@127.0.0.1:1/v1".into(),
+            model: "m".into(),
+            api_key_env: None,
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        assert_eq!(
+            e.describe(),
+            "http://***@127.0.0.1:1/v1/chat/completions model m"
+        );
+        assert_eq!(e.url, "http://127.0.0.1:1/v1/chat/completions");
+        assert_eq!(e.root, "http://127.0.0.1:1");
+        assert_eq!(e.basic, Some(("me".into(), Some("p@ss".into()))));
+        assert_eq!(
+            e.scrub("me:p%40ss p@ss http://me:p%40ss@x/"),
+            "*** *** http://***@x/"
+        );
+    }
+
+    #[test]
+    fn context_size_errors_are_recognised_with_their_numbers() {
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9760,"n_ctx":8192}}"#;
+        assert_eq!(context_exceeded(400, llama), Some((Some(9760), Some(8192))));
+        let newer = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens)","type":"exceed_context_size_error"}}"#;
+        assert_eq!(context_exceeded(400, newer), Some((Some(4476), Some(4096))));
+        let openai = "This model's maximum context length is 8192 tokens. However, you requested \
+                      9000 tokens (8000 in the messages, 1000 in the completion).";
+        assert_eq!(
+            context_exceeded(400, openai),
+            Some((Some(8000), Some(8192)))
+        );
+        assert_eq!(
+            context_exceeded(400, "the request exceeds the available context size"),
+            Some((None, None))
+        );
+        assert_eq!(context_exceeded(500, llama), None);
+        assert_eq!(context_exceeded(400, "bad request"), None);
+    }
+
+    #[test]
+    fn the_reply_cap_follows_the_output_budget_above_a_floor() {
+        assert_eq!(reply_cap(1), REPLY_FLOOR_BYTES);
+        assert_eq!(reply_cap(1 << 20), 16 << 20);
+    }
+
+    #[test]
     fn bad_urls_and_missing_keys_are_errors() {
         let cfg = |url: &str, env: Option<&str>| EndpointConfig {
             base_url: url.into(),
