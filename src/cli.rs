@@ -139,6 +139,10 @@ struct ModelFlags {
     /// Average line size above which `auto` prefers full-chunked
     #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
     tool_output_long_line_bytes: usize,
+    /// Longest one `tool_output` call may take, in seconds; past it the answer is the
+    /// truncate fallback
+    #[arg(long, env = DEADLINE_ENV, hide_env_values = true, value_name = "SECS", default_value_t = crate::tool_output::engine::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    tool_output_deadline_secs: u64,
 }
 
 /// A `tool_output` answer cap: at least 1024 bytes, so the header and a useful part of
@@ -161,6 +165,7 @@ pub const MODEL_OUTPUT_ENV: &str = "EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS";
 pub const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
 pub const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
 pub const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
+pub const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
 
 impl ModelFlags {
     fn settings(&self) -> ToolOutputSettings {
@@ -173,6 +178,7 @@ impl ModelFlags {
                 long_line_bytes: self.tool_output_long_line_bytes,
                 context_tokens: self.model_context_tokens,
                 max_output_tokens: self.model_max_output_tokens,
+                deadline: std::time::Duration::from_secs(self.tool_output_deadline_secs),
                 ..EngineConfig::default()
             },
             endpoint: match (&self.model_url, &self.model) {
@@ -197,6 +203,7 @@ pub fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, String)
         (MAX_BYTES_ENV, e.max_bytes.to_string()),
         (MAX_CHUNKS_ENV, e.max_chunks.to_string()),
         (LONG_LINE_ENV, e.long_line_bytes.to_string()),
+        (DEADLINE_ENV, e.deadline.as_secs().to_string()),
     ];
     if let Some(p) = &settings.endpoint {
         out.push((MODEL_URL_ENV, p.base_url.clone()));

@@ -1,5 +1,4 @@
-//! Handles in the store: what a handle names, whether a workspace holds any, and the
-//! handles of a session (for `dump handles`).
+//! Handles in the store: what a handle names, and the handles of a session (for `dump handles`).
 //!
 //! A handle describes itself ([`crate::tool_output::handle`]), so resolving one is a
 //! lookup of its session (the sessions whose 32-bit key matches), then one line read and
@@ -24,22 +23,30 @@ use crate::trigger;
 pub const LINK_LINES: u64 = 500;
 pub const LINK_BYTES: u64 = 32 << 20;
 
-/// A line shorter than this holds no trimmed entry: a tool input is trimmed above 320
-/// bytes and a tool result above 1024, and the line holds the payload.
-const SHORTEST_TRIMMED_LINE: u64 = 320;
-
 /// What a handle names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
     Found(Payload),
-    /// The handle's line changed since the handle was given.
+    /// The handle named a stored output that is no longer there as it was: its line
+    /// changed or is gone, or its session cannot be read. `detail` says which, and what
+    /// to do, once.
     Stale {
         tool_name: String,
         detail: String,
     },
-    /// No stored output has this handle.
+    /// Not a handle this store gave, but a character or two away from `nearest`, a
+    /// handle of the line it names: most likely mistyped.
+    Mistyped {
+        nearest: String,
+    },
+    /// No stored output has this handle: it is not a handle, or it names no session of
+    /// the workspace, or no trimmed entry of its line.
     Unknown,
 }
+
+/// The advice a stale handle's detail ends with.
+const READ_AGAIN: &str =
+    "read the session lines again (read_session_lines, compact) for a current handle";
 
 /// A trimmed payload and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +79,10 @@ pub fn resolve(store: &Store, root: &Path, text: &str) -> Result<Resolved, Store
     let contract = reader.contract()?;
     let mut stale = None;
     for c in candidates(&reader, h.session)? {
-        match resolve_in(&reader, contract, root, &c, h)? {
+        match resolve_in(&reader, contract, root, &c, h, text.trim())? {
             Resolved::Unknown => {}
-            Resolved::Stale { tool_name, detail } => {
-                stale.get_or_insert(Resolved::Stale { tool_name, detail });
+            other @ (Resolved::Stale { .. } | Resolved::Mistyped { .. }) => {
+                stale.get_or_insert(other);
             }
             found => return Ok(found),
         }
@@ -132,6 +139,7 @@ fn resolve_in(
     root: &Path,
     c: &Candidate,
     h: Handle,
+    given: &str,
 ) -> Result<Resolved, StoreError> {
     let found = match locate(reader, root, &c.project_key, &c.session_ref)? {
         Ok(found) => found,
@@ -143,18 +151,43 @@ fn resolve_in(
         }
     };
     let line = u64::from(h.line);
-    if line == 0 || line > found.lines {
+    let gone = || Resolved::Stale {
+        tool_name: "unknown".into(),
+        detail: format!(
+            "line {line} of session {} in project {} is gone (the session has {} lines now); \
+             {READ_AGAIN}",
+            c.session_ref, c.project_key, found.lines
+        ),
+    };
+    if line == 0 {
         return Ok(Resolved::Unknown);
+    }
+    if line > found.lines {
+        return Ok(gone());
     }
     let entries = reader.lines(found.file_id, line, line)?;
     let Some(entry) = entries.first() else {
-        return Ok(Resolved::Unknown);
+        return Ok(gone());
     };
     if !h.matches(&entry.sha256) {
+        // One or two characters off a handle of this line: a typo, not a change.
+        let key = handle::session_key(&c.project_key, &c.session_ref);
+        let nearest = read_one(&found.file, entry)
+            .ok()
+            .into_iter()
+            .flat_map(|text| tool_entries(&text, &found.source, contract))
+            .filter(|e| e.trimmed)
+            .filter_map(|e| Handle::new(key, line, e.kind, e.index, &entry.sha256))
+            .map(Handle::to_uuid)
+            .find(|real| near(real, given));
+        if let Some(nearest) = nearest {
+            return Ok(Resolved::Mistyped { nearest });
+        }
         return Ok(Resolved::Stale {
             tool_name: "unknown".into(),
             detail: format!(
-                "line {line} of session {} in project {} changed since the handle was given",
+                "line {line} of session {} in project {} no longer holds the output this \
+                 handle was given for (or the handle is mistyped: copy it exactly); {READ_AGAIN}",
                 c.session_ref, c.project_key
             ),
         });
@@ -195,6 +228,17 @@ fn resolve_in(
         tool_name,
         tool_input,
     }))
+}
+
+/// Whether `given` differs from the handle `real` in at most two characters (either case).
+fn near(real: &str, given: &str) -> bool {
+    real.len() == given.len()
+        && real
+            .bytes()
+            .zip(given.bytes())
+            .filter(|(a, b)| !a.eq_ignore_ascii_case(b))
+            .count()
+            <= 2
 }
 
 /// One line's text, checked against its stored digest; `Err` says why not.
@@ -248,89 +292,6 @@ fn producer(
         }
     }
     Ok(None)
-}
-
-/// Whether any session of the workspace holds a trimmed tool entry (then the handle
-/// tools are listed). Stops at the first one; reads only lines long enough to hold a
-/// trimmed entry and, of those, parses only lines naming a tool entry. A workspace
-/// without any handle costs one read of its long lines.
-pub fn workspace_has_handles(store: &Store, root: &Path) -> Result<bool, StoreError> {
-    let reader = store.reader()?;
-    let contract = reader.contract()?;
-    let Some(workspace) = reader.workspace()? else {
-        return Ok(false);
-    };
-    for project_key in &workspace.project_keys {
-        let Some(project) = reader.project(project_key)? else {
-            continue;
-        };
-        for s in reader.sessions(&project)? {
-            let Ok(found) = locate(&reader, root, project_key, &s.session.session_ref)? else {
-                continue;
-            };
-            let mut found_one = false;
-            each_long_line(&reader, &found, 1, found.lines, |_, text| {
-                found_one = tool_entries(text, &found.source, contract)
-                    .iter()
-                    .any(|e| e.trimmed);
-                !found_one
-            })?;
-            if found_one {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
-}
-
-/// Markers one of which a line holding a tool entry contains: Claude's `tool_use` and
-/// `tool_result` items, Codex's `function_call`, `function_call_output` and
-/// `custom_tool_call`, and the Codex events a sparse record reads as tool results
-/// (`exec_command_end`, and `item_completed` for commands, file changes and MCP calls).
-const TOOL_MARKERS: [&[u8]; 4] = [
-    b"tool_",
-    b"function_call",
-    b"exec_command_end",
-    b"item_completed",
-];
-
-/// Calls `f` with each line from `first` to `last` long enough to hold a trimmed entry
-/// and naming a tool entry, in order, until `f` returns false. Lines that cannot be read
-/// as stored end the walk.
-fn each_long_line(
-    reader: &Reader,
-    found: &Found,
-    first: u64,
-    last: u64,
-    mut f: impl FnMut(u64, &str) -> bool,
-) -> Result<(), StoreError> {
-    const BLOCK: u64 = 4096;
-    let file = &found.file;
-    let mut start = first;
-    while start <= last {
-        let end = (start + BLOCK - 1).min(last);
-        let entries = reader.lines(found.file_id, start, end)?;
-        for (line, entry) in (start..).zip(&entries) {
-            if entry.len <= SHORTEST_TRIMMED_LINE {
-                continue;
-            }
-            let Ok(text) = read_one(file, entry) else {
-                return Ok(());
-            };
-            let bytes = text.as_bytes();
-            if !TOOL_MARKERS
-                .iter()
-                .any(|m| memchr::memmem::find(bytes, m).is_some())
-            {
-                continue;
-            }
-            if !f(line, &text) {
-                return Ok(());
-            }
-        }
-        start = end + 1;
-    }
-    Ok(())
 }
 
 /// One handle of a session, as `dump handles` lists it.

@@ -112,14 +112,6 @@ impl Service {
         handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
     }
 
-    /// Whether the served workspace holds at least one handle (false when none is served).
-    pub fn has_handles(&self) -> bool {
-        match &self.state {
-            Ok(store) => handles::workspace_has_handles(store, &self.root.path).unwrap_or(false),
-            Err(_) => false,
-        }
-    }
-
     /// The connectivity check: prompt-diary's constant answer while the workspace is
     /// served; otherwise status `unavailable` with the resolved workspace and the problem.
     pub fn ping(&self) -> Ping {

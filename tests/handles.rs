@@ -229,11 +229,11 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
         ),
         (
             json!({"handle": "../../etc/passwd", "pattern": "x"}),
-            "no stored tool output has the handle",
+            "No stored tool output has the handle",
         ),
         (
             json!({"handle": "123e4567-e89b-82d3-a456-426614174000", "pattern": "x"}),
-            "no stored tool output has the handle",
+            "No stored tool output has the handle",
         ),
     ] {
         let got = call(&a, "tool_output_grep", args.clone()).await;
@@ -287,7 +287,8 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
     )
     .await;
     assert!(
-        got.is_error == Some(true) && text(&got).contains("changed since the handle was given"),
+        got.is_error == Some(true)
+            && text(&got).contains("no longer holds the output this handle was given for"),
         "{}",
         text(&got)
     );
@@ -297,7 +298,7 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
 }
 
 #[tokio::test]
-async fn handle_tools_are_listed_only_when_a_handle_exists() {
+async fn handle_tools_are_listed_even_when_no_handle_exists_yet() {
     let ws = Workspace::example();
     // The example's sessions with short lines only: no entry is trimmed.
     let short =
@@ -306,16 +307,20 @@ async fn handle_tools_are_listed_only_when_a_handle_exists() {
         ws.write(&format!("projects/{PROJECT}/sessions/{session}"), &short);
     }
     ws.ok(&["import"]);
-    let names = tool_names(&connect(&ws).await).await;
+    let client = connect(&ws).await;
+    let names = tool_names(&client).await;
+    for tool in ["tool_output", "tool_output_read", "tool_output_grep"] {
+        assert!(names.iter().any(|n| n == tool), "{tool} missing: {names:?}");
+    }
+    // A handle the workspace does not hold is still answered, not refused.
+    let h = "00000000-0000-8000-8000-000000000000";
+    let got = call(&client, "tool_output", json!({"handle": h, "extract": "x"})).await;
+    assert_ne!(got.is_error, Some(true), "{}", text(&got));
     assert!(
-        !names.iter().any(|n| n.starts_with("tool_output")),
-        "{names:?}"
+        text(&got).contains(&format!("No stored tool output has the handle {h}")),
+        "{}",
+        text(&got)
     );
-    // The workspace gains its first trimmed entry; the next server lists the tools.
-    add_session(&ws, &log());
-    ws.ok(&["import"]);
-    let names = tool_names(&connect(&ws).await).await;
-    assert!(names.iter().any(|n| n == "tool_output_grep"), "{names:?}");
 }
 
 #[tokio::test]

@@ -24,11 +24,92 @@ use serde_json::{Value, json};
 
 use common::{BIN, PROJECT, Workspace};
 
+/// The binary `serve` runs: `EVIDENCE_STORE_TEST_BIN` when set (to run these tests against
+/// another build, such as the one before a fix), else this crate's.
+fn bin() -> String {
+    std::env::var("EVIDENCE_STORE_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
+/// A loopback endpoint that reads each request and never answers; counts the requests
+/// received and the connections the client closed (the request was dropped).
+struct Hanging {
+    url: String,
+    received: Arc<std::sync::atomic::AtomicUsize>,
+    closed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn hanging_endpoint() -> Hanging {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let received = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let (r, c) = (received.clone(), closed.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let (r, c) = (r.clone(), c.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0usize;
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                if !first.starts_with("POST /v1/chat/completions ") {
+                    let _ = reader.get_mut().write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                r.fetch_add(1, Ordering::SeqCst);
+                // Never answer; the read ends when the client closes the connection.
+                let mut rest = Vec::new();
+                let _ = reader.read_to_end(&mut rest);
+                c.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Hanging {
+        url,
+        received,
+        closed,
+    }
+}
+
+/// Waits until `f` holds, for at most `secs` seconds; whether it held.
+async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    f()
+}
+
 /// One scripted model answer; `{N}` in a text becomes the nonce of the request's prompt.
 #[derive(Clone)]
 enum Say {
     Text(String),
     Calls(Vec<(&'static str, Value)>),
+    /// A raw reply: status line and body, sent as is.
+    Raw(&'static str, String),
 }
 
 fn say(text: &str) -> Say {
@@ -50,15 +131,28 @@ struct FakeEndpoint {
     seen: Arc<Mutex<Vec<Value>>>,
     /// The `Authorization` header of each request, if any.
     auth: Arc<Mutex<Vec<Option<String>>>>,
+    /// The request line of every request that was not a chat completion.
+    other: Arc<Mutex<Vec<String>>>,
 }
 
 fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
+    fake_endpoint_with(script, Vec::new())
+}
+
+/// [`fake_endpoint`] that also answers `routes` (request line start, status line, body);
+/// other requests that are not chat completions get a 404.
+fn fake_endpoint_with(
+    script: Vec<Say>,
+    routes: Vec<(&'static str, &'static str, String)>,
+) -> FakeEndpoint {
     let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
     let url = format!("http://{}/v1", listener.local_addr().expect("address"));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let auth = Arc::new(Mutex::new(Vec::new()));
     let auth_log = auth.clone();
+    let other = Arc::new(Mutex::new(Vec::new()));
+    let other_log = other.clone();
     std::thread::spawn(move || {
         let mut script = script.into_iter();
         for stream in listener.incoming() {
@@ -83,8 +177,25 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
+            let reply = |stream: &mut std::net::TcpStream, status: &str, text: &str| {
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            };
+            if !first.starts_with("POST /v1/chat/completions ") {
+                other_log
+                    .lock()
+                    .expect("other")
+                    .push(first.trim().to_string());
+                match routes.iter().find(|(start, _, _)| first.starts_with(start)) {
+                    Some((_, status, text)) => reply(&mut stream, status, text),
+                    None => reply(&mut stream, "404 Not Found", "{\"error\":\"no route\"}"),
+                }
+                continue;
+            }
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            assert!(first.starts_with("POST /v1/chat/completions "), "{first}");
             let nonce = nonce_in(request["messages"][0]["content"].as_str().unwrap_or(""));
             log.lock().expect("log").push(request);
             auth_log.lock().expect("auth").push(authorization);
@@ -92,7 +203,8 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
                 Some(Say::Text(t)) => (
                     "200 OK",
                     json!({"choices": [{"message": {"role": "assistant",
-                        "content": t.replace("{N}", &nonce)}}]}),
+                        "content": t.replace("{N}", &nonce)}}]})
+                    .to_string(),
                 ),
                 Some(Say::Calls(calls)) => (
                     "200 OK",
@@ -100,22 +212,24 @@ fn fake_endpoint(script: Vec<Say>) -> FakeEndpoint {
                         "tool_calls": calls.iter().enumerate().map(|(i, (name, args))| json!({
                             "id": format!("call_{i}"), "type": "function",
                             "function": {"name": name, "arguments": args.to_string()}
-                        })).collect::<Vec<_>>()}}]}),
+                        })).collect::<Vec<_>>()}}]})
+                    .to_string(),
                 ),
+                Some(Say::Raw(status, text)) => (status, text),
                 None => (
                     "500 Internal Server Error",
-                    json!({"error": "script exhausted"}),
+                    json!({"error": "script exhausted"}).to_string(),
                 ),
             };
-            let text = answer.to_string();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
+            reply(&mut stream, status, &answer);
         }
     });
-    FakeEndpoint { url, seen, auth }
+    FakeEndpoint {
+        url,
+        seen,
+        auth,
+        other,
+    }
 }
 
 /// A client whose model is a script, offered through sampling.
@@ -162,7 +276,9 @@ impl ClientHandler for Sampler {
                     })
                     .collect(),
             ),
-            None => return Err(ErrorData::internal_error("script exhausted", None)),
+            Some(Say::Raw(..)) | None => {
+                return Err(ErrorData::internal_error("script exhausted", None));
+            }
         };
         Ok(CreateMessageResult::new(message, "scripted".into()))
     }
@@ -200,7 +316,7 @@ async fn serve_with<C: ClientHandler>(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
         cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", &root)
             .env("EVIDENCE_STORE_TEST_PAYLOADS", &payloads)
@@ -251,7 +367,7 @@ fn huge_json() -> String {
 }
 
 const SMALL_MODEL: [(&str, &str); 2] = [
-    ("EVIDENCE_STORE_MODEL_CONTEXT_TOKENS", "8192"),
+    ("EVIDENCE_STORE_MODEL_CONTEXT_TOKENS", "12288"),
     ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
 ];
 
@@ -469,7 +585,8 @@ async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
     let result = tool_output(&client, json!({"handle": "log-1", "extract": "errors"})).await;
     let body = text_of(&result);
     let head = "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:truncate:\n\n\
-                WARNING: tool_output fallback to truncate (read-grep: turn 1: no final report produced).\n\
+                WARNING: tool_output fallback to truncate (read-grep: turn 1: no final report produced; \
+                the answer began: \"I looked around and everything seems fine.\").\n\
                 line 1: ok\nline 2: ok\n";
     assert!(body.starts_with(head), "{body}");
     assert!(body.contains("[···TRUNCATED "));
@@ -483,7 +600,7 @@ async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
     .await;
     assert!(
         text_of(&result).contains(
-            "STRATEGY:truncate:\n\nWARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 2: no final report produced).\n"
+            "STRATEGY:truncate:\n\nWARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 2: no final report produced; the answer began: \"Here are the items: none.\").\n"
         ),
         "{}",
         &text_of(&result)[..300]
@@ -510,7 +627,7 @@ async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
 }
 
 /// The chunk size the server uses with `SMALL_MODEL`: the context left after the answer
-/// and the map prompt (at 4 bytes a token).
+/// and the map prompt (at 2.5 bytes a token).
 fn chunk_bytes_for(tool: &str, doc: &str, extract: &str) -> usize {
     let prompt = format!(
         "You are an internal extraction agent. You must extract information from a document chunk.\n\n\
@@ -526,7 +643,7 @@ fn chunk_bytes_for(tool: &str, doc: &str, extract: &str) -> usize {
         doc.len(),
         doc.len().div_ceil(4)
     );
-    ((8192 - 1024 - (prompt.len() + 64).div_ceil(4)) * 4).max(1024)
+    ((12288 - 1024 - ((prompt.len() + 64) * 10).div_ceil(25)) * 25 / 10).max(1024)
 }
 
 #[tokio::test]
@@ -689,8 +806,7 @@ async fn unknown_and_stale_handles_and_bad_arguments_are_answered_clearly() {
     assert_eq!(
         text_of(&result),
         "TOOL_OUTPUT FAILED FOR Bash WITH HANDLE stale-1, STRATEGY:read-grep:\n\n\
-         The stored output of this handle is stale: line 12 of the session changed on disk. \
-         Read the session lines again (read_session_lines, compact) to get a current handle."
+         The stored output of this handle is stale: line 12 of the session changed on disk."
     );
     let result = tool_output(
         &client,
@@ -745,13 +861,69 @@ async fn tool_output_is_listed_with_its_exact_schema_when_handles_exist() {
     client.cancel().await.ok();
 }
 
-#[test]
-fn a_misconfigured_endpoint_stops_serve_with_a_clear_message_and_no_secret() {
+const KEY_SECRET: &str = "sk-KEYSECRET-4242";
+const URL_SECRET: &str = "PWSECRET-7777";
+
+/// Runs `serve` with `args`, the API key in `EVIDENCE_STORE_TEST_API_KEY` and every log
+/// level on; calls `tool_output` once on `small`; returns the answer and the whole log.
+async fn serve_logged(s: &Setup, args: &[String]) -> (String, String) {
+    let root = s.ws.root().to_owned();
+    let payloads = s.payloads.path().to_owned();
+    let (transport, stderr) =
+        TokioChildProcess::builder(tokio::process::Command::new(bin()).configure(|cmd| {
+            cmd.arg("serve")
+                .args(args)
+                .env("PROMPT_DIARY_WORKSPACE", &root)
+                .env("EVIDENCE_STORE_TEST_PAYLOADS", &payloads)
+                .env("EVIDENCE_STORE_TEST_API_KEY", KEY_SECRET)
+                .env_remove("EVIDENCE_STORE_MODEL_URL")
+                .env_remove("EVIDENCE_STORE_MODEL")
+                .env("RUST_LOG", "trace");
+        }))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let client = ().serve(transport).await.expect("initialize succeeds");
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    client.cancel().await.ok();
+    let mut log = String::new();
+    if let Some(mut stderr) = stderr {
+        use tokio::io::AsyncReadExt;
+        stderr.read_to_string(&mut log).await.expect("stderr");
+    }
+    (text_of(&result), log)
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in [KEY_SECRET, URL_SECRET] {
+        assert!(!text.contains(secret), "{what} holds a secret: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_misconfigured_endpoint_stops_serve_with_a_clear_message_and_no_secret() {
     let ws = Workspace::example();
-    let err = ws.fails(&[
-        "serve",
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin())
+            .arg("serve")
+            .args(args)
+            .arg("--workspace")
+            .arg(ws.root())
+            .env("EVIDENCE_STORE_TEST_API_KEY", KEY_SECRET)
+            .env("RUST_LOG", "trace")
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("binary runs");
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
+        assert_no_secret("the error", &err);
+        assert_no_secret("stdout", &String::from_utf8_lossy(&out.stdout));
+        err
+    };
+    let err = run(&[
         "--model-url",
-        "http://127.0.0.1:9/v1",
+        &format!("http://user:{URL_SECRET}@127.0.0.1:9/v1"),
         "--model",
         "m",
         "--model-api-key-env",
@@ -762,8 +934,64 @@ fn a_misconfigured_endpoint_stops_serve_with_a_clear_message_and_no_secret() {
             && err.contains("the API-key variable EVIDENCE_STORE_TEST_SURELY_UNSET_KEY is not set"),
         "{err}"
     );
-    let err = ws.fails(&["serve", "--model-url", "ftp://x", "--model", "m"]);
-    assert!(err.contains("is not an http:// or https:// URL"), "{err}");
+    let err = run(&[
+        "--model-url",
+        &format!("ftp://user:{URL_SECRET}@x/v1"),
+        "--model",
+        "m",
+        "--model-api-key-env",
+        "EVIDENCE_STORE_TEST_API_KEY",
+    ]);
+    assert!(
+        err.contains("\"ftp://***@x/v1\" is not an http:// or https:// URL"),
+        "{err}"
+    );
+
+    // Set up, but the endpoint echoes both secrets in its error; nothing listens at the
+    // second. Neither answers nor any log line (every level) show them.
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = fake_endpoint(vec![Say::Raw(
+        "401 Unauthorized",
+        format!("{{\"error\":\"bad key {KEY_SECRET} for user:{URL_SECRET}\"}}"),
+    )]);
+    let with_user = model
+        .url
+        .replace("http://", &format!("http://user:{URL_SECRET}@"));
+    let closed = TcpListener::bind("127.0.0.1:0").expect("port");
+    let refused = format!(
+        "http://user:{URL_SECRET}@{}/v1",
+        closed.local_addr().expect("addr")
+    );
+    drop(closed);
+    for (url, reason) in [
+        (
+            with_user,
+            "full-chunked: chunk 1 of 1: model endpoint answered HTTP 401: {\"error\":\"bad key *** for ***\"}",
+        ),
+        (
+            refused,
+            "full-chunked: chunk 1 of 1: model request failed: connection refused",
+        ),
+    ] {
+        let args = [
+            "--model-url".to_string(),
+            url,
+            "--model".into(),
+            "m".into(),
+            "--model-api-key-env".into(),
+            "EVIDENCE_STORE_TEST_API_KEY".into(),
+        ];
+        let (answer, log) = serve_logged(&s, &args).await;
+        assert_eq!(reason_of(&answer), reason);
+        assert_no_secret("the answer", &answer);
+        assert!(log.contains("http://***@127.0.0.1:"), "{log}");
+        assert!(log.contains("tool_output fallback to truncate"), "{log}");
+        assert_no_secret("the log", &log);
+    }
+    assert_eq!(
+        model.auth.lock().expect("auth").clone(),
+        vec![Some(format!("Bearer {KEY_SECRET}"))]
+    );
 }
 
 #[tokio::test]
@@ -809,11 +1037,78 @@ async fn the_api_key_is_sent_as_a_bearer_token_and_never_logged() {
     assert!(!log.contains(SECRET), "the key leaked into the log");
 }
 
+/// A loopback endpoint whose chat completions `answer` writes raw onto the connection,
+/// after the request was read; other paths get a 404.
+fn raw_endpoint(answer: fn(&mut std::net::TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                if first.starts_with("POST /v1/chat/completions ") {
+                    answer(&mut stream);
+                } else {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            });
+        }
+    });
+    url
+}
+
+/// The reason of a truncate-fallback body.
+fn reason_of(body: &str) -> &str {
+    let start = body
+        .find("WARNING: tool_output fallback to truncate (")
+        .map(|i| i + "WARNING: tool_output fallback to truncate (".len())
+        .unwrap_or_else(|| panic!("no fallback: {body}"));
+    let end = body[start..].find(").\n").map_or(body.len(), |i| start + i);
+    &body[start..end]
+}
+
+async fn fallback_reason(s: &Setup, envs: &[(&str, &str)]) -> String {
+    let client = serve_with(s, (), envs).await;
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tool_output(&client, json!({"handle": "small", "extract": "errors"})),
+    )
+    .await
+    .expect("answered within 60 s");
+    client.cancel().await.ok();
+    reason_of(&text_of(&result)).to_string()
+}
+
 #[tokio::test]
 async fn endpoint_errors_and_garbage_fall_back_with_the_reason() {
     let s = setup(&[("small", "Bash", "ERROR one\n")]);
-    // Script: one non-JSON-object answer shape, then exhausted (HTTP 500).
-    let model = fake_endpoint(vec![Say::Calls(vec![])]);
+    let model = fake_endpoint(vec![
+        Say::Raw("200 OK", "this is not JSON {\"choices\"".into()),
+        Say::Calls(vec![]),
+        Say::Raw(
+            "400 Bad Request",
+            format!("{{\"error\":\"{}\"}}", "x".repeat(500)),
+        ),
+    ]);
     let client = serve_with(
         &s,
         (),
@@ -823,81 +1118,238 @@ async fn endpoint_errors_and_garbage_fall_back_with_the_reason() {
         ],
     )
     .await;
-    // An answer with an empty tool-call list and no text: no final report.
-    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
-    assert!(text_of(&result).contains(
-        "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final report produced).\nERROR one\n"
-    ));
-    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
-    assert!(
-        text_of(&result).contains(
-            "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: model endpoint answered HTTP 500: {\"error\":\"script exhausted\"}).\n"
-        ),
-        "{}",
-        text_of(&result)
-    );
+    let mut reasons = Vec::new();
+    for _ in 0..4 {
+        let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+        let body = text_of(&result);
+        assert!(body.ends_with(").\nERROR one\n"), "{body}");
+        reasons.push(reason_of(&body).to_string());
+    }
     client.cancel().await.ok();
+    assert_eq!(
+        reasons[0],
+        "full-chunked: chunk 1 of 1: model answer could not be read: not JSON (expected ident at \
+         line 1 column 2); it began: \"this is not JSON {\\\"choices\\\"\""
+    );
+    // An answer with an empty tool-call list and no text: no final report.
+    assert_eq!(
+        reasons[1],
+        "full-chunked: chunk 1 of 1: no final report produced; the answer was empty"
+    );
+    // HTTP errors quote the first 200 bytes of the body.
+    assert_eq!(
+        reasons[2],
+        format!(
+            "full-chunked: chunk 1 of 1: model endpoint answered HTTP 400: {{\"error\":\"{}",
+            "x".repeat(190)
+        )
+    );
+    assert_eq!(
+        reasons[3],
+        "full-chunked: chunk 1 of 1: model endpoint answered HTTP 500: {\"error\":\"script exhausted\"}"
+    );
 
-    // Nothing listening: a transport error, still an answer.
+    // Nothing listening.
     let closed = TcpListener::bind("127.0.0.1:0").expect("port");
     let url = format!("http://{}/v1", closed.local_addr().expect("addr"));
     drop(closed);
-    let client = serve_with(
+    let reason = fallback_reason(
         &s,
-        (),
         &[
             ("EVIDENCE_STORE_MODEL_URL", &url),
             ("EVIDENCE_STORE_MODEL", "m"),
         ],
     )
     .await;
-    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
-    assert!(
-        text_of(&result).contains(
-            "WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: model request failed: "
-        ),
-        "{}",
-        text_of(&result)
+    assert_eq!(
+        reason,
+        "full-chunked: chunk 1 of 1: model request failed: connection refused"
     );
-    client.cancel().await.ok();
+
+    // No answer within the model timeout.
+    let silent = hanging_endpoint();
+    let reason = fallback_reason(
+        &s,
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &silent.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        reason,
+        "full-chunked: chunk 1 of 1: model request failed: timed out after 1 s"
+    );
+
+    // Headers at once, then a body that trickles in past the timeout: still a timeout.
+    let trickle = raw_endpoint(|stream| {
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
+        );
+        for _ in 0..100 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if stream.write_all(b" ").is_err() {
+                return;
+            }
+        }
+    });
+    let reason = fallback_reason(
+        &s,
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &trickle),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        reason,
+        "full-chunked: chunk 1 of 1: model request failed: timed out after 1 s"
+    );
+}
+
+/// A reply larger than the cap is not read whole: the call falls back saying so, whether
+/// the reply announces its length or streams until the connection closes.
+#[tokio::test]
+async fn a_huge_reply_is_not_read_past_the_cap() {
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    // 512 MiB without a length, written until the client hangs up.
+    let streaming = raw_endpoint(|stream| {
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"choices\":[{\"message\":{\"content\":\"",
+        );
+        let block = vec![b'x'; 1 << 16];
+        for _ in 0..(512 << 20) / block.len() {
+            if stream.write_all(&block).is_err() {
+                return;
+            }
+        }
+    });
+    let announced = raw_endpoint(|stream| {
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 536870912\r\n\r\n{",
+        );
+    });
+    for url in [&streaming, &announced] {
+        let reason = fallback_reason(
+            &s,
+            &[
+                ("EVIDENCE_STORE_MODEL_URL", url),
+                ("EVIDENCE_STORE_MODEL", "m"),
+                ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "120"),
+            ],
+        )
+        .await;
+        // 4096 output tokens allow 64 KiB; the floor is 1 MiB.
+        assert_eq!(
+            reason,
+            "full-chunked: chunk 1 of 1: the model's reply is larger than 1048576 bytes; it was \
+             not read further"
+        );
+    }
+}
+
+/// A sampling client that answers from a script, each answer only once the test lets it.
+struct GatedSampler {
+    script: Mutex<Vec<Say>>,
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl ClientHandler for GatedSampler {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo::new(
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_sampling_tools()
+                .build(),
+            Implementation::new("gated-sampler", "0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let nonce = nonce_in(params.system_prompt.as_deref().unwrap_or(""));
+        let next = {
+            let mut script = self.script.lock().expect("script");
+            (!script.is_empty()).then(|| script.remove(0))
+        };
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.gate
+            .acquire()
+            .await
+            .map_err(|_| ErrorData::internal_error("gate closed", None))?
+            .forget();
+        match next {
+            Some(Say::Text(t)) => Ok(CreateMessageResult::new(
+                SamplingMessage::assistant_text(t.replace("{N}", &nonce)),
+                "scripted".into(),
+            )),
+            _ => Err(ErrorData::internal_error("script exhausted", None)),
+        }
+    }
 }
 
 #[tokio::test]
 async fn concurrent_calls_share_one_sampling_client_and_other_tools_keep_answering() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let s = setup(&[("a", "Bash", "alpha\n"), ("b", "Bash", "beta\n")]);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sampler = Sampler {
-        tools: true,
+    let asked = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let sampler = GatedSampler {
         script: Mutex::new(vec![
             say("<ai-agent-{N}-FINAL format=\"text\">one"),
             say("<ai-agent-{N}-FINAL format=\"text\">two"),
         ]),
-        seen: seen.clone(),
+        asked: asked.clone(),
+        gate: gate.clone(),
     };
-    let client = serve_with(&s, sampler, &[]).await;
-    let (x, y, ping) = tokio::join!(
-        tool_output(&client, json!({"handle": "a", "extract": "x"})),
-        tool_output(&client, json!({"handle": "b", "extract": "x"})),
-        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
-    );
-    // Which call got which scripted answer depends on arrival order; each got one.
-    let mut answers = [text_of(&x), text_of(&y)];
-    answers.sort();
-    let mut bodies: Vec<String> = answers
-        .iter()
-        .zip(["a", "b"])
-        .map(|(a, h)| {
-            let head = format!(
-                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:full-chunked:\n\n"
-            );
-            a.strip_prefix(&head).expect("header").to_string()
+    let client = Arc::new(serve_with(&s, sampler, &[]).await);
+    let calls: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|h| {
+            let client = client.clone();
+            tokio::spawn(
+                async move { tool_output(&client, json!({"handle": h, "extract": "x"})).await },
+            )
         })
         .collect();
+    // Both calls wait for their model, which answers only once the ping was answered: a
+    // ping queued behind them would never be.
+    assert!(
+        eventually(20, || asked.load(Ordering::SeqCst) == 2).await,
+        "both calls asked the client's model"
+    );
+    let ping = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    )
+    .await
+    .expect("ping answered while both calls were still running");
+    assert!(ping.is_ok());
+    assert!(
+        calls.iter().all(|c| !c.is_finished()),
+        "the ping's answer came first"
+    );
+    gate.add_permits(2);
+    let mut bodies = Vec::new();
+    for (call, h) in calls.into_iter().zip(["a", "b"]) {
+        let body = text_of(&call.await.expect("call task"));
+        let head =
+            format!("ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:full-chunked:\n\n");
+        bodies.push(body.strip_prefix(&head).expect("header").to_string());
+    }
+    // Which call got which scripted answer depends on arrival order; each got one.
     bodies.sort();
     assert_eq!(bodies, ["one", "two"]);
-    assert!(ping.is_ok());
-    assert_eq!(seen.lock().expect("log").len(), 2);
-    client.cancel().await.ok();
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    if let Ok(client) = Arc::try_unwrap(client) {
+        client.cancel().await.ok();
+    }
 }
 
 #[test]
@@ -1009,4 +1461,611 @@ async fn a_real_handle_goes_from_the_read_to_read_grep() {
         "1500: line 1500: ERROR disk full on /var\n2750: line 2750: ERROR retry failed\n"
     );
     client.cancel().await.ok();
+}
+
+fn call_request(name: &str, args: Value) -> rmcp::model::ClientRequest {
+    let Value::Object(args) = args else {
+        panic!("object arguments")
+    };
+    rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(name.to_string()).with_arguments(args),
+    ))
+}
+
+/// A call whose model never answers ends at the deadline with the truncate fallback
+/// saying so, and its request is dropped.
+#[tokio::test]
+async fn a_call_ends_at_its_deadline_with_the_truncate_fallback() {
+    use std::sync::atomic::Ordering;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
+            ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2"),
+        ],
+    )
+    .await;
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tool_output(&client, json!({"handle": "small", "extract": "errors"})),
+    )
+    .await
+    .expect("answered within 30 s, long before the 300 s model timeout");
+    assert_eq!(
+        text_of(&result),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE small, STRATEGY:truncate:\n\n\
+         WARNING: tool_output fallback to truncate (deadline of 2 s reached).\nERROR one\n"
+    );
+    assert!(
+        eventually(20, || model.closed.load(Ordering::SeqCst) == 1).await,
+        "the model request was dropped"
+    );
+    client.cancel().await.ok();
+}
+
+/// Cancelled calls stop: each drops its model request, gives its slot back, and a ping
+/// sent after more cancelled calls than there are slots is answered.
+#[tokio::test]
+async fn cancelled_calls_drop_their_model_requests_and_free_their_slots() {
+    use std::sync::atomic::Ordering;
+    const CALLS: usize = 20;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
+        ],
+    )
+    .await;
+    // Sixteen calls take every slot; each is cancelled once its model request arrived.
+    for round in 0..CALLS {
+        let handle = client
+            .peer()
+            .send_cancellable_request(
+                call_request(
+                    "tool_output",
+                    json!({"handle": "small", "extract": "errors"}),
+                ),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("sent");
+        assert!(
+            eventually(20, || model.received.load(Ordering::SeqCst) > round).await,
+            "call {round} reached the model"
+        );
+        handle
+            .cancel(Some("test".into()))
+            .await
+            .expect("cancel sent");
+    }
+    assert!(
+        eventually(20, || model.closed.load(Ordering::SeqCst) == CALLS).await,
+        "every cancelled call dropped its model request: {} of {CALLS}",
+        model.closed.load(Ordering::SeqCst)
+    );
+    let ping = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    )
+    .await
+    .expect("ping answered within 20 s");
+    assert!(ping.is_ok());
+    client.cancel().await.ok();
+}
+
+/// A sampling client whose model never answers, recording the cancels it receives.
+struct SilentSampler {
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    cancelled: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ClientHandler for SilentSampler {
+    fn get_info(&self) -> ClientInfo {
+        ClientInfo::new(
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_sampling_tools()
+                .build(),
+            Implementation::new("silent-sampler", "0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    async fn on_cancelled(
+        &self,
+        _params: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.cancelled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Through sampling too, the deadline ends the call, and the client is told to stop the
+/// sampling request it no longer needs to answer.
+#[tokio::test]
+async fn a_sampling_call_ends_at_its_deadline_and_cancels_its_sampling_request() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let sampler = SilentSampler {
+        asked: asked.clone(),
+        cancelled: cancelled.clone(),
+    };
+    let client = serve_with(
+        &s,
+        sampler,
+        &[("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2")],
+    )
+    .await;
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tool_output(&client, json!({"handle": "small", "extract": "errors"})),
+    )
+    .await
+    .expect("answered within 30 s, long before the 300 s sampling timeout");
+    assert!(
+        text_of(&result)
+            .contains("WARNING: tool_output fallback to truncate (deadline of 2 s reached).\n"),
+        "{}",
+        text_of(&result)
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert!(
+        eventually(20, || cancelled.load(Ordering::SeqCst) == 1).await,
+        "the sampling request was cancelled"
+    );
+    client.cancel().await.ok();
+}
+
+/// A report for every map and reduce request.
+fn reports(n: usize) -> Vec<Say> {
+    (0..n)
+        .map(|i| say(&format!("<ai-agent-{{N}}-FINAL format=\"text\">part {i}")))
+        .collect()
+}
+
+/// The chunk lengths of the map requests an endpoint saw.
+fn map_chunks(seen: &[Value]) -> Vec<usize> {
+    seen.iter()
+        .filter(|r| {
+            r["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.contains("CHUNK INFO"))
+        })
+        .map(|r| r["messages"][1]["content"].as_str().map_or(0, str::len))
+        .collect()
+}
+
+/// The context size is read from the endpoint when it publishes one: llama.cpp's
+/// `/props`, else an Ollama model's `context_length` (a most: a smaller configured size
+/// wins). Chunks are then sized for it, not for the configured 32768 tokens.
+#[tokio::test]
+async fn the_context_size_is_read_from_the_endpoint() {
+    let log = test_log();
+    let s = setup(&[("log-1", "Bash", &log)]);
+    let llama = fake_endpoint_with(
+        reports(40),
+        vec![(
+            "GET /props ",
+            "200 OK",
+            json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}).to_string(),
+        )],
+    );
+    let ollama = fake_endpoint_with(
+        reports(40),
+        vec![(
+            "POST /api/show ",
+            "200 OK",
+            json!({"parameters": "stop \"<|im_end|>\"", "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 4096}}).to_string(),
+        )],
+    );
+    for model in [&llama, &ollama] {
+        let client = serve_with(
+            &s,
+            (),
+            &[
+                ("EVIDENCE_STORE_MODEL_URL", &model.url),
+                ("EVIDENCE_STORE_MODEL", "m"),
+                ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
+            ],
+        )
+        .await;
+        let result = tool_output(
+            &client,
+            json!({"handle": "log-1", "extract": "errors", "mode": "full-chunked"}),
+        )
+        .await;
+        assert!(
+            text_of(&result).starts_with(
+                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:full-chunked:"
+            ),
+            "{}",
+            text_of(&result)
+        );
+        client.cancel().await.ok();
+        let chunks = map_chunks(&model.seen.lock().expect("log"));
+        // 4096 tokens less 1024 for the answer and the prompt, at 2.5 bytes a token.
+        assert!(chunks.len() > 1, "{chunks:?}");
+        assert!(
+            chunks.iter().all(|c| *c <= (4096 - 1024) * 5 / 2),
+            "{chunks:?}"
+        );
+    }
+    assert_eq!(llama.other.lock().expect("other")[0], "GET /props HTTP/1.1");
+    assert_eq!(
+        ollama.other.lock().expect("other").clone(),
+        ["GET /props HTTP/1.1", "POST /api/show HTTP/1.1"]
+    );
+}
+
+/// A prompt over the endpoint's context (llama.cpp's HTTP 400) is retried once with
+/// chunks sized from the numbers in the error; the next call sizes them so at once.
+#[tokio::test]
+async fn a_context_size_error_is_retried_once_with_smaller_chunks() {
+    let log = test_log();
+    let s = setup(&[("log-1", "Bash", &log)]);
+    let exceeded = json!({"error": {"code": 400,
+        "message": "the request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error", "n_prompt_tokens": 16500, "n_ctx": 8192}})
+    .to_string();
+    let mut script = vec![Say::Raw("400 Bad Request", exceeded)];
+    script.extend(reports(40));
+    let model = fake_endpoint(script);
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
+        ],
+    )
+    .await;
+    for _ in 0..2 {
+        let result = tool_output(
+            &client,
+            json!({"handle": "log-1", "extract": "errors", "mode": "full-chunked"}),
+        )
+        .await;
+        assert!(
+            text_of(&result).starts_with(
+                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:full-chunked:"
+            ),
+            "{}",
+            text_of(&result)
+        );
+    }
+    client.cancel().await.ok();
+    let seen = model.seen.lock().expect("log").clone();
+    let chunks = map_chunks(&seen);
+    // The whole log in one chunk was refused; the retry's chunks fit 8192 - 1024 tokens
+    // at the 2.5 bytes a token the refused prompt showed, with a tenth to spare.
+    assert_eq!(chunks[0], log.len());
+    assert!(chunks.len() > 2, "{chunks:?}");
+    let fit = (8192 - 1024) * (log.len() + 1200) / 16500;
+    assert!(
+        chunks[1..].iter().all(|c| *c <= fit),
+        "{chunks:?} over {fit}"
+    );
+    // Three passes began: the refused one, its retry, and the second call's, which knew
+    // the context from the error and sent no chunk too large.
+    let firsts: Vec<usize> = seen
+        .iter()
+        .filter(|r| {
+            r["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.contains("- Index: 1 of "))
+        })
+        .map(|r| r["messages"][1]["content"].as_str().map_or(0, str::len))
+        .collect();
+    assert_eq!(firsts.len(), 3, "{firsts:?}");
+    assert!(
+        firsts[2] < log.len() && firsts[2] <= (8192 - 1024) * 5 / 2,
+        "{firsts:?}"
+    );
+}
+
+/// Adds session S0011 to `s`: a `Bash` call whose result is `log` (trimmed by compact
+/// reads), imported; returns the result's handle.
+fn real_session(s: &Setup, log: &str) -> String {
+    real_handles(s, &[("Bash", log)]).remove(0)
+}
+
+/// Adds session S0011 to `s`: for each `(tool, output)`, a call of `tool` and its result
+/// `output` (trimmed by compact reads), imported; returns the results' handles.
+fn real_handles(s: &Setup, outputs: &[(&str, &str)]) -> Vec<String> {
+    let mut session = String::new();
+    for (i, (tool, output)) in outputs.iter().enumerate() {
+        let id = format!("toolu_{i}");
+        for line in [
+            json!({"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": tool, "input": {"command": "make test"}}]}}),
+            json!({"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": output}]}}),
+        ] {
+            session.push_str(&format!("{line}\n"));
+        }
+    }
+    let last = 2 * outputs.len();
+    s.ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/make.jsonl"),
+        session,
+    );
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(s.ws.read(&index)).expect("utf-8");
+    rows.push_str(&format!("{{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"make\", \"session_path\": \"sessions/claude-code/make.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": {last}, \"turns\": [{{\"target_subagents\": [], \"turn_end_line\": {last}, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}}]}}\n"));
+    s.ws.write(&index, rows);
+    s.ws.ok(&["import"]);
+    let listed: Value =
+        serde_json::from_str(&s.ws.ok(&["dump", "handles", PROJECT, "S0011", "--json"]))
+            .expect("json");
+    let handles: Vec<String> = listed
+        .as_array()
+        .expect("handles")
+        .iter()
+        .filter(|h| h["kind"] == "tool_result")
+        .map(|h| h["handle"].as_str().expect("handle").to_owned())
+        .collect();
+    assert_eq!(handles.len(), outputs.len(), "{listed}");
+    handles
+}
+
+/// The seed's phase-2 cases on real handles, taken from a compact read: a large output's
+/// handle goes to `tool_output`; `auto` sends a huge single-line JSON to full-chunked and
+/// a standard multi-line log to read-grep.
+#[tokio::test]
+async fn the_seed_cases_on_real_handles_from_a_compact_read() {
+    // 12000 lines: more chunks than the 4 allowed, so read-grep.
+    let log = test_log()
+        + &(3001..=12000)
+            .map(|i| format!("line {i}: ok\n"))
+            .collect::<String>();
+    let doc = huge_json();
+    let s = setup(&[]);
+    let expected = real_handles(&s, &[("Bash", &log), ("exec_command", &doc)]);
+    let model = fake_endpoint(vec![
+        // The JSON: two maps and a reduce.
+        say("<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nitems 0-399"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item 400 is broken"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item-400 has status broken"),
+        // The log: the sub-agent greps, then answers.
+        Say::Calls(vec![(
+            "Grep",
+            json!({"file": expected[0], "pattern": "ERROR"}),
+        )]),
+        say("<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var"),
+    ]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
+    let client = serve_with(&s, (), &envs).await;
+    let Value::Object(args) =
+        json!({"project_key": PROJECT, "session_ref": "S0011", "start_line": 1, "end_line": 4})
+    else {
+        panic!("object")
+    };
+    let read = client
+        .call_tool(CallToolRequestParams::new("read_session_lines").with_arguments(args))
+        .await
+        .expect("read answers");
+    let read: Value = serde_json::from_str(&text_of(&read)).expect("json");
+    let from_read: Vec<String> = [1, 3]
+        .iter()
+        .map(|r| {
+            read["records"][*r]["tool_results"][0]["handle"]
+                .as_str()
+                .expect("a trimmed result has a handle")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(from_read, expected);
+    let (log_h, json_h) = (&from_read[0], &from_read[1]);
+    let result = tool_output(
+        &client,
+        json!({"handle": json_h, "extract": "items whose status is not fine"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT exec_command WITH HANDLE {json_h}, STRATEGY:full-chunked:\n\n\
+             item-400 has status broken"
+        )
+    );
+    let result = tool_output(
+        &client,
+        json!({"handle": log_h, "extract": "every ERROR line with its line number"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {log_h}, STRATEGY:read-grep:\n\n\
+             1500: ERROR disk full on /var"
+        )
+    );
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 5);
+    // The maps carried the stored JSON; the Grep ran over the stored log.
+    let c1 = seen[0]["messages"][1]["content"].as_str().expect("chunk 1");
+    let c2 = seen[1]["messages"][1]["content"].as_str().expect("chunk 2");
+    assert!(doc.starts_with(c1) && doc.ends_with(c2));
+    assert_eq!(
+        seen[4]["messages"][3]["content"],
+        "1500: line 1500: ERROR disk full on /var\n2750: line 2750: ERROR retry failed\n"
+    );
+    client.cancel().await.ok();
+}
+
+/// `handle` with its character at `at` replaced by another hex digit.
+fn mistype(handle: &str, at: usize) -> String {
+    let mut b = handle.as_bytes().to_vec();
+    b[at] = if b[at] == b'0' { b'1' } else { b'0' };
+    String::from_utf8(b).expect("ascii")
+}
+
+/// A handle with a typo is told it was most likely mistyped (with the handle it is
+/// closest to), never that its line changed; a handle written as a file name works.
+#[tokio::test]
+async fn mistyped_handles_and_handles_with_an_extension() {
+    let s = setup(&[]);
+    let handle = real_session(&s, &test_log());
+    let client = serve_with(&s, (), &[]).await;
+    // The last characters hold the line digest, the first ones the session.
+    for (typo, nearest) in [(mistype(&handle, 35), true), (mistype(&handle, 0), false)] {
+        let result = tool_output(&client, json!({"handle": typo, "extract": "x"})).await;
+        let body = text_of(&result);
+        assert_ne!(result.is_error, Some(true), "{body}");
+        assert!(!body.contains("changed since"), "{body}");
+        assert!(
+            body.contains(&format!("No stored tool output has the handle {typo}")),
+            "{body}"
+        );
+        assert_eq!(
+            body.contains(&format!(
+                "but {handle} differs from it in one or two characters"
+            )),
+            nearest,
+            "{body}"
+        );
+    }
+    for name in [
+        format!("{handle}.txt"),
+        format!("{handle}.log"),
+        format!("{handle}.json"),
+    ] {
+        let result = tool_output(
+            &client,
+            json!({"handle": name, "extract": "x", "mode": "truncate"}),
+        )
+        .await;
+        assert!(
+            text_of(&result).starts_with(&format!(
+                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {handle}, STRATEGY:truncate:\n\nline 1: ok\n"
+            )),
+            "{}",
+            text_of(&result)
+        );
+    }
+    client.cancel().await.ok();
+}
+
+/// A handle whose line is gone says so (not "no stored output"); one whose session file
+/// changed since the import gives its advice once.
+#[tokio::test]
+async fn removed_lines_and_changed_files_are_told_apart_with_one_advice() {
+    let s = setup(&[]);
+    let handle = real_session(&s, &test_log());
+    let path = format!("projects/{PROJECT}/sessions/claude-code/make.jsonl");
+    let original = s.ws.read(&path);
+    // Changed on disk, not imported again.
+    let mut changed = original.clone();
+    let at = changed.len() - 20;
+    changed[at] = b'#';
+    s.ws.write(&path, &changed);
+    let client = serve_with(&s, (), &[]).await;
+    let result = tool_output(&client, json!({"handle": handle, "extract": "x"})).await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(&format!("TOOL_OUTPUT FAILED FOR unknown WITH HANDLE {handle}, STRATEGY:auto:\n\nThe stored output of this handle is stale: ")),
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("read the").count() + body.matches("read again").count(),
+        1,
+        "one advice: {body}"
+    );
+    client.cancel().await.ok();
+    // The line is removed and the session imported again.
+    let first_line = original
+        .split(|b| *b == b'\n')
+        .next()
+        .expect("a line")
+        .to_vec();
+    s.ws.write(&path, [first_line, b"\n".to_vec()].concat());
+    s.ws.ok(&["import"]);
+    let client = serve_with(&s, (), &[]).await;
+    let result = tool_output(&client, json!({"handle": handle, "extract": "x"})).await;
+    let body = text_of(&result);
+    assert!(!body.contains("No stored tool output"), "{body}");
+    assert_eq!(
+        body,
+        format!(
+            "TOOL_OUTPUT FAILED FOR unknown WITH HANDLE {handle}, STRATEGY:auto:\n\n\
+             The stored output of this handle is stale: line 2 of session S0011 in project \
+             {PROJECT} is gone (the session has 1 lines now); read the session lines again \
+             (read_session_lines, compact) for a current handle."
+        )
+    );
+    client.cancel().await.ok();
+}
+
+/// Past the limit of 10 tool calls the sub-agent is offered no tools, and told to answer.
+#[tokio::test]
+async fn read_grep_offers_no_tools_past_the_call_limit() {
+    let s = setup(&[("log-1", "Bash", &test_log())]);
+    let mut script: Vec<Say> = (1..=10)
+        .map(|i| {
+            Say::Calls(vec![(
+                "Read",
+                json!({"file": "log-1.txt", "start_line": i, "end_line": i}),
+            )])
+        })
+        .collect();
+    script.push(say(
+        "<ai-agent-{N}-FINAL format=\"text\">no ERROR in lines 1-10",
+    ));
+    let model = fake_endpoint(script);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(
+        &client,
+        json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&result),
+        "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:read-grep:\n\nno ERROR in lines 1-10"
+    );
+    client.cancel().await.ok();
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 11);
+    assert!(seen[9].get("tools").is_some());
+    assert!(
+        seen[10].get("tools").is_none(),
+        "no tools on the 11th request"
+    );
+    let messages = seen[10]["messages"].as_array().expect("messages");
+    // `log-1.txt` named the payload: the tenth Read answered line 10.
+    assert_eq!(messages[messages.len() - 2]["content"], "10: line 10: ok\n");
+    assert_eq!(messages[messages.len() - 1]["role"], "user");
+    assert!(
+        messages[messages.len() - 1]["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("Answer now with the final report")),
+        "{messages:?}"
+    );
 }

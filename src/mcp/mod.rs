@@ -172,8 +172,6 @@ pub struct Server {
     tool_router: ToolRouter<Server>,
     /// Streams a read's text to this server's own stdio ([`stdio::Streamer`]).
     streamer: Option<stdio::Streamer>,
-    /// Whether the workspace holds a tool-output handle, found once per process.
-    has_handles: Arc<OnceCell<bool>>,
 }
 
 impl Server {
@@ -190,7 +188,6 @@ impl Server {
                 + Self::tool_output_router()
                 + Self::tool_output_text_router(),
             streamer: None,
-            has_handles: Arc::new(OnceCell::new()),
         }
     }
 
@@ -547,9 +544,6 @@ impl ServerHandler for Server {
                     tool.input_schema = read_schema_0_2_20();
                 }
             }
-        }
-        if !self.workspace_has_handles().await {
-            tools.retain(|t| !tool_output::NEEDS_HANDLES.contains(&t.name.as_ref()));
         }
         // prompt-diary's tools in its order, then ours by name.
         tools.sort_by_key(|t| {

@@ -5,10 +5,11 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ContentBlock, CreateMessageRequestParams, Role, SamplingMessage, SamplingMessageContentBlock,
-    Tool,
+    CancelledNotification, CancelledNotificationParam, ClientResult, ContentBlock,
+    CreateMessageRequest, CreateMessageRequestParams, RequestId, Role, SamplingMessage,
+    SamplingMessageContentBlock, ServerRequest, Tool,
 };
-use rmcp::service::Peer;
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 
 use crate::tool_output::model::{BoxFuture, Message, Model, ModelError, Reply, Request, ToolCall};
 
@@ -131,17 +132,70 @@ impl Model for Sampling {
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Reply, ModelError>> {
         Box::pin(async move {
-            let call = self.peer.create_message(params(&request));
-            let result = tokio::time::timeout(SAMPLING_TIMEOUT, call)
+            let params = params(&request);
+            if !self.tools && params.tools.is_some() {
+                return Err(ModelError::Refused(
+                    "the client does not support tool use in sampling".into(),
+                ));
+            }
+            params.validate().map_err(ModelError::Refused)?;
+            let sent = self
+                .peer
+                .send_cancellable_request(
+                    ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),
+                    PeerRequestOptions::with_timeout(SAMPLING_TIMEOUT),
+                )
                 .await
-                .map_err(|_| {
-                    ModelError::Transport(format!(
-                        "the client did not answer the sampling request within {} s",
-                        SAMPLING_TIMEOUT.as_secs()
-                    ))
-                })?
                 .map_err(|e| ModelError::Refused(e.to_string()))?;
-            Ok(reply(result.message))
+            // Dropped before the answer (the call was cancelled or passed its deadline):
+            // the client is told, so its model stops too.
+            let guard = CancelOnDrop {
+                peer: Some(self.peer.clone()),
+                id: sent.id.clone(),
+            };
+            let answer = sent.await_response().await;
+            guard.disarm();
+            match answer {
+                Ok(ClientResult::CreateMessageResult(result)) => Ok(reply(result.message)),
+                Ok(_) => Err(ModelError::Answer(
+                    "the client answered the sampling request with something else".into(),
+                )),
+                Err(ServiceError::Timeout { timeout }) => Err(ModelError::Transport(format!(
+                    "timed out after {} s (the client did not answer the sampling request)",
+                    timeout.as_secs()
+                ))),
+                Err(e) => Err(ModelError::Refused(e.to_string())),
+            }
         })
+    }
+}
+
+/// Sends `notifications/cancelled` for a sampling request dropped before its answer.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleServer>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the tool_output call ended".into()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer.send_notification(notification.into()).await;
+        });
     }
 }

@@ -16,8 +16,8 @@ use serde_json::Value;
 use super::sampling::Sampling;
 use super::{Server, argument_error};
 use crate::handles::Resolved;
-use crate::service::Service;
 use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
+use crate::tool_output::handle::strip_extension;
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
 use crate::tool_output::model::openai::Endpoint;
@@ -48,26 +48,11 @@ fn configured() -> &'static Configured {
     })
 }
 
-/// Tools listed only when the workspace holds at least one handle.
-pub const NEEDS_HANDLES: [&str; 3] = ["tool_output", "tool_output_read", "tool_output_grep"];
-
 impl Server {
-    /// Whether the workspace holds at least one handle (then the handle tools are listed).
-    /// Found once per process, after the start-up import.
-    pub(super) async fn workspace_has_handles(&self) -> bool {
-        // Debug builds: a test payload directory stands for a workspace with handles.
-        if cfg!(debug_assertions) && std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS").is_some() {
-            return true;
-        }
-        let found = self
-            .has_handles
-            .get_or_try_init(|| self.call(Service::has_handles))
-            .await;
-        found.copied().unwrap_or(false)
-    }
-
     /// What `handle` names: the debug stand-in first, then the store.
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
+        // A handle written as a file name (`<uuid>.txt`) names the same output.
+        let handle = strip_extension(handle.trim());
         if let Some(found) = lookup::test_lookup(handle) {
             return Ok(Ok(found));
         }
@@ -82,7 +67,10 @@ impl Server {
                 },
             },
             Resolved::Stale { tool_name, detail } => Lookup::Stale { tool_name, detail },
-            Resolved::Unknown => Lookup::Unknown,
+            Resolved::Mistyped { nearest } => Lookup::Unknown {
+                nearest: Some(nearest),
+            },
+            Resolved::Unknown => Lookup::Unknown { nearest: None },
         }))
     }
 }
@@ -166,6 +154,7 @@ impl Server {
             Ok(checked) => checked,
             Err(message) => return Ok(argument_error("tool_output", message)),
         };
+        let handle = strip_extension(handle.trim()).to_string();
         let config = configured().engine;
         let found = match self.lookup(&handle).await? {
             Ok(found) => found,
@@ -176,7 +165,9 @@ impl Server {
             }
         };
         let body = match found {
-            Lookup::Unknown => lookup::unknown_body(&handle, mode, config.max_bytes),
+            Lookup::Unknown { nearest } => {
+                lookup::unknown_body(&handle, nearest.as_deref(), mode, config.max_bytes)
+            }
             Lookup::Stale { tool_name, detail } => {
                 lookup::stale_body(&tool_name, &handle, mode, &detail, config.max_bytes)
             }
@@ -198,9 +189,16 @@ impl Server {
                     mode,
                 };
                 let tools: &dyn TextTools = &text_tools::Tools;
-                engine::extract(&job, &config, model.as_deref(), tools)
-                    .await
-                    .body
+                // A cancelled call stops at the strategy's next await: its model request
+                // is dropped with it, and its slot is given back as the handler ends.
+                tokio::select! {
+                    biased;
+                    () = context.ct.cancelled() => {
+                        tracing::info!(handle, "tool_output cancelled");
+                        return Err(ErrorData::invalid_request("the request was cancelled", None));
+                    }
+                    outcome = engine::extract(&job, &config, model.as_deref(), tools) => outcome.body,
+                }
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(body)]))
@@ -312,12 +310,13 @@ impl Server {
             Err(problem) => error(format!(
                 "{tool}: the evidence store cannot answer: {problem}"
             )),
-            Ok(Lookup::Unknown) => error(format!(
-                "{tool}: no stored tool output has the handle {handle:?}. Handles are the \"handle\" values of trimmed tool_uses and tool_results entries in compact read_session_lines records of this workspace; copy one exactly."
+            Ok(Lookup::Unknown { nearest }) => error(format!(
+                "{tool}: {}",
+                lookup::unknown_text(handle, nearest.as_deref())
             )),
-            Ok(Lookup::Stale { detail, .. }) => error(format!(
-                "{tool}: the handle {handle} is stale: {detail}. Read the session lines again (read_session_lines, compact) for a current handle."
-            )),
+            Ok(Lookup::Stale { detail, .. }) => {
+                error(format!("{tool}: the handle {handle} is stale: {detail}."))
+            }
             Ok(Lookup::Found { text, source }) => Ok(Ok((text, source.tool_name))),
         }
     }

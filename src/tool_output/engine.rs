@@ -16,9 +16,11 @@
 //!
 //! Every body, header included, stays within the configured byte cap.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use super::model::{Message, Model, Request, ToolCall, ToolDef};
+use super::model::{Message, Model, ModelError, Request, ToolCall, ToolDef};
 use super::prompts::{self, Source};
 use super::report::parse_final_report;
 use super::route::{self, Abilities, Route, RouteConfig, Stats};
@@ -36,6 +38,9 @@ pub const DEFAULT_CONTEXT_TOKENS: usize = 32768;
 pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 4096;
 /// Lines a Read call without an end returns.
 pub const READ_DEFAULT_LINES: u64 = 200;
+/// Default longest one `tool_output` call may take before it answers with the truncate
+/// fallback.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The engine's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +57,8 @@ pub struct EngineConfig {
     pub max_output_tokens: usize,
     /// Chunk overlap, in percent.
     pub overlap_pct: usize,
+    /// Longest one call may take; past it the answer is the truncate fallback.
+    pub deadline: Duration,
 }
 
 impl Default for EngineConfig {
@@ -63,19 +70,35 @@ impl Default for EngineConfig {
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             overlap_pct: chunk::DEFAULT_OVERLAP_PCT,
+            deadline: DEFAULT_DEADLINE,
         }
     }
 }
 
+/// Bytes a token is estimated at when sizing chunks, in tenths: 2.5. Real logs and JSON
+/// measure 2.3-2.8 bytes a token with small models' tokenizers, so 4 sent chunks larger
+/// than the context.
+pub const BYTES_PER_TOKEN_TENTHS: usize = 25;
+
+/// Tokens `bytes` bytes are estimated at for chunk sizing (rounded up).
+pub fn tokens_for(bytes: usize) -> usize {
+    (bytes * 10).div_ceil(BYTES_PER_TOKEN_TENTHS)
+}
+
+/// Bytes `tokens` tokens are estimated to hold for chunk sizing (rounded down).
+pub fn bytes_for(tokens: usize) -> usize {
+    tokens.saturating_mul(BYTES_PER_TOKEN_TENTHS) / 10
+}
+
 impl EngineConfig {
     /// Payload bytes one map call can take: the context left after the answer and the
-    /// prompt (estimated at 4 bytes a token), at least 1 KiB.
+    /// prompt (estimated at [`BYTES_PER_TOKEN_TENTHS`]), at least 1 KiB.
     pub fn chunk_bytes(&self, prompt_bytes: usize) -> usize {
         let tokens = self
             .context_tokens
             .saturating_sub(self.max_output_tokens)
-            .saturating_sub(prompt_bytes.div_ceil(4));
-        (tokens * 4).max(1024)
+            .saturating_sub(tokens_for(prompt_bytes));
+        bytes_for(tokens).max(1024)
     }
 }
 
@@ -120,7 +143,26 @@ pub struct Outcome {
 struct Failed(String);
 
 /// Runs `job` and returns its body. `model` is `None` when no model is in reach.
+///
+/// The whole run, model requests included, ends by `config.deadline`: then the answer is
+/// the truncate fallback saying so, and the request in flight is dropped. Dropping the
+/// returned future (a cancelled call) drops the request in flight as well.
 pub async fn extract(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    model: Option<&dyn Model>,
+    tools: &dyn TextTools,
+) -> Outcome {
+    match tokio::time::timeout(config.deadline, run(job, config, model, tools)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            let reason = format!("deadline of {} s reached", config.deadline.as_secs());
+            fallback(job, config, Stats::of(job.text), job.mode.as_str(), &reason)
+        }
+    }
+}
+
+async fn run(
     job: &Job<'_>,
     config: &EngineConfig,
     model: Option<&dyn Model>,
@@ -130,6 +172,20 @@ pub async fn extract(
     let abilities = Abilities {
         model: model.is_some(),
         tools: model.is_some_and(|m| m.supports_tools()),
+    };
+    let sized;
+    let config = match model {
+        Some(m) if job.mode != Mode::Truncate => {
+            sized = with_context(config, m).await;
+            tracing::info!(
+                handle = job.handle,
+                context_tokens = sized.0.context_tokens,
+                source = sized.1,
+                "tool_output context size"
+            );
+            &sized.0
+        }
+        _ => config,
     };
     let map_prompt_bytes = prompts::map_system(
         &job.source,
@@ -173,7 +229,7 @@ pub async fn extract(
         }
         mode => mode,
     };
-    let run = match (mode, model) {
+    let result = match (mode, model) {
         (Mode::Truncate, _) | (Mode::Auto, _) => {
             let header = format_success(&job.source.tool_name, job.handle, Mode::Truncate, "");
             let text = truncate::truncate(job.text, config.max_bytes.saturating_sub(header.len()));
@@ -195,7 +251,7 @@ pub async fn extract(
             .await
             .map_err(|Failed(r)| Failed(format!("read-grep: {r}"))),
     };
-    match run {
+    match result {
         Ok(text) => {
             let header = format_success(&job.source.tool_name, job.handle, mode, "");
             let text = truncate::truncate(&text, config.max_bytes.saturating_sub(header.len()));
@@ -206,6 +262,30 @@ pub async fn extract(
             }
         }
         Err(Failed(reason)) => fallback(job, config, stats, mode.as_str(), &reason),
+    }
+}
+
+/// `config` with the context size the model's server publishes, when it does (a model's
+/// most only lowers the configured size), and where the size used comes from.
+async fn with_context(config: &EngineConfig, model: &dyn Model) -> (EngineConfig, String) {
+    let configured = *config;
+    match model.published_context().await {
+        Some(p) if p.limit_only && p.tokens >= config.context_tokens => (
+            configured,
+            format!(
+                "configured ({} allows {})",
+                p.source.trim_start_matches("the endpoint's "),
+                p.tokens
+            ),
+        ),
+        Some(p) => (
+            EngineConfig {
+                context_tokens: p.tokens,
+                ..configured
+            },
+            p.source,
+        ),
+        None => (configured, "configured".to_string()),
     }
 }
 
@@ -249,6 +329,19 @@ fn max_tokens(config: &EngineConfig) -> u32 {
     u32::try_from(config.max_output_tokens).unwrap_or(u32::MAX)
 }
 
+/// Why one map-reduce pass failed.
+enum PassError {
+    /// A map prompt did not fit: its bytes, and the endpoint's numbers when given.
+    Context {
+        prompt_bytes: usize,
+        chunk_len: usize,
+        n_prompt_tokens: Option<u64>,
+        n_ctx: Option<u64>,
+        failed: Failed,
+    },
+    Other(Failed),
+}
+
 async fn full_chunked(
     job: &Job<'_>,
     config: &EngineConfig,
@@ -256,21 +349,95 @@ async fn full_chunked(
     chunk_bytes: usize,
     model: &dyn Model,
 ) -> Result<String, Failed> {
+    match map_reduce(job, config, stats, chunk_bytes, model).await {
+        Ok(text) => Ok(text),
+        Err(PassError::Other(failed)) => Err(failed),
+        // The context is smaller than the estimate: one more pass, with chunks sized from
+        // the endpoint's numbers, else halved.
+        Err(PassError::Context {
+            prompt_bytes,
+            chunk_len,
+            n_prompt_tokens,
+            n_ctx,
+            failed,
+        }) => {
+            let smaller = resized_chunk(config, prompt_bytes, chunk_len, n_prompt_tokens, n_ctx);
+            tracing::info!(
+                handle = job.handle,
+                reason = failed.0,
+                chunk_bytes = smaller,
+                previous_chunk_bytes = chunk_bytes,
+                "tool_output retrying with smaller chunks"
+            );
+            match map_reduce(job, config, stats, smaller, model).await {
+                Ok(text) => Ok(text),
+                Err(PassError::Other(f) | PassError::Context { failed: f, .. }) => Err(Failed(
+                    format!("{} (after a retry with chunks of {smaller} bytes)", f.0),
+                )),
+            }
+        }
+    }
+}
+
+/// The chunk size after a context-size error: the endpoint's context, less the answer,
+/// at the bytes a token the failed prompt showed, with a tenth to spare; half the failed
+/// chunk when the endpoint gave no numbers. Always smaller than the failed chunk.
+fn resized_chunk(
+    config: &EngineConfig,
+    prompt_bytes: usize,
+    chunk_len: usize,
+    n_prompt_tokens: Option<u64>,
+    n_ctx: Option<u64>,
+) -> usize {
+    let half = (chunk_len / 2).max(1);
+    let (Some(n_prompt), Some(n_ctx)) = (
+        n_prompt_tokens.and_then(|n| usize::try_from(n).ok()),
+        n_ctx.and_then(|n| usize::try_from(n).ok()),
+    ) else {
+        return half;
+    };
+    if n_prompt == 0 {
+        return half;
+    }
+    // Room for the prompt: the context less the answer, or half the context when the
+    // answer's budget takes nearly all of it.
+    let mut room = n_ctx.saturating_sub(config.max_output_tokens);
+    if room < n_ctx / 4 {
+        room = n_ctx / 2;
+    }
+    let fitting_prompt = (prompt_bytes as u128 * room as u128 / n_prompt as u128) * 9 / 10;
+    let fitting_prompt = usize::try_from(fitting_prompt).unwrap_or(usize::MAX);
+    let system = prompt_bytes.saturating_sub(chunk_len);
+    match fitting_prompt.checked_sub(system) {
+        Some(n) if n >= 256 => n.min(chunk_len * 9 / 10),
+        _ => half,
+    }
+}
+
+/// One pass: the map over chunks of `chunk_bytes`, then the reduce.
+async fn map_reduce(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    stats: Stats,
+    chunk_bytes: usize,
+    model: &dyn Model,
+) -> Result<String, PassError> {
     let ranges = chunk::chunk(job.text, chunk_bytes, config.overlap_pct);
     let limit = match job.mode {
         Mode::Auto => config.max_chunks.max(1),
         _ => FORCED_MAX_CHUNKS,
     };
     if ranges.len() > limit {
-        return Err(Failed(format!(
+        return Err(PassError::Other(Failed(format!(
             "{} chunks of {chunk_bytes} bytes needed, more than the {limit} allowed",
             ranges.len()
-        )));
+        ))));
     }
     let total = ranges.len();
     let mut outputs = Vec::with_capacity(total);
     for (i, range) in ranges.into_iter().enumerate() {
         let nonce = prompts::nonce();
+        let chunk_len = range.len();
         let request = Request {
             system: prompts::map_system(
                 &job.source,
@@ -285,12 +452,42 @@ async fn full_chunked(
             tools: Vec::new(),
             max_tokens: max_tokens(config),
         };
-        let reply = model
-            .complete(request)
-            .await
-            .map_err(|e| Failed(format!("chunk {} of {total}: {e}", i + 1)))?;
+        let prompt_bytes = request.system.len()
+            + request
+                .messages
+                .iter()
+                .map(|m| match m {
+                    Message::User(t) => t.len(),
+                    _ => 0,
+                })
+                .sum::<usize>();
+        let at = format!("chunk {} of {total}", i + 1);
+        let reply = match model.complete(request).await {
+            Ok(reply) => reply,
+            Err(ModelError::ContextExceeded {
+                status,
+                body,
+                n_prompt_tokens,
+                n_ctx,
+            }) => {
+                let e = ModelError::ContextExceeded {
+                    status,
+                    body,
+                    n_prompt_tokens,
+                    n_ctx,
+                };
+                return Err(PassError::Context {
+                    prompt_bytes,
+                    chunk_len,
+                    n_prompt_tokens,
+                    n_ctx,
+                    failed: Failed(format!("{at}: {e}")),
+                });
+            }
+            Err(e) => return Err(PassError::Other(Failed(format!("{at}: {e}")))),
+        };
         let report = parse_final_report(&reply.text, &nonce)
-            .map_err(|e| Failed(format!("chunk {} of {total}: {e}", i + 1)))?;
+            .map_err(|e| PassError::Other(Failed(format!("{at}: {e}{}", said(&reply.text)))))?;
         outputs.push(report);
     }
     if total == 1 {
@@ -306,8 +503,27 @@ async fn full_chunked(
     let reply = model
         .complete(request)
         .await
-        .map_err(|e| Failed(format!("reduce: {e}")))?;
-    parse_final_report(&reply.text, &nonce).map_err(|e| Failed(format!("reduce: {e}")))
+        .map_err(|e| PassError::Other(Failed(format!("reduce: {e}"))))?;
+    parse_final_report(&reply.text, &nonce)
+        .map_err(|e| PassError::Other(Failed(format!("reduce: {e}{}", said(&reply.text)))))
+}
+
+/// Bytes of an answer without a final report quoted in the reason.
+pub const SAID_BYTES: usize = 200;
+
+/// What the model said instead of a final report, for the reason: its first
+/// [`SAID_BYTES`] bytes, quoted.
+fn said(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        return "; the answer was empty".to_string();
+    }
+    let mut end = text.len().min(SAID_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let more = if end < text.len() { "…" } else { "" };
+    format!("; the answer began: {:?}{more}", &text[..end])
 }
 
 /// The two tools of the read-grep sub-agent, as the model sees them.
@@ -376,7 +592,8 @@ fn run_tool(
         );
     }
     match args.get("file").and_then(Value::as_str) {
-        Some(f) if f == handle => {}
+        // A model may write the handle as a file name, with an extension.
+        Some(f) if f == handle || super::handle::strip_extension(f) == handle => {}
         Some(f) => {
             return format!("ERROR: no file named {f:?}; the only file is {handle:?}");
         }
@@ -409,6 +626,10 @@ fn run_tool(
     result.unwrap_or_else(|e| format!("ERROR: {e}"))
 }
 
+/// What the sub-agent is told when tools are no longer offered.
+pub const LIMIT_REACHED: &str = "No more tool calls: the limit of tool calls or turns is reached. \
+                                 Answer now with the final report, from what you have read.";
+
 async fn read_grep(
     job: &Job<'_>,
     config: &EngineConfig,
@@ -422,18 +643,24 @@ async fn read_grep(
     let defs = read_grep_tools();
     let mut calls_used = 0usize;
     for turn in 1..=MAX_TURNS {
+        // Past the tool-call limit, and on the last turn, no tools are offered: the
+        // model has to answer.
+        let offer = calls_used < MAX_TOOL_CALLS && turn < MAX_TURNS;
+        if !offer {
+            messages.push(Message::User(LIMIT_REACHED.to_string()));
+        }
         let reply = model
             .complete(Request {
                 system: system.clone(),
                 messages: messages.clone(),
-                tools: defs.clone(),
+                tools: if offer { defs.clone() } else { Vec::new() },
                 max_tokens: max_tokens(config),
             })
             .await
             .map_err(|e| Failed(format!("turn {turn}: {e}")))?;
-        if reply.tool_calls.is_empty() {
+        if reply.tool_calls.is_empty() || !offer {
             return parse_final_report(&reply.text, &nonce)
-                .map_err(|e| Failed(format!("turn {turn}: {e}")));
+                .map_err(|e| Failed(format!("turn {turn}: {e}{}", said(&reply.text))));
         }
         let calls = reply.tool_calls.clone();
         messages.push(Message::Assistant {
@@ -582,6 +809,7 @@ mod tests {
 
     fn run(text: &str, mode: Mode, config: EngineConfig, model: Option<&Scripted>) -> Outcome {
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
         let m = model.map(|m| m as &dyn Model);
@@ -670,10 +898,12 @@ mod tests {
         let out = run("abc", Mode::FullChunked, EngineConfig::default(), Some(&m));
         assert_eq!(
             out.fallback.as_deref(),
-            Some("full-chunked: chunk 1 of 1: no final report produced")
+            Some(
+                "full-chunked: chunk 1 of 1: no final report produced; the answer began: \"I could not find it\""
+            )
         );
         assert!(out.body.starts_with(&format!(
-            "{HEAD}truncate:\n\nWARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final report produced).\nabc"
+            "{HEAD}truncate:\n\nWARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final report produced; the answer began: \"I could not find it\").\nabc"
         )));
     }
 
@@ -739,7 +969,9 @@ mod tests {
         let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
         assert_eq!(
             out.fallback.as_deref(),
-            Some("read-grep: turn 1: no final report produced")
+            Some(
+                "read-grep: turn 1: no final report produced; the answer began: \"done, I think\""
+            )
         );
     }
 
@@ -750,22 +982,122 @@ mod tests {
             .collect();
         let m = Scripted::new(true, answers);
         let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        // Ten turns with tools; the eleventh offers none, and its tool call is no answer.
         assert_eq!(
             out.fallback.as_deref(),
-            Some("read-grep: no final report within 15 turns (15 tool calls)")
+            Some("read-grep: turn 11: no final report produced; the answer was empty")
         );
         let seen = m.seen.lock().unwrap();
-        assert_eq!(seen.len(), MAX_TURNS);
-        let last = seen[MAX_TURNS - 1].messages.last().cloned();
+        assert_eq!(seen.len(), MAX_TOOL_CALLS + 1);
+        assert_eq!(seen[MAX_TOOL_CALLS - 1].tools, read_grep_tools());
+        let last = &seen[MAX_TOOL_CALLS];
+        assert!(last.tools.is_empty(), "no tools after the limit");
         assert_eq!(
-            last,
-            Some(Message::ToolResult {
-                call_id: "id-Read".into(),
-                name: "Read".into(),
-                content:
-                    "ERROR: the limit of 10 tool calls is reached; answer now with the final report"
-                        .into(),
+            last.messages.last(),
+            Some(&Message::User(LIMIT_REACHED.to_string()))
+        );
+    }
+
+    #[test]
+    fn read_grep_calls_past_the_limit_in_one_turn_are_refused_then_tools_stop() {
+        let many = Ok(Reply {
+            text: String::new(),
+            tool_calls: (0..MAX_TOOL_CALLS + 2)
+                .map(|i| ToolCall {
+                    id: format!("c{i}"),
+                    name: "Read".into(),
+                    arguments: json!({"file": "H.txt"}),
+                })
+                .collect(),
+        });
+        let m = Scripted::new(
+            true,
+            vec![many, say("<ai-agent-{N}-FINAL format=\"text\">a and b")],
+        );
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}read-grep:\n\na and b"));
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[1].tools.is_empty());
+        let results: Vec<&str> = seen[1]
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
             })
+            .collect();
+        // `H.txt` names the handle H.
+        assert_eq!(results[0], "1: a\n2: b\n");
+        assert_eq!(
+            results[MAX_TOOL_CALLS],
+            "ERROR: the limit of 10 tool calls is reached; answer now with the final report"
+        );
+    }
+
+    #[test]
+    fn a_context_error_without_numbers_halves_the_chunks_once() {
+        let text = "z".repeat(3000);
+        let exceeded = || {
+            Err(ModelError::ContextExceeded {
+                status: 400,
+                body: "the request exceeds the available context size".into(),
+                n_prompt_tokens: None,
+                n_ctx: None,
+            })
+        };
+        let m = Scripted::new(
+            false,
+            std::iter::once(exceeded())
+                .chain((0..8).map(|_| say("<ai-agent-{N}-FINAL format=\"text\">ab")))
+                .collect(),
+        );
+        let out = run(&text, Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\nab"));
+        let seen = m.seen.lock().unwrap();
+        let lens: Vec<usize> = seen
+            .iter()
+            .filter_map(|r| match r.messages.first() {
+                Some(Message::User(t)) if r.system.contains("CHUNK INFO") => Some(t.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lens[0], 3000);
+        assert!(lens.len() > 2, "{lens:?}");
+        assert!(lens[1..].iter().all(|l| *l <= 1500), "{lens:?}");
+
+        // A second refusal ends the call: one retry only.
+        let m = Scripted::new(false, vec![exceeded(), exceeded()]);
+        let out = run(&text, Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some(
+                "full-chunked: chunk 1 of 3: model endpoint answered HTTP 400: the request exceeds \
+                 the available context size (after a retry with chunks of 1500 bytes)"
+            )
+        );
+    }
+
+    #[test]
+    fn resized_chunks_follow_the_endpoints_numbers() {
+        let config = EngineConfig {
+            max_output_tokens: 1024,
+            ..EngineConfig::default()
+        };
+        // 41,000 prompt bytes were 16,400 tokens (2.5 a token); 7168 fit: 17,920 bytes,
+        // less a tenth, less the 1000 bytes of system prompt.
+        assert_eq!(
+            resized_chunk(&config, 41_000, 40_000, Some(16_400), Some(8192)),
+            17_920 * 9 / 10 - 1000
+        );
+        assert_eq!(
+            resized_chunk(&config, 41_000, 40_000, None, Some(8192)),
+            20_000
+        );
+        // Never larger than the refused chunk.
+        assert_eq!(
+            resized_chunk(&config, 2_000, 1_000, Some(100), Some(100_000)),
+            900
         );
     }
 
@@ -813,6 +1145,9 @@ mod tests {
             .finish();
         let m = Scripted::new(false, vec![say("no wrapper here")]);
         tracing::subscriber::with_default(subscriber, || {
+            // Another test thread may have registered the callsite, with no subscriber,
+            // between this subscriber's creation and here.
+            tracing::callsite::rebuild_interest_cache();
             run(
                 "a\nb\n",
                 Mode::FullChunked,
@@ -825,7 +1160,7 @@ mod tests {
             log.contains(
                 "WARN evidence_store::tool_output::engine: tool_output fallback to truncate \
                  handle=\"H\" strategy=\"full-chunked\" \
-                 reason=\"full-chunked: chunk 1 of 1: no final report produced\" bytes=4 lines=2 tokens=1"
+                 reason=\"full-chunked: chunk 1 of 1: no final report produced; the answer began: \\\"no wrapper here\\\"\" bytes=4 lines=2 tokens=1"
             ),
             "{log}"
         );

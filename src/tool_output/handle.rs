@@ -140,6 +140,21 @@ impl Handle {
     }
 }
 
+/// `text` without one trailing file extension (a dot and 1 to 8 ASCII letters or digits,
+/// such as `.txt`, `.log`, `.json`): a model may write a handle as a file name.
+pub fn strip_extension(text: &str) -> &str {
+    match text.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.is_empty()
+                && (1..=8).contains(&ext.len())
+                && ext.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            stem
+        }
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +201,23 @@ mod tests {
         }
         assert_eq!(Handle::new(1, 1 << 32, EntryKind::ToolUse, 0, &sha), None);
         assert_eq!(Handle::new(1, 1, EntryKind::ToolUse, 1 << 15, &sha), None);
+    }
+
+    #[test]
+    fn one_file_extension_is_stripped() {
+        let h = "0a1b2c3d-0000-8000-8000-000000000000";
+        for (given, want) in [
+            (format!("{h}.txt"), h),
+            (format!("{h}.log"), h),
+            (format!("{h}.json"), h),
+            (h.to_string(), h),
+            ("log-1.txt".to_string(), "log-1"),
+            (".txt".to_string(), ".txt"),
+            (format!("{h}.a b"), &format!("{h}.a b")[..]),
+        ] {
+            assert_eq!(strip_extension(&given), want, "{given}");
+        }
+        assert_eq!(strip_extension(&format!("{h}.txt.gz")), format!("{h}.txt"));
     }
 
     #[test]

@@ -8,29 +8,37 @@ use super::prompts::Source;
 pub enum Lookup {
     /// The payload and the tool that produced it.
     Found { text: String, source: Source },
-    /// The handle was issued, but the line it points into changed on disk since.
+    /// The handle was issued, but what it named is no longer there as it was; `detail`
+    /// says why and what to do.
     Stale { tool_name: String, detail: String },
-    /// No stored output has this handle.
-    Unknown,
+    /// No stored output has this handle; `nearest`, when set, is a handle one or two
+    /// characters away from it.
+    Unknown { nearest: Option<String> },
 }
 
-/// The success body for a handle no stored output has: a normal answer, not an error,
-/// saying what was searched.
-pub fn unknown_body(handle: &str, mode: super::Mode, cap: usize) -> String {
-    let body = super::format_success(
-        "unknown",
-        handle,
-        mode,
-        &format!(
+/// What to say of a handle no stored output has.
+pub fn unknown_text(handle: &str, nearest: Option<&str>) -> String {
+    match nearest {
+        Some(n) => format!(
+            "No stored tool output has the handle {handle}, but {n} differs from it in one or \
+             two characters: most likely it was mistyped. Copy handles exactly."
+        ),
+        None => format!(
             "No stored tool output has the handle {handle}. Handles are the \"handle\" values of \
              trimmed tool_results and tool_uses entries in compact read_session_lines records of \
              this workspace; copy one exactly."
         ),
-    );
+    }
+}
+
+/// The success body for a handle no stored output has: a normal answer, not an error,
+/// saying what was searched.
+pub fn unknown_body(handle: &str, nearest: Option<&str>, mode: super::Mode, cap: usize) -> String {
+    let body = super::format_success("unknown", handle, mode, &unknown_text(handle, nearest));
     super::truncate::truncate(&body, cap)
 }
 
-/// The failure body for a stale handle.
+/// The failure body for a stale handle; `detail` ends with its advice.
 pub fn stale_body(
     tool_name: &str,
     handle: &str,
@@ -42,10 +50,7 @@ pub fn stale_body(
         tool_name,
         handle,
         mode,
-        &format!(
-            "The stored output of this handle is stale: {detail}. Read the session lines again \
-             (read_session_lines, compact) to get a current handle."
-        ),
+        &format!("The stored output of this handle is stale: {detail}."),
         cap,
     )
 }
@@ -104,7 +109,7 @@ mod tests {
     #[test]
     fn bodies_stay_within_the_cap_whatever_the_handle() {
         let handle = "h".repeat(100_000);
-        assert!(unknown_body(&handle, crate::tool_output::Mode::Auto, 12288).len() <= 12288);
+        assert!(unknown_body(&handle, None, crate::tool_output::Mode::Auto, 12288).len() <= 12288);
         assert!(
             stale_body(
                 "Bash",
@@ -117,7 +122,8 @@ mod tests {
                 <= 12288
         );
         assert!(
-            unknown_body("h", crate::tool_output::Mode::Auto, 12288).ends_with("copy one exactly.")
+            unknown_body("h", None, crate::tool_output::Mode::Auto, 12288)
+                .ends_with("copy one exactly.")
         );
     }
 }

@@ -61,6 +61,18 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCall>,
 }
 
+/// A context size the endpoint publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedContext {
+    /// Tokens.
+    pub tokens: usize,
+    /// Where it was read, for the log.
+    pub source: String,
+    /// True when it is only the model's most (such as Ollama's `context_length`), not the
+    /// size the server runs it with: then the configured size is used when smaller.
+    pub limit_only: bool,
+}
+
 /// Why a model call failed; the extraction then falls back to truncate with this reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
@@ -68,6 +80,17 @@ pub enum ModelError {
     Transport(String),
     #[error("model endpoint answered HTTP {status}: {body}")]
     Status { status: u16, body: String },
+    /// The prompt did not fit the model's context; the numbers are the endpoint's, when it
+    /// gave them.
+    #[error("model endpoint answered HTTP {status}: {body}")]
+    ContextExceeded {
+        status: u16,
+        body: String,
+        n_prompt_tokens: Option<u64>,
+        n_ctx: Option<u64>,
+    },
+    #[error("the model's reply is larger than {cap} bytes; it was not read further")]
+    TooLarge { cap: usize },
     #[error("model answer could not be read: {0}")]
     Answer(String),
     #[error("the client refused the sampling request: {0}")]
@@ -83,4 +106,8 @@ pub trait Model: Send + Sync {
     fn describe(&self) -> String;
     /// One completion.
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Reply, ModelError>>;
+    /// The context size the model's server publishes, if any.
+    fn published_context(&self) -> BoxFuture<'_, Option<PublishedContext>> {
+        Box::pin(async { None })
+    }
 }
