@@ -17,7 +17,7 @@ mod open;
 use std::ops::Range;
 use std::path::Path;
 
-pub use open::{OpenError, ReadBackError, SessionFile, open, open_imported};
+pub use open::{OpenError, ReadBackError, SessionFile, Sessions, open, open_imported};
 
 use crate::lines::{self, LineEntry};
 use crate::pyjson::py_repr;
