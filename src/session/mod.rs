@@ -203,6 +203,16 @@ pub enum LineFailure {
     Changed(u64),
 }
 
+impl LineFailure {
+    /// The read's answer.
+    pub fn answer(self, session_ref: &str) -> ReadResult {
+        match self {
+            LineFailure::Io(e) => io_failure(session_ref, &e),
+            LineFailure::Changed(line) => line_changed(session_ref, line),
+        }
+    }
+}
+
 /// Calls `f` with each line's number, entry and place in `bytes`, which run from the
 /// first entry's start to the last one's end. A line past the end of `bytes` has changed.
 pub fn for_each_line<E: From<LineFailure>>(
