@@ -358,37 +358,52 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// The workspace root held open, for code that opens many files under it in a row (an
+/// import stamps every session file): resolved and opened once.
+pub struct HeldRoot(Root);
+
+impl HeldRoot {
+    pub fn open(root: &Path) -> io::Result<HeldRoot> {
+        Root::open(root).map(HeldRoot)
+    }
+
+    /// [`open_regular`] beneath this root.
+    pub fn open_regular(&self, rel: &str) -> io::Result<Option<(File, std::fs::Metadata)>> {
+        let rel = plain(rel)?;
+        let root = &self.0;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
+        let fd = match root.open_beneath(rel, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            // The name itself is a symlink that stays inside (one leading outside is named
+            // as such): not followed here either.
+            Err(e) if is_symlink_escape(&e) && is_symlink_at(root, rel) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "it is a symlink, not a regular file",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let file = File::from(fd);
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is not a regular file",
+            ));
+        }
+        Ok(Some((file, meta)))
+    }
+}
+
 /// Opens `<root>/<rel>` for reading only if it is a regular file reached without leaving
 /// the root and is not itself a symlink: resolved beneath the root's descriptor, opened
 /// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC` (a FIFO planted at the name cannot block the
 /// open, a symlink there is not followed), then checked with `fstat` on the descriptor.
 /// `None` when there is no such file. The file and its status as opened.
 pub fn open_regular(root: &Path, rel: &str) -> io::Result<Option<(File, std::fs::Metadata)>> {
-    let rel = plain(rel)?;
-    let root = Root::open(root)?;
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW;
-    let fd = match root.open_beneath(rel, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        // The name itself is a symlink that stays inside (one leading outside is named as
-        // such): not followed here either.
-        Err(e) if is_symlink_escape(&e) && is_symlink_at(&root, rel) => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "it is a symlink, not a regular file",
-            ));
-        }
-        Err(e) => return Err(e),
-    };
-    let file = File::from(fd);
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
-    Ok(Some((file, meta)))
+    HeldRoot::open(root)?.open_regular(rel)
 }
 
 fn is_symlink_escape(e: &io::Error) -> bool {

@@ -18,7 +18,7 @@ use std::time::UNIX_EPOCH;
 use crate::agent_citations::{self, check::Checker, scan};
 use crate::contract::Contract;
 use crate::lines;
-use crate::session::{self, SessionFile};
+use crate::session::{self, SessionFile, Sessions};
 use crate::store::citations::{CitationLookup, CitationScan};
 use crate::store::{
     DocumentRecord, FileRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
@@ -160,10 +160,10 @@ fn nanos_since_epoch(t: std::io::Result<std::time::SystemTime>) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// The stamp of the session file `rel` under `root`, as [`stamp_of`] takes it; `None`
-/// when there is no regular file there (missing, a FIFO, a symlink, ...).
-fn stamp(root: &Path, rel: &str) -> Option<Stamp> {
-    session::open(root, rel).ok().map(|file| stamp_of(&file))
+/// The stamp of the session file `rel` under the held-open root, as [`stamp_of`] takes
+/// it; `None` when there is no regular file there (missing, a FIFO, a symlink, ...).
+fn stamp(sessions: Option<&Sessions>, rel: &str) -> Option<Stamp> {
+    sessions?.file(rel).ok().map(|file| stamp_of(&file))
 }
 
 /// The stamp of an open session file, from `fstat` on its descriptor. A file changed
@@ -536,6 +536,8 @@ fn plan(
     options: ImportOptions,
 ) -> Result<Vec<Planned>, ImportError> {
     let mut out = Vec::new();
+    // Without a root to open them under, every session file is missing.
+    let sessions = Sessions::open(&root.path).ok();
     for project in &workspace.projects {
         for session in &project.sessions {
             let path = root
@@ -544,7 +546,7 @@ fn plan(
                 .join(&project.key)
                 .join(&session.session_path);
             let rel = session::rel_path(&project.key, &session.session_path);
-            let stamp = stamp(&root.path, &rel);
+            let stamp = stamp(sessions.as_ref(), &rel);
             let stored = lookup.session(&project.key, &session.session_ref)?;
             let previous = match &stored {
                 Some(SessionRecord {
@@ -753,7 +755,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         std::fs::write(&path, "{\"a\":1}\n").unwrap();
-        let first = stamp(dir.path(), "s.jsonl").unwrap();
+        let sessions = Sessions::open(dir.path()).unwrap();
+        let first = stamp(Some(&sessions), "s.jsonl").unwrap();
         let after = nanos_since_epoch(Ok(std::time::SystemTime::now()));
         assert!(first.settled, "{first:?}");
         assert!(
@@ -761,7 +764,7 @@ mod tests {
             "{first:?} at {after}"
         );
         std::fs::write(&path, "{\"b\":2}\n").unwrap();
-        let second = stamp(dir.path(), "s.jsonl").unwrap();
+        let second = stamp(Some(&sessions), "s.jsonl").unwrap();
         assert_eq!(second.size, first.size);
         assert_ne!(second.ctime_ns, first.ctime_ns);
         assert!(!second.matches(&first.applied_to(record())));

@@ -139,7 +139,7 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
     let mut buf = Vec::new();
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
-        Err(failure) => return failure.answer(req),
+        Err(failure) => return failure.answer(&req.session_ref),
     };
     let records = match req.mode {
         Mode::Compact => Records::Compact(
@@ -214,7 +214,7 @@ fn print_pieces<O: pretty::Out>(
     let chunks = match plan.check_all(&mut buf) {
         Ok(chunks) => chunks,
         Err(failure) => {
-            emit(whole(failure.answer(req)));
+            emit(whole(failure.answer(&req.session_ref)));
             return;
         }
     };
@@ -290,17 +290,6 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
     }))
 }
 
-type ReadFailure = LineFailure;
-
-impl LineFailure {
-    fn answer(self, req: &ReadRequest) -> ReadResult {
-        match self {
-            LineFailure::Io(e) => session::io_failure(&req.session_ref, &e),
-            LineFailure::Changed(line) => session::line_changed(&req.session_ref, line),
-        }
-    }
-}
-
 impl ReadOk {
     fn new(req: &ReadRequest, records: Records) -> Self {
         ReadOk {
@@ -336,7 +325,7 @@ impl Plan {
     /// Reads every requested line into `buf` and checks each against its entry, on two
     /// threads: chunk by chunk, each one positioned read of exactly its lines' bytes into
     /// its own part of `buf`. Of several failures, the first line's is reported.
-    fn check_all<'b>(&self, buf: &'b mut Vec<u8>) -> Result<Vec<Checked<'b>>, ReadFailure> {
+    fn check_all<'b>(&self, buf: &'b mut Vec<u8>) -> Result<Vec<Checked<'b>>, LineFailure> {
         let file = &self.file;
         let base = self.entries.first().map_or(0, |e| e.offset);
         let chunks = self.chunks();
@@ -346,7 +335,7 @@ impl Plan {
             let first_line = self.first_line + range.start as u64;
             let entries = &self.entries[range.clone()];
             let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-                return Err(ReadFailure::Changed(first_line));
+                return Err(LineFailure::Changed(first_line));
             };
             // Offsets come from the store; a corrupt one is a changed line, not a panic.
             let start = first.offset.checked_sub(base).map(usize::try_from);
@@ -354,7 +343,7 @@ impl Plan {
                 .checked_sub(first.offset)
                 .map(usize::try_from);
             let (Some(Ok(start)), Some(Ok(len))) = (start, len) else {
-                return Err(ReadFailure::Changed(first_line));
+                return Err(LineFailure::Changed(first_line));
             };
             spans.push(start..start + len);
         }
@@ -366,10 +355,10 @@ impl Plan {
         for span in &spans {
             let (_, tail) = std::mem::take(&mut rest)
                 .split_at_mut_checked(span.start - at)
-                .ok_or(ReadFailure::Changed(self.first_line))?;
+                .ok_or(LineFailure::Changed(self.first_line))?;
             let (part, tail) = tail
                 .split_at_mut_checked(span.len())
-                .ok_or(ReadFailure::Changed(self.first_line))?;
+                .ok_or(LineFailure::Changed(self.first_line))?;
             parts.push(Mutex::new(part));
             (rest, at) = (tail, span.end);
         }
@@ -382,7 +371,7 @@ impl Plan {
                 let mut part = parts[i].lock().unwrap_or_else(PoisonError::into_inner);
                 let offset = entries.first().map_or(0, |e| e.offset);
                 file.read_exact_at(&mut part, offset)
-                    .map_err(ReadFailure::Io)?;
+                    .map_err(LineFailure::Io)?;
                 session::check_lines(&part, entries, first_line)
             },
         );

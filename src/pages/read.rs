@@ -112,12 +112,7 @@ fn try_page(
         (Ok(Ok(page)), _) => page.text,
         (Ok(Err(e)), _) => invalid_text(&ReadResult::invalid("cursor", e.to_string(), CURSOR_HINT)),
         (Err(()), Some(Failure::Store(e))) => return Err(e),
-        (Err(()), Some(Failure::Line(LineFailure::Io(e)))) => {
-            invalid_text(&session::io_failure(&req.session_ref, &e))
-        }
-        (Err(()), Some(Failure::Line(LineFailure::Changed(line)))) => {
-            invalid_text(&session::line_changed(&req.session_ref, line))
-        }
+        (Err(()), Some(Failure::Line(e))) => invalid_text(&e.answer(&req.session_ref)),
         (Err(()), None) => {
             invalid_text(&session::changed(&req.session_ref, "it could not be read"))
         }

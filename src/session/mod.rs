@@ -17,7 +17,7 @@ mod open;
 use std::ops::Range;
 use std::path::Path;
 
-pub use open::{OpenError, ReadBackError, SessionFile, open, open_imported};
+pub use open::{OpenError, ReadBackError, SessionFile, Sessions, open, open_imported};
 
 use crate::lines::{self, LineEntry};
 use crate::pyjson::py_repr;
@@ -201,6 +201,16 @@ pub enum LineFailure {
     /// The 1-based line whose bytes no longer hash to the stored digest (or lie past the
     /// bytes read).
     Changed(u64),
+}
+
+impl LineFailure {
+    /// The read's answer.
+    pub fn answer(self, session_ref: &str) -> ReadResult {
+        match self {
+            LineFailure::Io(e) => io_failure(session_ref, &e),
+            LineFailure::Changed(line) => line_changed(session_ref, line),
+        }
+    }
 }
 
 /// Calls `f` with each line's number, entry and place in `bytes`, which run from the

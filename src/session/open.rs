@@ -67,10 +67,29 @@ pub struct SessionFile {
 /// on the descriptor: only a regular file is accepted. A FIFO swapped in is an error at
 /// once, never a wait; a symlink is never followed.
 pub fn open(root: &Path, rel: &str) -> Result<SessionFile, OpenError> {
-    match fsutil::open_regular(root, rel) {
+    opened(fsutil::open_regular(root, rel))
+}
+
+fn opened(result: io::Result<Option<(File, std::fs::Metadata)>>) -> Result<SessionFile, OpenError> {
+    match result {
         Ok(Some((file, meta))) => Ok(SessionFile { file, meta }),
         Ok(None) => Err(OpenError::Missing),
         Err(e) => Err(OpenError::Unreadable(e)),
+    }
+}
+
+/// The workspace root held open, for opening many session files in a row as [`open`]
+/// opens each (an import stamps every one).
+pub struct Sessions(fsutil::HeldRoot);
+
+impl Sessions {
+    pub fn open(root: &Path) -> io::Result<Sessions> {
+        fsutil::HeldRoot::open(root).map(Sessions)
+    }
+
+    /// [`open`] of `rel` beneath this root.
+    pub fn file(&self, rel: &str) -> Result<SessionFile, OpenError> {
+        opened(self.0.open_regular(rel))
     }
 }
 

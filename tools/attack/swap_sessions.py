@@ -156,23 +156,35 @@ def reader_loop(raw: Raw, project: str, session_ref: str, handle: str | None, de
             answered(tally, "tool_output_read", got, "TOOL OUTPUT")
 
 
-def writer_loop(raw: Raw, schema: int, project: str, row: dict, deadline: float, tally: Tally) -> None:
+def writer_loop(raw: Raw, schema: int, project: str, row: dict, others: list[dict], deadline: float,
+                tally: Tally) -> None:
     turns = list(row["turns"])
-    n = 0
+    gaps = [(r["session_ref"], t["turn_ref"]) for r in others for t in r["turns"]]
+    n = items = 0
     while time.time() < deadline:
         n += 1
         if turns:
-            turn = turns[0]
+            # Round robin: a turn whose trigger line is no human input is refused for
+            # good, the others once the file is back.
+            turn = turns[n % len(turns)]
             got = raw.tool("write_evidence", {"project_key": project, "session_ref": row["session_ref"],
                                               "evidence_chain": chain(turn, schema, f"swap {n}")},
                            timeout=ANSWER_TIMEOUT)
             answered(tally, "write_evidence", got, '"appended"')
             if got is not None and '"appended"' in got[1]:
-                turns.pop(0)
-        else:
+                turns.remove(turn)
+        elif gaps:
+            # Every turn of the session has its chain: work items (each covering one turn
+            # of another session of the project) keep the writes going.
+            session_ref, turn_ref = gaps[0]
             got = raw.tool("write_work_item", {"project_key": project, "work_item": gap_item(
-                f"W{n:05d}", row["session_ref"], row["turns"][0]["turn_ref"])}, timeout=ANSWER_TIMEOUT)
+                f"W{items + 1:04d}", session_ref, turn_ref)}, timeout=ANSWER_TIMEOUT)
+            gaps.pop(0)
             answered(tally, "write_work_item", got, '"appended"')
+            if got is not None and '"appended"' in got[1]:
+                items += 1
+        else:
+            time.sleep(0.05)
 
 
 def first_handle(binary: Path, ws: Path, project: str, rows: list[dict]) -> tuple[dict, str | None]:
@@ -231,7 +243,8 @@ def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
     loops = [
         threading.Thread(target=command_loop, args=(binary, ws, deadline, tally)),
         threading.Thread(target=reader_loop, args=(readers, project, row["session_ref"], handle, deadline, tally)),
-        threading.Thread(target=writer_loop, args=(writers, schema, project, row, deadline, tally)),
+        threading.Thread(target=writer_loop, args=(writers, schema, project, row,
+                                                   [r for r in rows if r is not row], deadline, tally)),
     ]
     started = time.time()
     swap.start()
