@@ -1,0 +1,356 @@
+//! `tool_output_grep`, `tool_output_read` and `tool_output`'s routing through `serve`, on
+//! real handles: every payload is a tool result in a session, imported, and its handle comes
+//! from a compact `read_session_lines`.
+//!
+//! `EVIDENCE_STORE_TEST_BIN` runs these tests against another build of the binary (such as
+//! the build before a fix, to see them fail there).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+
+use common::{BIN, Client, PROJECT, Workspace, text};
+
+/// The size cap of every answer (the default `--tool-output-max-bytes`).
+const CAP: usize = 12_288;
+
+fn bin() -> String {
+    std::env::var("EVIDENCE_STORE_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
+/// Starts `serve` on the workspace with extra environment variables.
+async fn serve(ws: &Workspace, envs: &[(&str, &str)]) -> Client {
+    let root = ws.root().to_owned();
+    let envs: Vec<(String, String)> = envs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
+        cmd.arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env("RUST_LOG", "off")
+            .envs(envs);
+    }))
+    .expect("server starts");
+    ().serve(transport).await.expect("initialize succeeds")
+}
+
+/// `tools/call`, failing the test when no answer comes within `limit` (the bug some tests
+/// guard against is an answer that takes minutes or never comes).
+async fn call_within(client: &Client, tool: &str, args: Value, limit: Duration) -> (String, bool) {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    let started = Instant::now();
+    let result = tokio::time::timeout(
+        limit,
+        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{tool}: no answer within {limit:?}"))
+    .expect("tools/call answers");
+    eprintln!("{tool}: answered in {:?}", started.elapsed());
+    (text(&result).to_owned(), result.is_error == Some(true))
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> String {
+    let (body, is_error) = call_within(client, tool, args, Duration::from_secs(60)).await;
+    assert!(!is_error, "{tool}: {body}");
+    body
+}
+
+/// A workspace holding one Claude session, `S0020`, whose lines are each a `Bash` call
+/// and its result, one pair per payload; imported.
+fn workspace_with(payloads: &[&str]) -> Workspace {
+    let ws = Workspace::example();
+    let mut lines = String::new();
+    for (i, payload) in payloads.iter().enumerate() {
+        let id = format!("toolu_{i}");
+        let call = json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("make out{i}")}}]}});
+        let result = json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": payload}]}});
+        lines.push_str(&format!("{call}\n{result}\n"));
+    }
+    ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/payloads.jsonl"),
+        lines,
+    );
+    let n = payloads.len() * 2;
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).expect("utf-8 index");
+    rows.push_str(&format!("{{\"session_ref\": \"S0020\", \"source\": \"claude-code\", \"source_session_id\": \"payloads\", \"session_path\": \"sessions/claude-code/payloads.jsonl\", \"subagent_path\": \"\", \"target_start_line\": 1, \"target_end_line\": {n}, \"turns\": [{{\"target_subagents\": [], \"turn_end_line\": {n}, \"turn_ref\": \"T0001\", \"turn_start_line\": 1}}]}}\n"));
+    ws.write(&index, rows);
+    ws.ok(&["import"]);
+    ws
+}
+
+/// The handles of the payloads' results, in order, from a compact read.
+async fn handles(client: &Client, payloads: usize) -> Vec<String> {
+    let read = call(
+        client,
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0020", "start_line": 1,
+               "end_line": payloads * 2, "mode": "compact"}),
+    )
+    .await;
+    let read: Value = serde_json::from_str(&read).expect("JSON");
+    let found: Vec<String> = read["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["tool_results"][0]["handle"].as_str())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(found.len(), payloads, "{read}");
+    found
+}
+
+/// A 565 KB one-line JSON document of 12,000 items.
+fn items_json() -> String {
+    let items: Vec<String> = (0..12_000)
+        .map(|i| {
+            format!("{{\"id\":{i},\"name\":\"item-{i}\",\"status\":\"ok\",\"tags\":[\"a\",\"b\"]}}")
+        })
+        .collect();
+    format!("{{\"items\":[{}]}}", items.join(","))
+}
+
+/// Byte offset of item `i`'s `"id"` in [`items_json`].
+fn item_at(doc: &str, i: usize) -> usize {
+    doc.find(&format!("{{\"id\":{i},")).expect("item") + 1
+}
+
+/// About 5.4 MB of log entries with words, numbers and non-ASCII text, 50 to a line.
+fn big_log() -> String {
+    let mut out = String::new();
+    let mut i = 0usize;
+    while out.len() < 5_400_000 {
+        out.push_str(&format!(
+            "2026-01-15T10:{:02}:{:02} INFO worker-{} handled request {i} for café user-{} in {} ms{}",
+            i / 60 % 60,
+            i % 60,
+            i % 7,
+            i % 250,
+            i * 31 % 1000,
+            if i % 50 == 49 { "\n" } else { " " }
+        ));
+        i += 1;
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_costly_pattern_is_refused_and_a_slow_one_stops_at_the_budget() {
+    let log = big_log();
+    let ws = workspace_with(&[&log]);
+    let client = serve(&ws, &[]).await;
+    let h = handles(&client, 1).await.remove(0);
+    // A 100-fold repetition of Unicode word classes: refused at once, nothing searched.
+    let (body, is_error) = call_within(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": r"\b(?:\w+\W+){100}ZZZ"}),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(!is_error, "{body}");
+    let lines = log.lines().count();
+    assert_eq!(
+        body,
+        format!(
+            "TOOL OUTPUT Bash WITH HANDLE {h}, MATCHES OF \"\\\\b(?:\\\\w+\\\\W+){{100}}ZZZ\":\n\n(the pattern was not searched: it compiles to more than 1048576 bytes, the limit. The payload has {lines} lines, {} bytes; narrow the pattern: a literal word to anchor it, fewer or bounded repetitions, ASCII classes such as (?-u:\\w) instead of \\w)\n",
+            log.len()
+        )
+    );
+    // A pattern that compiles but is slow on this text: the 5 s budget ends it with what was
+    // searched and how to go on.
+    let (body, is_error) = call_within(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": r"\b(?:\w+\W+){8}[0-9]{40}"}),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(!is_error, "{body}");
+    let notice = body.lines().last().expect("a notice");
+    assert!(
+        notice.starts_with("[time budget of 5 s reached at line ")
+            && notice.contains(" bytes and showed 0 matches; continue with start_line ")
+            && notice.contains(&format!(" of {} bytes", log.len()))
+            && notice.ends_with(", start_byte 0, or narrow the pattern: a literal word to anchor it, fewer or bounded repetitions, ASCII classes such as (?-u:\\w) instead of \\w]"),
+        "{body}"
+    );
+    // The server still answers at once.
+    let (body, _) = call_within(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": "request 4711 ", "max_matches": 1}),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(body.contains("request 4711 "), "{body}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn a_long_pattern_is_echoed_once_and_the_answer_stays_within_the_cap() {
+    let ws = workspace_with(&["a line of output\n".repeat(2000).as_str()]);
+    let client = serve(&ws, &[]).await;
+    let h = handles(&client, 1).await.remove(0);
+    let pattern = "QZ".repeat(6500);
+    let body = call(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": pattern}),
+    )
+    .await;
+    assert!(body.len() <= CAP, "{} bytes", body.len());
+    assert_eq!(
+        body,
+        format!(
+            "TOOL OUTPUT Bash WITH HANDLE {h}, MATCHES OF \"{}\"... (13000 bytes):\n\n(no line matches the pattern)\n",
+            &pattern[..200]
+        )
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn every_match_on_a_huge_line_gets_a_window_and_the_rest_can_be_had() {
+    let doc = items_json();
+    assert!(doc.len() > 560_000 && !doc.contains('\n'));
+    let ws = workspace_with(&[&doc]);
+    let client = serve(&ws, &[]).await;
+    let h = handles(&client, 1).await.remove(0);
+    let header = |p: &str| format!("TOOL OUTPUT Bash WITH HANDLE {h}, MATCHES OF {p:?}:\n\n");
+    let window = |i: usize| {
+        let a = item_at(&doc, i);
+        let m = format!("\"id\":{i},");
+        format!("1@{a}: ...{}...\n", &doc[a - 100..a + m.len() + 100])
+    };
+    // Both items on the one line, each with its own window.
+    let p = r#""id":(4000|9000),"#;
+    let body = call(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": p}),
+    )
+    .await;
+    assert_eq!(
+        body,
+        format!("{}{}{}", header(p), window(4000), window(9000))
+    );
+
+    // More matches than fit: the notice says how many were shown and where the rest start;
+    // going on from there shows the next one.
+    let p = r#""id":\d+,"#;
+    let body = call(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": p, "max_matches": 500}),
+    )
+    .await;
+    assert!(body.len() <= CAP, "{} bytes", body.len());
+    let shown = body.lines().filter(|l| l.starts_with("1@")).count();
+    assert!(shown > 20, "{body}");
+    let next = item_at(&doc, shown);
+    assert!(
+        body.ends_with(&format!(
+            "[cut at the size cap after {shown} matches: the next is at line 1 byte {next}; continue with start_line 1, start_byte {next}, or narrow the pattern]\n"
+        )),
+        "{body}"
+    );
+    let body = call(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": p, "start_line": 1, "start_byte": next, "max_matches": 2}),
+    )
+    .await;
+    assert_eq!(
+        body,
+        format!(
+            "{}{}{}[stopped after 2 matches: raise max_matches, continue with start_line 1, start_byte {}, or narrow the pattern]\n",
+            header(p),
+            window(shown),
+            window(shown + 1),
+            item_at(&doc, shown + 2)
+        )
+    );
+
+    // A greedy pattern matching to the end of the line still shows its start.
+    let p = r#""id":11000,.*"#;
+    let body = call(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": p}),
+    )
+    .await;
+    let a = item_at(&doc, 11000);
+    assert_eq!(
+        body,
+        format!("{}1@{a}: ...{}...\n", header(p), &doc[a - 100..a + 200])
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn a_huge_line_is_read_piece_by_piece_from_a_byte_offset() {
+    let doc = items_json();
+    let ws = workspace_with(&[&doc]);
+    let client = serve(&ws, &[]).await;
+    let h = handles(&client, 1).await.remove(0);
+    let header = format!("TOOL OUTPUT Bash WITH HANDLE {h}, LINES 1-1 OF 1:\n\n");
+    // Reading on from where each piece says, three times, gives the document's first bytes.
+    let mut offset = 0usize;
+    let mut got = String::new();
+    for _ in 0..3 {
+        let body = call(
+            &client,
+            "tool_output_read",
+            json!({"handle": h, "start_line": 1, "end_line": 1, "byte_offset": offset}),
+        )
+        .await;
+        assert!(body.len() <= CAP, "{} bytes", body.len());
+        let rest = body.strip_prefix(&header).expect("header");
+        let prefix = if offset == 0 {
+            "1: ".to_string()
+        } else {
+            format!("1@{offset}: ")
+        };
+        let rest = rest.strip_prefix(&prefix).expect("line prefix");
+        let (piece, notice) = rest.split_once("[... line cut at byte ").expect("cut");
+        let end: usize = notice.split(' ').next().unwrap().parse().expect("byte");
+        assert_eq!(
+            notice,
+            format!(
+                "{end} of {}: continue with start_line 1, byte_offset {end}]\n",
+                doc.len()
+            )
+        );
+        assert!(
+            end - offset > CAP / 2,
+            "a one-line read uses most of the cap"
+        );
+        got.push_str(piece);
+        offset = end;
+    }
+    assert_eq!(got, doc[..offset]);
+    // A length asks for less; the end of the line says nothing more.
+    let body = call(
+        &client,
+        "tool_output_read",
+        json!({"handle": h, "start_line": 1, "end_line": 1, "byte_offset": doc.len() - 30, "byte_length": 100}),
+    )
+    .await;
+    assert_eq!(
+        body,
+        format!("{header}1@{}: {}\n", doc.len() - 30, &doc[doc.len() - 30..])
+    );
+    client.cancel().await.ok();
+}
