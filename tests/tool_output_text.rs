@@ -7,6 +7,9 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -111,12 +114,10 @@ async fn handles(client: &Client, payloads: usize) -> Vec<String> {
     found
 }
 
-/// A 565 KB one-line JSON document of 12,000 items.
+/// A 565 KB one-line JSON document of 12,500 items.
 fn items_json() -> String {
-    let items: Vec<String> = (0..12_000)
-        .map(|i| {
-            format!("{{\"id\":{i},\"name\":\"item-{i}\",\"status\":\"ok\",\"tags\":[\"a\",\"b\"]}}")
-        })
+    let items: Vec<String> = (0..12_500)
+        .map(|i| format!("{{\"id\":{i},\"name\":\"item-{i}\",\"status\":\"ok\"}}"))
         .collect();
     format!("{{\"items\":[{}]}}", items.join(","))
 }
@@ -353,4 +354,136 @@ async fn a_huge_line_is_read_piece_by_piece_from_a_byte_offset() {
         format!("{header}1@{}: {}\n", doc.len() - 30, &doc[doc.len() - 30..])
     );
     client.cancel().await.ok();
+}
+
+/// A loopback OpenAI-compatible endpoint: every chat completion is answered with a final
+/// report holding `answer`, in the wrapper the request's system prompt names; every other
+/// request with 404. Records the chat-completion request bodies.
+struct Endpoint {
+    url: String,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+fn endpoint(answer: &'static str) -> Endpoint {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let (status, reply) = if first.starts_with("POST /v1/chat/completions ") {
+                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let system = request["messages"][0]["content"].as_str().unwrap_or("");
+                let start = system
+                    .find("<ai-agent-")
+                    .map_or(0, |i| i + "<ai-agent-".len());
+                let end = system[start..].find("-FINAL").map_or(start, |i| start + i);
+                let nonce = &system[start..end];
+                let content = format!(
+                    "<ai-agent-{nonce}-FINAL format=\"text\">{answer}</ai-agent-{nonce}-FINAL>"
+                );
+                log.lock().expect("log").push(request);
+                (
+                    "200 OK",
+                    json!({"choices": [{"message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop"}]}),
+                )
+            } else {
+                ("404 Not Found", json!({"error": "no such route"}))
+            };
+            let reply = reply.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    Endpoint { url, seen }
+}
+
+/// The seed's routing rule: a payload whose average line is over `long_line_bytes` (1000 by
+/// default) goes to full-chunked whatever its size; `--tool-output-long-line-bytes` (here
+/// its environment variable) moves the threshold.
+#[tokio::test]
+async fn a_huge_line_with_a_short_one_goes_to_full_chunked_and_the_threshold_is_configurable() {
+    let doc = format!("{}\n{{\"total\": 12500}}\n", items_json());
+    let ws = workspace_with(&[&doc]);
+    let routed = |long_line_bytes: Option<&'static str>| {
+        let ws = &ws;
+        async move {
+            let model = endpoint("items 4000 and 9000");
+            let mut envs = vec![
+                ("EVIDENCE_STORE_MODEL_URL", model.url.as_str()),
+                ("EVIDENCE_STORE_MODEL", "fake-model"),
+            ];
+            if let Some(v) = long_line_bytes {
+                envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES", v));
+            }
+            let client = serve(ws, &envs).await;
+            let h = handles(&client, 1).await.remove(0);
+            let body = call(
+                &client,
+                "tool_output",
+                json!({"handle": h, "extract": "the items whose status is not ok"}),
+            )
+            .await;
+            client.cancel().await.ok();
+            let seen = model.seen.lock().expect("log").clone();
+            (h, body, seen)
+        }
+    };
+    // Two lines of about 283 KB on average: full-chunked, map and reduce.
+    let (h, body, seen) = routed(None).await;
+    assert_eq!(
+        body,
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:full-chunked:\n\nitems 4000 and 9000"
+        )
+    );
+    let maps = seen.len() - 1;
+    assert!(maps > 1, "{} requests", seen.len());
+    for (i, request) in seen[..maps].iter().enumerate() {
+        let system = request["messages"][0]["content"].as_str().expect("system");
+        assert!(
+            system.contains(&format!("CHUNK INFO\n- Index: {} of {maps}\n", i + 1)),
+            "{system}"
+        );
+        assert!(request.get("tools").is_none(), "a map call offers no tools");
+    }
+    let reduce = seen[maps]["messages"][0]["content"]
+        .as_str()
+        .expect("reduce");
+    assert!(reduce.contains("CHUNK OUTPUTS\n"), "{reduce}");
+    // The threshold above the average line: read-grep, which the endpoint answers at once.
+    let (h, body, seen) = routed(Some("1000000")).await;
+    assert_eq!(
+        body,
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {h}, STRATEGY:read-grep:\n\nitems 4000 and 9000"
+        )
+    );
+    assert_eq!(seen.len(), 1);
+    assert!(
+        seen[0]["tools"].is_array(),
+        "read-grep offers Read and Grep"
+    );
 }
