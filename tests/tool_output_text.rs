@@ -358,13 +358,15 @@ async fn a_huge_line_is_read_piece_by_piece_from_a_byte_offset() {
 
 /// A loopback OpenAI-compatible endpoint: every chat completion is answered with a final
 /// report holding `answer`, in the wrapper the request's system prompt names; every other
-/// request with 404. Records the chat-completion request bodies.
+/// request with 404. Records the chat-completion request bodies. With `grep`, a request that
+/// offers tools and holds no tool result yet is answered with a call of `Grep` for that
+/// pattern on the handle the prompt names, and the report after it holds the tool result.
 struct Endpoint {
     url: String,
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
-fn endpoint(answer: &'static str) -> Endpoint {
+fn endpoint(answer: &'static str, grep: Option<&'static str>) -> Endpoint {
     let listener = TcpListener::bind("127.0.0.1:0").expect("loopback listener");
     let url = format!("http://{}/v1", listener.local_addr().expect("address"));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -396,16 +398,33 @@ fn endpoint(answer: &'static str) -> Endpoint {
                     .find("<ai-agent-")
                     .map_or(0, |i| i + "<ai-agent-".len());
                 let end = system[start..].find("-FINAL").map_or(start, |i| start + i);
-                let nonce = &system[start..end];
-                let content = format!(
-                    "<ai-agent-{nonce}-FINAL format=\"text\">{answer}</ai-agent-{nonce}-FINAL>"
-                );
+                let nonce = system[start..end].to_owned();
+                let messages = request["messages"].as_array().cloned().unwrap_or_default();
+                let result = messages
+                    .iter()
+                    .rev()
+                    .find(|m| m["role"] == "tool")
+                    .and_then(|m| m["content"].as_str().map(str::to_owned));
+                let handle = system
+                    .split("- Handle/filename: ")
+                    .nth(1)
+                    .and_then(|rest| rest.lines().next())
+                    .unwrap_or("")
+                    .to_owned();
+                let offers_tools = request["tools"].is_array();
                 log.lock().expect("log").push(request);
-                (
-                    "200 OK",
-                    json!({"choices": [{"message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop"}]}),
-                )
+                let reply = match (grep, offers_tools, result) {
+                    (Some(pattern), true, None) => json!({"role": "assistant", "content": null,
+                        "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                            "name": "Grep",
+                            "arguments": json!({"file": handle, "pattern": pattern}).to_string()}}]}),
+                    (_, _, result) => {
+                        let report = result.unwrap_or_else(|| answer.to_owned());
+                        json!({"role": "assistant", "content": format!(
+                            "<ai-agent-{nonce}-FINAL format=\"text\">{report}</ai-agent-{nonce}-FINAL>")})
+                    }
+                };
+                ("200 OK", json!({"choices": [{"message": reply}]}))
             } else {
                 ("404 Not Found", json!({"error": "no such route"}))
             };
@@ -430,7 +449,7 @@ async fn a_huge_line_with_a_short_one_goes_to_full_chunked_and_the_threshold_is_
     let routed = |long_line_bytes: Option<&'static str>| {
         let ws = &ws;
         async move {
-            let model = endpoint("items 4000 and 9000");
+            let model = endpoint("items 4000 and 9000", None);
             let mut envs = vec![
                 ("EVIDENCE_STORE_MODEL_URL", model.url.as_str()),
                 ("EVIDENCE_STORE_MODEL", "fake-model"),
@@ -486,4 +505,120 @@ async fn a_huge_line_with_a_short_one_goes_to_full_chunked_and_the_threshold_is_
         seen[0]["tools"].is_array(),
         "read-grep offers Read and Grep"
     );
+}
+
+/// The seed's three phase-2 cases, on handles from a compact read of an imported session:
+/// a large output is extracted through its handle (it fits one chunk: one map call over the
+/// whole payload); a huge single-line JSON goes to full-chunked (map over chunks that cover
+/// it, then reduce); a standard multi-line log goes to read-grep, whose Grep runs over the
+/// stored payload the handle names.
+#[tokio::test]
+async fn the_seed_phase_2_cases_run_on_handles_from_a_compact_read() {
+    let medium: String = (1..=400)
+        .map(|n| {
+            format!(
+                "build step {n}: compiled module_{n}.rs in {} ms\n",
+                n * 7 % 300
+            )
+        })
+        .collect();
+    let doc = items_json();
+    let log: String = (1..=6000)
+        .map(|n| match n {
+            1500 => "2026-01-15 10:25:00 ERROR disk full on /var\n".to_owned(),
+            4750 => "2026-01-15 11:19:10 ERROR retry failed after 3 attempts\n".to_owned(),
+            _ => format!("2026-01-15 10:00:00 INFO request {n} served in 12 ms\n"),
+        })
+        .collect();
+    assert!(medium.len() > 8_000 && log.len() > 250_000);
+    let ws = workspace_with(&[&medium, &doc, &log]);
+    let model = endpoint("the extracted answer", Some("ERROR"));
+    let client = serve(
+        &ws,
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", model.url.as_str()),
+            ("EVIDENCE_STORE_MODEL", "fake-model"),
+        ],
+    )
+    .await;
+    let h = handles(&client, 3).await;
+    let ask = |i: usize| {
+        let client = &client;
+        let h = h[i].clone();
+        async move {
+            call(
+                client,
+                "tool_output",
+                json!({"handle": h, "extract": "what went wrong"}),
+            )
+            .await
+        }
+    };
+    let seen = || model.seen.lock().expect("log").clone();
+    let abstract_of = |i: usize, mode: &str| {
+        format!(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {}, STRATEGY:{mode}:\n\n",
+            h[i]
+        )
+    };
+
+    // 1. A large output: one map call holding the whole stored payload.
+    let body = ask(0).await;
+    assert_eq!(
+        body,
+        abstract_of(0, "full-chunked") + "the extracted answer"
+    );
+    let requests = seen();
+    assert_eq!(requests.len(), 1);
+    let user = requests[0]["messages"][1]["content"]
+        .as_str()
+        .expect("user");
+    assert!(user.contains(&medium), "the map call holds the payload");
+    assert!(
+        requests[0]["messages"][0]["content"].as_str().is_some_and(
+            |s| s.contains("- Arguments (verbatim JSON): {\"command\": \"make out0\"}\n")
+        ),
+        "the producing call's input comes from the session"
+    );
+
+    // 2. The huge single-line JSON: full-chunked over chunks covering it, then reduce.
+    let body = ask(1).await;
+    assert_eq!(
+        body,
+        abstract_of(1, "full-chunked") + "the extracted answer"
+    );
+    let requests = seen()[1..].to_vec();
+    let maps = requests.len() - 1;
+    assert!(maps >= 2, "{maps} map calls");
+    let mut covered = 0usize;
+    for (i, r) in requests[..maps].iter().enumerate() {
+        let chunk = r["messages"][1]["content"].as_str().expect("chunk");
+        let at = doc
+            .find(chunk)
+            .expect("the chunk is a piece of the document");
+        assert!(at <= covered, "chunk {} leaves no gap", i + 1);
+        covered = at + chunk.len();
+    }
+    assert_eq!(covered, doc.len(), "the chunks reach the end");
+    let reduce = requests[maps]["messages"][0]["content"]
+        .as_str()
+        .expect("reduce");
+    assert!(reduce.contains("CHUNK OUTPUTS\n"), "{reduce}");
+
+    // 3. The multi-line log: read-grep; its Grep ran over the stored payload.
+    let body = ask(2).await;
+    assert_eq!(
+        body,
+        abstract_of(2, "read-grep")
+            + "1500: 2026-01-15 10:25:00 ERROR disk full on /var\n4750: 2026-01-15 11:19:10 ERROR retry failed after 3 attempts"
+    );
+    let requests = seen()[1 + maps + 1..].to_vec();
+    assert_eq!(requests.len(), 2, "a Grep call, then the report");
+    assert!(
+        requests[0]["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains(&format!("- Handle/filename: {}\n", h[2]))),
+        "the handle is the filename"
+    );
+    client.cancel().await.ok();
 }
