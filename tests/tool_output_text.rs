@@ -622,3 +622,78 @@ async fn the_seed_phase_2_cases_run_on_handles_from_a_compact_read() {
     );
     client.cancel().await.ok();
 }
+
+/// True once `f` holds, polled for at most `secs` seconds.
+async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f()
+}
+
+/// A cancelled grep stops searching at once, well before its time budget would stop it.
+#[tokio::test]
+async fn a_cancelled_grep_stops_searching() {
+    let ws = workspace_with(&[&big_log()]);
+    let root = ws.root().to_owned();
+    let (transport, stderr) =
+        TokioChildProcess::builder(tokio::process::Command::new(bin()).configure(|cmd| {
+            cmd.arg("serve")
+                .env("PROMPT_DIARY_WORKSPACE", &root)
+                .env("RUST_LOG", "evidence_store=debug");
+        }))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let client = ().serve(transport).await.expect("initialize succeeds");
+    let log = Arc::new(Mutex::new(String::new()));
+    if let Some(stderr) = stderr {
+        let log = log.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                log.lock().expect("log").push_str(&(line + "\n"));
+            }
+        });
+    }
+    let logged = |what: &str| log.lock().expect("log").contains(what);
+    let h = handles(&client, 1).await.remove(0);
+    let Value::Object(args) = json!({"handle": h, "pattern": r"\b(?:\w+\W+){8}[0-9]{40}"}) else {
+        panic!("object")
+    };
+    let request = client
+        .peer()
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                CallToolRequestParams::new("tool_output_grep").with_arguments(args),
+            )),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("sent");
+    assert!(
+        eventually(20, || logged("tool_output_grep searching")).await,
+        "the search began: {}",
+        log.lock().expect("log")
+    );
+    request
+        .cancel(Some("test".into()))
+        .await
+        .expect("cancel sent");
+    assert!(
+        eventually(20, || logged("tool_output_grep stopped")).await,
+        "the search ended: {}",
+        log.lock().expect("log")
+    );
+    assert!(
+        logged("tool_output_grep stopped on request") && !logged("at its time budget"),
+        "{}",
+        log.lock().expect("log")
+    );
+    client.cancel().await.ok();
+}

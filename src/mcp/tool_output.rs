@@ -485,7 +485,21 @@ impl Server {
         // A search is CPU work: off the async threads, and stopped by the request's cancel.
         let cancelled = context.ct.clone();
         let body = tokio::task::spawn_blocking(move || {
-            text_tools::grep(&text, &compiled, &options, &|| cancelled.is_cancelled())
+            let started = std::time::Instant::now();
+            tracing::debug!(handle, bytes = text.len(), "tool_output_grep searching");
+            let searched =
+                text_tools::grep(&text, &compiled, &options, &|| cancelled.is_cancelled());
+            let ms = started.elapsed().as_millis();
+            match searched.halted {
+                Some(text_tools::Halt::Asked) => {
+                    tracing::info!(handle, ms, "tool_output_grep stopped on request");
+                }
+                Some(text_tools::Halt::Budget) => {
+                    tracing::info!(handle, ms, "tool_output_grep stopped at its time budget");
+                }
+                None => {}
+            }
+            searched.body
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("grep panicked: {e}"), None))?;

@@ -19,6 +19,7 @@
 //! lines. On a longer line every match gets its own window of about [`WINDOW`] bytes, tagged
 //! `line@byte`, within `max_matches`.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use regex_automata::util::syntax;
@@ -172,9 +173,19 @@ impl GrepOptions {
 }
 
 /// Why a search stopped before the end.
-enum Halt {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// Its time budget was spent.
     Budget,
+    /// Its caller asked it to stop (the request was cancelled).
     Asked,
+}
+
+/// What a grep answered, and why it stopped before the end, if it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    pub body: String,
+    pub halted: Option<Halt>,
 }
 
 struct Searcher<'a> {
@@ -242,6 +253,21 @@ pub fn grep(
     pattern: &Pattern,
     opts: &GrepOptions,
     should_stop: &dyn Fn() -> bool,
+) -> Searched {
+    let stopped = Cell::new(None);
+    let body = search(text, pattern, opts, should_stop, &stopped);
+    Searched {
+        body,
+        halted: stopped.get(),
+    }
+}
+
+fn search(
+    text: &str,
+    pattern: &Pattern,
+    opts: &GrepOptions,
+    should_stop: &dyn Fn() -> bool,
+    stopped: &Cell<Option<Halt>>,
 ) -> String {
     let re = &pattern.0;
     let mut searcher = Searcher {
@@ -266,6 +292,7 @@ pub fn grep(
     let mut shown = 0usize;
     // The notice that ends a search stopped at line index `i`, byte `b`.
     let halted = |halt: Halt, i: usize, b: usize, shown: usize| -> String {
+        stopped.set(Some(halt));
         let begun = offset_in(text, lines[first]) + opts.from.byte.min(lines[first].len());
         let searched = (offset_in(text, lines[i]) + b).saturating_sub(begun);
         let what = match halt {
@@ -530,7 +557,7 @@ impl TextTools for Tools {
             max_matches,
             ..GrepOptions::new(cap)
         };
-        Ok(grep(text, &compiled, &opts, &|| false))
+        Ok(grep(text, &compiled, &opts, &|| false).body)
     }
 }
 
@@ -543,7 +570,7 @@ mod tests {
     }
 
     fn g(text: &str, pattern: &str, opts: GrepOptions) -> String {
-        grep(text, &compile(pattern).expect("pattern"), &opts, &never)
+        grep(text, &compile(pattern).expect("pattern"), &opts, &never).body
     }
 
     #[test]
@@ -623,8 +650,9 @@ mod tests {
         };
         let opts = GrepOptions::new(2000);
         let got = grep(&text, &compile("a").unwrap(), &opts, &stop);
+        assert_eq!(got.halted, Some(Halt::Asked));
         assert_eq!(
-            got,
+            got.body,
             format!(
                 "1: a\n2: a\n[stopped on request at line 3 byte 0: searched 4 of 20 bytes and showed 2 matches; {NARROW}]\n"
             )
@@ -645,7 +673,8 @@ mod tests {
             &compile("y").unwrap(),
             &GrepOptions::new(2000),
             &stop,
-        );
+        )
+        .body;
         assert!(
             got.starts_with("[stopped on request at line 1 byte "),
             "{got}"
