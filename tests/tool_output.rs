@@ -606,23 +606,25 @@ async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
         &text_of(&result)[..300]
     );
 
-    // One huge line needing more chunks than allowed: auto does not try, it falls back.
+    // One huge line needing more chunks than max_chunks: its lines are long, so auto runs
+    // full-chunked anyway (map and reduce); the script is spent, so it falls back with why.
+    assert!(
+        chunk_bytes_for("Bash", &doc, "errors") < doc.len(),
+        "two chunks"
+    );
     let result = tool_output(&client, json!({"handle": "json-1", "extract": "errors"})).await;
     let body = text_of(&result);
     assert!(
-        body.starts_with(&format!(
+        body.starts_with(
             "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE json-1, STRATEGY:truncate:\n\n\
-             WARNING: tool_output fallback to truncate (full-chunked needs 2 chunks of {} bytes, more than max_chunks 1, and a single line of {} bytes leaves read-grep nothing to navigate).\n{{\"items\":",
-            chunk_bytes_for("Bash", &doc, "errors"),
-            doc.len()
-        )),
+             WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 2: "
+        ),
         "{body}"
     );
-    assert_eq!(
-        model.seen.lock().expect("log").len(),
-        2,
-        "no call for the huge line"
-    );
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 3, "one map call for the huge line");
+    let map = seen[2]["messages"][0]["content"].as_str().expect("map");
+    assert!(map.contains("CHUNK INFO\n- Index: 1 of 2\n"), "{map}");
     client.cancel().await.ok();
 }
 

@@ -19,3 +19,4 @@ py=tools/.venv/bin/python
 tools/.venv-0.2.20/bin/python tools/test_differential_0220.py --bin target/debug/evidence-store --seeds 1
 tools/.venv-0.2.20/bin/python tools/test_run_prompt_diary.py --bin target/debug/evidence-store
 echo "[test.sh] ${SECONDS}s: Python checks done"
+tools/realmodel/test.sh   # tool_output against a real small model (installs it; skipped loudly outside CI if it cannot)

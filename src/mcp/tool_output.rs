@@ -214,7 +214,9 @@ fn read_schema() -> Arc<JsonObject> {
         "properties": {
             "handle": {"type": "string", "minLength": 1, "description": "The \"handle\" of a trimmed tool_uses or tool_results entry of a compact read_session_lines record."},
             "start_line": {"type": "integer", "minimum": 1, "description": "First line of the payload to show (1-based)."},
-            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."}
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."},
+            "byte_offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Byte of start_line to start at, for a long line (a cut line says where to continue)."},
+            "byte_length": {"type": "integer", "minimum": 1, "description": "Most bytes shown of each line (default: as many as fit the size cap)."}
         }
     }))
 }
@@ -229,7 +231,9 @@ fn grep_schema() -> Arc<JsonObject> {
             "handle": {"type": "string", "minLength": 1, "description": "The \"handle\" of a trimmed tool_uses or tool_results entry of a compact read_session_lines record."},
             "pattern": {"type": "string", "minLength": 1, "description": "A regular expression (Rust regex syntax, linear time)."},
             "context_lines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0, "description": "Lines shown before and after each matching line."},
-            "max_matches": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50, "description": "Matches shown at most."}
+            "max_matches": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50, "description": "Matches shown at most."},
+            "start_line": {"type": "integer", "minimum": 1, "default": 1, "description": "Line to search from (an answer that was cut says where to continue)."},
+            "start_byte": {"type": "integer", "minimum": 0, "default": 0, "description": "Byte of start_line to search from."}
         }
     }))
 }
@@ -325,7 +329,7 @@ impl Server {
 #[tool_router(router = tool_output_text_router, vis = "pub(super)")]
 impl Server {
     #[tool(
-        description = "Numbered lines of a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". Deterministic; the answer stays within the size cap and says where to continue when it is cut. Lines of the payload, not of the session.",
+        description = "Numbered lines of a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". Deterministic; the answer stays within the size cap and says where to continue when it is cut. A long line is read a piece at a time with byte_offset (and byte_length); a piece not from byte 0 is shown as `line@byte:`. Lines of the payload, not of the session.",
         input_schema = read_schema(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -333,24 +337,27 @@ impl Server {
         &self,
         Parameters(args): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut problems = known_keys(&args, &["handle", "start_line", "end_line"]);
+        let mut problems = known_keys(
+            &args,
+            &[
+                "handle",
+                "start_line",
+                "end_line",
+                "byte_offset",
+                "byte_length",
+            ],
+        );
         let handle = string_arg(&args, "handle", &mut problems);
-        let start = int_arg(
-            &args,
-            "start_line",
-            1..=u64::from(u32::MAX),
-            None,
-            &mut problems,
-        );
-        let end = int_arg(
-            &args,
-            "end_line",
-            1..=u64::from(u32::MAX),
-            None,
-            &mut problems,
-        );
-        let (Some(handle), Some(start), Some(end), true) =
-            (handle, start, end, problems.is_empty())
+        let lines = 1..=u64::from(u32::MAX);
+        let start = int_arg(&args, "start_line", lines.clone(), None, &mut problems);
+        let end = int_arg(&args, "end_line", lines, None, &mut problems);
+        let offset = int_arg(&args, "byte_offset", 0..=u64::MAX, Some(0), &mut problems);
+        let length = match args.get("byte_length") {
+            None => Some(None),
+            Some(_) => int_arg(&args, "byte_length", 1..=u64::MAX, None, &mut problems).map(Some),
+        };
+        let (Some(handle), Some(start), Some(end), Some(offset), Some(length), true) =
+            (handle, start, end, offset, length, problems.is_empty())
         else {
             return Ok(argument_error("tool_output_read", problems.join("; ")));
         };
@@ -369,58 +376,135 @@ impl Server {
             "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
             text.lines().count()
         );
-        let body = text_tools::Tools.read(&text, start, end, cap.saturating_sub(header.len()));
+        let options = text_tools::ReadOptions {
+            from: text_tools::Position {
+                line: start,
+                byte: usize::try_from(offset).unwrap_or(usize::MAX),
+            },
+            end_line: end,
+            byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+            cap: cap.saturating_sub(header.len()),
+            resumable: true,
+        };
+        let body = text_tools::read(&text, &options);
         Ok(CallToolResult::success(vec![ContentBlock::text(
             header + &body,
         )]))
     }
 
     #[tool(
-        description = "Regex matches, with line numbers, in a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". On a very long line a match shows about 200 bytes around it with its byte offset. Deterministic, linear-time patterns; the answer stays within the size cap and says how to get more.",
+        description = "Regex matches, with line numbers, in a large tool output that a compact read_session_lines record trimmed, named by the entry's \"handle\". On a very long line every match shows about 200 bytes around it, as `line@byte:`. Deterministic, linear-time patterns, bounded in cost (a pattern too costly to compile is refused; a search stops after 5 s) and stopped by a cancel; the answer stays within the size cap and says how many matches it showed and how to get the rest (start_line, start_byte).",
         input_schema = grep_schema(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn tool_output_grep(
         &self,
+        context: RequestContext<RoleServer>,
         Parameters(args): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut problems = known_keys(
             &args,
-            &["handle", "pattern", "context_lines", "max_matches"],
+            &[
+                "handle",
+                "pattern",
+                "context_lines",
+                "max_matches",
+                "start_line",
+                "start_byte",
+            ],
         );
         let handle = string_arg(&args, "handle", &mut problems);
         let pattern = string_arg(&args, "pattern", &mut problems);
-        let context = int_arg(&args, "context_lines", 0..=20, Some(0), &mut problems);
+        let context_lines = int_arg(&args, "context_lines", 0..=20, Some(0), &mut problems);
         let max = int_arg(&args, "max_matches", 1..=500, Some(50), &mut problems);
-        let (Some(handle), Some(pattern), Some(context), Some(max), true) =
-            (handle, pattern, context, max, problems.is_empty())
+        let start_line = int_arg(
+            &args,
+            "start_line",
+            1..=u64::from(u32::MAX),
+            Some(1),
+            &mut problems,
+        );
+        let start_byte = int_arg(&args, "start_byte", 0..=u64::MAX, Some(0), &mut problems);
+        let (
+            Some(handle),
+            Some(pattern),
+            Some(context_lines),
+            Some(max),
+            Some(start_line),
+            Some(start_byte),
+            true,
+        ) = (
+            handle,
+            pattern,
+            context_lines,
+            max,
+            start_line,
+            start_byte,
+            problems.is_empty(),
+        )
         else {
             return Ok(argument_error("tool_output_grep", problems.join("; ")));
         };
-        if let Err(e) = regex::Regex::new(&pattern) {
-            return Ok(argument_error("tool_output_grep", format!("pattern: {e}")));
-        }
+        let compiled = match text_tools::compile(&pattern) {
+            Ok(p) => Ok(p),
+            Err(text_tools::PatternError::Syntax(e)) => {
+                return Ok(argument_error("tool_output_grep", format!("pattern: {e}")));
+            }
+            Err(text_tools::PatternError::TooCostly(limit)) => Err(limit),
+        };
         let (text, tool_name) = match self.payload_for("tool_output_grep", &handle).await? {
             Ok(found) => found,
             Err(answer) => return Ok(answer),
         };
         let cap = configured().engine.max_bytes;
-        let header =
-            format!("TOOL OUTPUT {tool_name} WITH HANDLE {handle}, MATCHES OF {pattern:?}:\n\n");
-        let context = usize::try_from(context).unwrap_or(0);
-        let max = usize::try_from(max).unwrap_or(50);
-        match text_tools::Tools.grep(
-            &text,
-            &pattern,
-            context,
-            max,
-            cap.saturating_sub(header.len()),
-        ) {
-            Ok(body) => Ok(CallToolResult::success(vec![ContentBlock::text(
-                header + &body,
-            )])),
-            Err(e) => Ok(argument_error("tool_output_grep", format!("pattern: {e}"))),
-        }
+        // The pattern is echoed once, cut when long, so the answer stays within the cap.
+        let header = format!(
+            "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, MATCHES OF {}:\n\n",
+            text_tools::echo(&pattern)
+        );
+        let compiled = match compiled {
+            Ok(p) => p,
+            Err(limit) => {
+                return Ok(CallToolResult::success(vec![ContentBlock::text(
+                    header + &text_tools::too_costly(limit, &text),
+                )]));
+            }
+        };
+        let options = text_tools::GrepOptions {
+            context_lines: usize::try_from(context_lines).unwrap_or(0),
+            max_matches: usize::try_from(max).unwrap_or(50),
+            cap: cap.saturating_sub(header.len()),
+            from: text_tools::Position {
+                line: start_line,
+                byte: usize::try_from(start_byte).unwrap_or(usize::MAX),
+            },
+            resumable: true,
+            budget: text_tools::GREP_BUDGET,
+        };
+        // A search is CPU work: off the async threads, and stopped by the request's cancel.
+        let cancelled = context.ct.clone();
+        let body = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            tracing::debug!(handle, bytes = text.len(), "tool_output_grep searching");
+            let searched =
+                text_tools::grep(&text, &compiled, &options, &|| cancelled.is_cancelled());
+            let ms = started.elapsed().as_millis();
+            match searched.halted {
+                Some(text_tools::Halt::Asked) => {
+                    tracing::info!(handle, ms, "tool_output_grep stopped on request");
+                }
+                Some(text_tools::Halt::Budget) => {
+                    tracing::info!(handle, ms, "tool_output_grep stopped at its time budget");
+                }
+                None => {}
+            }
+            searched.body
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("grep panicked: {e}"), None))?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(
+            header + &body,
+        )]))
     }
 }
 

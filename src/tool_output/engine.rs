@@ -424,7 +424,7 @@ async fn map_reduce(
 ) -> Result<String, PassError> {
     let ranges = chunk::chunk(job.text, chunk_bytes, config.overlap_pct);
     let limit = match job.mode {
-        Mode::Auto => config.max_chunks.max(1),
+        Mode::Auto => route::auto_chunk_limit(stats, config.max_chunks, config.long_line_bytes),
         _ => FORCED_MAX_CHUNKS,
     };
     if ranges.len() > limit {

@@ -5,23 +5,22 @@
 //! 1. No model at all: nothing but `truncate` can run, so the answer is the truncate
 //!    fallback with the no-model reason.
 //! 2. The payload fits in `max_chunks` chunks, or its average line is longer than
-//!    `long_line_bytes` (line-oriented reading is of little use): full-chunked is preferred.
-//!    Otherwise read-grep is preferred.
-//! 3. A preferred strategy that cannot run is replaced, never attempted:
-//!    - full-chunked needing more chunks than `max_chunks` allows goes to read-grep, unless
-//!      the payload is one huge line (read-grep has nothing to navigate): truncate fallback;
+//!    `long_line_bytes` (line-oriented reading is of little use): full-chunked. For long
+//!    lines full-chunked may then use up to [`FORCED_MAX_CHUNKS`] chunks, map and reduce.
+//!    Otherwise read-grep.
+//! 3. A strategy that cannot run is replaced, never attempted:
+//!    - full-chunked needing more chunks than it may use goes to read-grep, unless the
+//!      payload is one huge line (read-grep has nothing to navigate): truncate fallback;
 //!    - read-grep without a model that takes tool definitions goes to full-chunked when the
 //!      payload fits in `max_chunks`, else to the truncate fallback.
 
 use super::Mode;
 use super::chunk;
+pub use super::engine::FORCED_MAX_CHUNKS;
 
 /// Default most chunks `auto` lets full-chunked use: one, a single pass without reduce.
 pub const DEFAULT_MAX_CHUNKS: usize = 1;
-/// Default average line size above which full-chunked is preferred. With the rule that a
-/// strategy which cannot run is never picked, it decides nothing on its own today: when the
-/// payload fits, full-chunked is picked anyway; when it does not, full-chunked cannot run.
-/// It is kept configurable and reported in the routing log.
+/// Default average line size above which `auto` picks full-chunked whatever the size.
 pub const DEFAULT_LONG_LINE_BYTES: usize = 1000;
 
 /// Size and shape of one payload.
@@ -56,7 +55,7 @@ impl Stats {
 pub struct RouteConfig {
     /// Most chunks `auto` lets full-chunked use.
     pub max_chunks: usize,
-    /// Average line size above which full-chunked is preferred whatever the size.
+    /// Average line size above which full-chunked is picked whatever the size.
     pub long_line_bytes: usize,
     /// Bytes of payload one map call can take.
     pub chunk_bytes: usize,
@@ -95,27 +94,43 @@ pub fn chunks_needed(bytes: usize, chunk_bytes: usize) -> usize {
 pub const NO_MODEL: &str =
     "no language model: the client does not support sampling and no endpoint is configured";
 
+/// Whether the payload's lines are long: its average line is over `long_line_bytes`.
+pub fn long_lines(stats: Stats, long_line_bytes: usize) -> bool {
+    stats.avg_line_bytes() > long_line_bytes
+}
+
+/// Most chunks full-chunked may use when `auto` picked it: `max_chunks`, or
+/// [`FORCED_MAX_CHUNKS`] for a payload of long lines.
+pub fn auto_chunk_limit(stats: Stats, max_chunks: usize, long_line_bytes: usize) -> usize {
+    if long_lines(stats, long_line_bytes) {
+        FORCED_MAX_CHUNKS.max(max_chunks)
+    } else {
+        max_chunks.max(1)
+    }
+}
+
 /// Picks the strategy `auto` runs.
 pub fn route(stats: Stats, config: RouteConfig, abilities: Abilities) -> Route {
     if !abilities.model {
         return Route::Fallback(NO_MODEL.to_string());
     }
     let needed = chunks_needed(stats.bytes, config.chunk_bytes);
-    let fits = needed <= config.max_chunks.max(1);
-    let one_line = stats.lines <= 1;
-    let too_many = || {
-        format!(
-            "full-chunked needs {needed} chunks of {} bytes, more than max_chunks {}",
-            config.chunk_bytes,
-            config.max_chunks.max(1)
-        )
-    };
-    if fits {
+    let limit = auto_chunk_limit(stats, config.max_chunks, config.long_line_bytes);
+    if needed <= limit {
         return Route::Run(Mode::FullChunked);
     }
-    // Long lines prefer full-chunked, but it cannot run here: only read-grep or the
-    // fallback remain, for long and short lines alike.
-    if one_line {
+    let too_many = || {
+        format!(
+            "full-chunked needs {needed} chunks of {} bytes, more than {}",
+            config.chunk_bytes,
+            if long_lines(stats, config.long_line_bytes) {
+                format!("the {limit} allowed for long lines")
+            } else {
+                format!("max_chunks {limit}")
+            }
+        )
+    };
+    if stats.lines <= 1 {
         return Route::Fallback(format!(
             "{}, and a single line of {} bytes leaves read-grep nothing to navigate",
             too_many(),
@@ -213,19 +228,51 @@ mod tests {
         check(stats(900, 50), CFG, PLAIN, "full-chunked");
         // Too big, many short lines: read-grep.
         check(stats(2500, 100), CFG, ALL, "read-grep");
-        // Too big, long lines but more than one: read-grep can still grep windows.
-        check(stats(2500, 2), CFG, ALL, "read-grep");
-        // One huge line too big for the chunks allowed: truncate fallback with the reason.
+        // Too big, but the average line is over long_line_bytes: full-chunked, map and
+        // reduce, one huge line or a few.
+        check(stats(2500, 2), CFG, ALL, "full-chunked");
+        check(stats(2500, 1), CFG, ALL, "full-chunked");
+        check(stats(2500, 2), CFG, PLAIN, "full-chunked");
+        // Exactly long_line_bytes a line is not over it.
+        check(stats(2000, 2), CFG, ALL, "read-grep");
+        // A higher long_line_bytes turns the long lines back into lines to navigate.
+        let high = RouteConfig {
+            long_line_bytes: 5000,
+            ..CFG
+        };
+        check(stats(2500, 2), high, ALL, "read-grep");
         check(
             stats(2500, 1),
-            CFG,
+            high,
             ALL,
             &format!(
                 "{fb_lines}, and a single line of 2500 bytes leaves read-grep nothing to navigate"
             ),
         );
-        // More chunks allowed: the huge line goes to full-chunked.
-        check(stats(2500, 1), many, ALL, "full-chunked");
+        // Long lines needing more chunks than allowed even so.
+        let huge = 1000 * (FORCED_MAX_CHUNKS + 5);
+        let fb_long = format!(
+            "fallback: full-chunked needs {} chunks of 1000 bytes, more than the {FORCED_MAX_CHUNKS} allowed for long lines",
+            chunks_needed(huge, 1000)
+        );
+        check(stats(huge, 3), CFG, ALL, "read-grep");
+        check(
+            stats(huge, 1),
+            CFG,
+            ALL,
+            &format!(
+                "{fb_long}, and a single line of {huge} bytes leaves read-grep nothing to navigate"
+            ),
+        );
+        check(
+            stats(huge, 3),
+            CFG,
+            PLAIN,
+            &format!(
+                "{fb_long}, and the model cannot call the Read and Grep tools that read-grep needs"
+            ),
+        );
+        // More chunks allowed: short lines go to full-chunked too.
         check(stats(2500, 100), many, ALL, "full-chunked");
         // A model without tool calls cannot run read-grep.
         check(
@@ -249,5 +296,13 @@ mod tests {
             ALL,
             "full-chunked",
         );
+    }
+
+    #[test]
+    fn long_lines_raise_the_chunks_auto_allows() {
+        assert_eq!(auto_chunk_limit(stats(5000, 2), 1, 1000), FORCED_MAX_CHUNKS);
+        assert_eq!(auto_chunk_limit(stats(5000, 5), 1, 1000), 1);
+        assert_eq!(auto_chunk_limit(stats(5000, 5), 0, 1000), 1);
+        assert_eq!(auto_chunk_limit(stats(5000, 2), 100, 1000), 100);
     }
 }
