@@ -346,12 +346,19 @@ fn summary(r: &ImportReport) -> String {
     )
 }
 
+/// How long `serve` waits, once it has stopped serving, for its tasks to end.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
         // them recurses once per level, on these threads too.
         .thread_stack_size(mcp::STACK_BYTES)
+        // Each request in flight runs at most one blocking task (its tool call, or a
+        // streamed text's maker), plus the service's start and the handle scan: more
+        // threads would only reserve more memory.
+        .max_blocking_threads(mcp::IN_FLIGHT_MAX + 4)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -374,11 +381,16 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         None => None,
     };
     mcp::tool_output::configure(tool_output.engine, endpoint);
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
         mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
-    })?;
+    });
+    // Work still running (a model or a sampling client that never answers, a blocking
+    // read) is not waited for past this: the tasks are dropped, the threads left to the
+    // process's exit.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served?;
     Ok(ExitCode::SUCCESS)
 }
