@@ -372,3 +372,154 @@ fn verify_removes_the_copies_a_killed_run_left_and_no_other() {
     names.sort();
     assert_eq!(names.len(), 1, "verify left its own copy: {names:?}");
 }
+
+/// Runs a command to its end and returns its output and peak resident memory in bytes.
+fn run_measured(mut cmd: Command) -> (ExitStatus, String, u64) {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let pid = child.id() as libc::pid_t;
+    let mut child = child;
+    let mut err = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err.read_to_string(&mut text);
+        text
+    });
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+    (
+        status,
+        reader.join().expect("reader"),
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+#[test]
+fn an_oversized_metadata_json_is_refused_before_it_is_read() {
+    let ws = Workspace::example();
+    // 512 MiB, sparse: nothing to write, and as much to read as the padding attack had.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(ws.path("metadata.json"))
+        .expect("metadata.json");
+    file.set_len(512 << 20).expect("sized");
+    drop(file);
+    let (status, said, peak) = run_measured(command(&ws, &["import"]));
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("metadata.json"), "{said}");
+    assert!(said.contains("more than the 16777216 bytes"), "{said}");
+    assert!(peak < 128 << 20, "peak RSS {peak} bytes for a refused file");
+    assert!(!ws.store().exists(), "a store was made for an invalid workspace");
+}
+
+#[test]
+fn an_oversized_index_row_is_refused_by_name() {
+    let ws = Workspace::example();
+    let rel = "projects/Demo-0123456789ab/sessions.index.jsonl";
+    let mut index = ws.read(rel);
+    index.extend(std::iter::repeat_n(b' ', (1 << 20) + 1));
+    index.push(b'\n');
+    ws.write(rel, index);
+    let (status, said) = run_bounded(command(&ws, &["import"]), NEVER);
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("sessions.index.jsonl"), "{said}");
+    assert!(said.contains("more than the 1048576 bytes a row may have"), "{said}");
+}
+
+#[test]
+fn too_many_open_files_at_start_is_retried_by_the_next_call() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    // The soft limit only, so that this (same-user) test can raise it again.
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(format!("ulimit -Sn 12 && exec {BIN} serve"))
+        .env("PROMPT_DIARY_WORKSPACE", ws.root())
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let pid = child.id();
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut server = Server {
+        stdin: child.stdin.take(),
+        child,
+        lines,
+        next_id: 1,
+    };
+    let init = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "bounded-waits", "version": "0"}}),
+    );
+    server.answer(init, NEVER);
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let ping = server.call("prompt_diary_ping", json!({}));
+    let first = server.answer(ping, NEVER);
+    assert_eq!(
+        first["result"]["structuredContent"]["status"], "unavailable",
+        "the limit did not bite: {first}"
+    );
+    assert!(
+        first.to_string().contains("os error 24"),
+        "not too many open files: {first}"
+    );
+    let raised = libc::rlimit {
+        rlim_cur: 1024,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    let mut hard: libc::rlimit = unsafe { std::mem::zeroed() };
+    let got = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null(),
+            &mut hard,
+        )
+    };
+    assert_eq!(got, 0, "prlimit reads the limit");
+    let raised = libc::rlimit {
+        rlim_cur: raised.rlim_cur.min(hard.rlim_max),
+        rlim_max: hard.rlim_max,
+    };
+    let set = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &raised,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(set, 0, "prlimit raises the limit");
+    let ping = server.call("prompt_diary_ping", json!({}));
+    let second = server.answer(ping, NEVER);
+    assert_eq!(
+        second["result"]["structuredContent"]["status"], "ok",
+        "{second}"
+    );
+    let read = server.call(
+        "read_session_lines",
+        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 2}),
+    );
+    let read = server.text(read, NEVER);
+    assert!(read.contains("\"raw_sha256\""), "{read}");
+}
