@@ -346,6 +346,9 @@ fn summary(r: &ImportReport) -> String {
     )
 }
 
+/// Stack of the async runtime's threads (workers and blocking pool).
+const TASK_STACK_BYTES: usize = 4 << 20;
+
 /// How long `serve` waits, once it has stopped serving, for its tasks to end.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -353,12 +356,15 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
-        // them recurses once per level, on these threads too.
-        .thread_stack_size(mcp::STACK_BYTES)
+        // them recurses once per level, on these threads too (measured: a 990-level
+        // argument needs well under this in a debug build). Smaller than the stdio
+        // threads' `mcp::STACK_BYTES`: there are up to 20 of these, and each stack is
+        // address space reserved whether used or not.
+        .thread_stack_size(TASK_STACK_BYTES)
         // Each request in flight runs at most one blocking task (its tool call, or a
         // streamed text's maker), plus the service's start and the handle scan: more
-        // threads would only reserve more memory.
-        .max_blocking_threads(mcp::IN_FLIGHT_MAX + 4)
+        // threads would only reserve more memory (each one a stack of STACK_BYTES).
+        .max_blocking_threads(mcp::IN_FLIGHT_MAX + 2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

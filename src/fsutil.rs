@@ -291,7 +291,9 @@ pub fn read_confined_within(root: &Path, rel: &str, max: u64) -> io::Result<Opti
     }
     let mut bytes = Vec::new();
     // A file that grows meanwhile is still read no further than the limit allows.
-    (&mut file).take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(too_large(bytes.len() as u64, max));
     }

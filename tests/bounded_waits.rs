@@ -71,7 +71,9 @@ fn changed_workspace() -> Workspace {
     ws.ok(&["import"]);
     let rel = "projects/Demo-0123456789ab/sessions/claude-code/c1.jsonl";
     let mut bytes = ws.read(rel);
-    bytes.extend_from_slice(b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"more\"}}\n");
+    bytes.extend_from_slice(
+        b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"more\"}}\n",
+    );
     ws.write(rel, bytes);
     ws
 }
@@ -125,6 +127,8 @@ struct Server {
     stdin: Option<std::process::ChildStdin>,
     lines: mpsc::Receiver<String>,
     next_id: i64,
+    /// Answers received while waiting for another one.
+    early: Vec<Value>,
 }
 
 impl Server {
@@ -154,6 +158,7 @@ impl Server {
             child,
             lines,
             next_id: 1,
+            early: Vec::new(),
         };
         let init = server.request(
             "initialize",
@@ -184,6 +189,9 @@ impl Server {
 
     /// The answer to request `id`, within `bound`.
     fn answer(&mut self, id: i64, bound: Duration) -> Value {
+        if let Some(at) = self.early.iter().position(|m| m["id"] == json!(id)) {
+            return self.early.swap_remove(at);
+        }
         let deadline = Instant::now() + bound;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -195,6 +203,7 @@ impl Server {
             if message["id"] == json!(id) {
                 return message;
             }
+            self.early.push(message);
         }
     }
 
@@ -223,8 +232,14 @@ fn a_stopped_lock_holder_is_named_by_every_command_that_would_wait_for_it() {
     for args in [&["export"][..], &["build"], &["import"], &["verify"]] {
         let (status, said) = run_bounded(command(&ws, args), NEVER);
         assert!(!status.success(), "{args:?} succeeded: {said}");
-        assert!(said.contains(&named), "{args:?} does not name the holder: {said}");
-        assert!(said.contains("stop it"), "{args:?} does not say what to do: {said}");
+        assert!(
+            said.contains(&named),
+            "{args:?} does not name the holder: {said}"
+        );
+        assert!(
+            said.contains("stop it"),
+            "{args:?} does not say what to do: {said}"
+        );
         assert!(!said.contains("damaged"), "{args:?}: {said}");
     }
     let (status, said) = run_bounded(command(&ws, &["verify"]), NEVER);
@@ -254,7 +269,10 @@ fn serve_answers_ping_and_reads_while_a_stopped_process_holds_the_lock() {
         json!({"title": {"title": "A day", "source_user_messages": []}}),
     );
     let write = server.text(write, NEVER);
-    assert!(write.contains(&named), "the write does not name the holder: {write}");
+    assert!(
+        write.contains(&named),
+        "the write does not name the holder: {write}"
+    );
     drop(holder);
     // The holder is gone: the next write gets past the lock.
     let write = server.call(
@@ -292,8 +310,11 @@ fn silent_endpoint() -> (String, mpsc::Receiver<()>) {
 fn closing_stdin_ends_serve_while_a_model_call_never_answers() {
     let ws = Workspace::example();
     let payloads = tempfile::tempdir().expect("temp dir");
-    std::fs::write(payloads.path().join("h1"), "line one\nline two\n".repeat(200))
-        .expect("payload");
+    std::fs::write(
+        payloads.path().join("h1"),
+        "line one\nline two\n".repeat(200),
+    )
+    .expect("payload");
     let (url, accepted) = silent_endpoint();
     let payload_dir = payloads.path().to_string_lossy().into_owned();
     let mut server = Server::start(
@@ -308,9 +329,7 @@ fn closing_stdin_ends_serve_while_a_model_call_never_answers() {
         "tool_output",
         json!({"handle": "h1", "extract": "every line", "mode": "full-chunked"}),
     );
-    accepted
-        .recv_timeout(NEVER)
-        .expect("the model call starts");
+    accepted.recv_timeout(NEVER).expect("the model call starts");
     drop(server.stdin.take());
     let started = Instant::now();
     let status = loop {
@@ -323,7 +342,10 @@ fn closing_stdin_ends_serve_while_a_model_call_never_answers() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(!status.success(), "a request was left unanswered: {status:?}");
+    assert!(
+        !status.success(),
+        "a request was left unanswered: {status:?}"
+    );
 }
 
 #[test]
@@ -335,7 +357,10 @@ fn verify_without_a_usable_temp_dir_checks_the_store_beside_it() {
         cmd.env("TMPDIR", tmpdir);
         let (status, said) = run_bounded(cmd, NEVER);
         assert!(status.success(), "TMPDIR={tmpdir}: {said}");
-        assert!(said.contains("no problems found"), "TMPDIR={tmpdir}: {said}");
+        assert!(
+            said.contains("no problems found"),
+            "TMPDIR={tmpdir}: {said}"
+        );
     }
 }
 
@@ -417,7 +442,10 @@ fn an_oversized_metadata_json_is_refused_before_it_is_read() {
     assert!(said.contains("metadata.json"), "{said}");
     assert!(said.contains("more than the 16777216 bytes"), "{said}");
     assert!(peak < 128 << 20, "peak RSS {peak} bytes for a refused file");
-    assert!(!ws.store().exists(), "a store was made for an invalid workspace");
+    assert!(
+        !ws.store().exists(),
+        "a store was made for an invalid workspace"
+    );
 }
 
 #[test]
@@ -431,7 +459,10 @@ fn an_oversized_index_row_is_refused_by_name() {
     let (status, said) = run_bounded(command(&ws, &["import"]), NEVER);
     assert!(!status.success(), "{said}");
     assert!(said.contains("sessions.index.jsonl"), "{said}");
-    assert!(said.contains("more than the 1048576 bytes a row may have"), "{said}");
+    assert!(
+        said.contains("more than the 1048576 bytes a row may have"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -465,6 +496,7 @@ fn too_many_open_files_at_start_is_retried_by_the_next_call() {
         child,
         lines,
         next_id: 1,
+        early: Vec::new(),
     };
     let init = server.request(
         "initialize",
@@ -522,4 +554,85 @@ fn too_many_open_files_at_start_is_retried_by_the_next_call() {
     );
     let read = server.text(read, NEVER);
     assert!(read.contains("\"raw_sha256\""), "{read}");
+}
+
+/// A `serve` started by a shell that first applies `limit` (`ulimit` arguments).
+fn limited_server(ws: &Workspace, limit: &str) -> Server {
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(format!("ulimit {limit} && exec {BIN} serve"))
+        .env("PROMPT_DIARY_WORKSPACE", ws.root())
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut server = Server {
+        stdin: child.stdin.take(),
+        child,
+        lines,
+        next_id: 1,
+        early: Vec::new(),
+    };
+    let init = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "bounded-waits", "version": "0"}}),
+    );
+    server.answer(init, NEVER);
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server
+}
+
+#[test]
+fn serve_answers_40_full_reads_and_a_write_within_512_mib_of_address_space() {
+    let ws = Workspace::example();
+    ws.add_large_session();
+    ws.ok(&["import"]);
+    // 512 MiB, and 192 MiB, the least that holds with room to spare (its peak is about
+    // 150 MB).
+    for limit in ["-v 524288", "-v 196608"] {
+        answers_40_full_reads_and_a_write(&ws, limit);
+    }
+}
+
+fn answers_40_full_reads_and_a_write(ws: &Workspace, limit: &str) {
+    let mut server = limited_server(ws, limit);
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let start = 1 + (i * 50) % 1900;
+        ids.push(server.call(
+            "read_session_lines",
+            json!({"project_key": PROJECT, "session_ref": "S0009",
+                   "start_line": start, "end_line": start + 99, "mode": "full"}),
+        ));
+    }
+    let write = server.call(
+        "write_report_title",
+        json!({"title": {"title": "A day", "source_user_messages": []}}),
+    );
+    for id in ids {
+        let text = server.text(id, Duration::from_secs(120));
+        assert!(
+            text.contains("\"raw_sha256\""),
+            "{limit}, read {id}: {}",
+            &text[..text.len().min(300)]
+        );
+    }
+    let answer = server.answer(write, NEVER);
+    assert!(answer["result"].is_object(), "{answer}");
+    drop(server.stdin.take());
+    let status = server.child.wait().expect("serve ends");
+    assert!(status.success(), "{status:?}");
 }

@@ -517,7 +517,6 @@ fn open_to_store(e: OpenError) -> StoreError {
 }
 
 /// Opens (or creates) the file for reading and writing, in multi-writer mode.
-
 fn open_writable(
     path: &Path,
     shown: &str,
