@@ -15,7 +15,36 @@ use crate::{dump, mcp};
 
 pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
+    crate::documents::set_holder_label(format!("evidence-store {}", command_name(&config.command)));
     check_store_inside(&config)?;
+    run_command(&config).map_err(|e| {
+        // A lock on the store held past the wait's bound: name who holds it, when the
+        // document lock's holder (which a writer takes first) says.
+        let busy = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<crate::store::StoreError>(),
+                Some(crate::store::StoreError::Busy { .. })
+            ) || matches!(
+                c.downcast_ref::<OpenError>(),
+                Some(OpenError::Store(crate::store::StoreError::Busy { .. }))
+            ) || matches!(
+                c.downcast_ref::<import::ImportError>(),
+                Some(import::ImportError::Store(
+                    crate::store::StoreError::Busy { .. }
+                ))
+            )
+        });
+        match crate::documents::holder(&config.workspace.path) {
+            Some(holder) if busy => {
+                e.context(format!("the workspace's document lock is held by {holder}"))
+            }
+            _ => e,
+        }
+    })
+}
+
+fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
+    let config = config.clone();
     match &config.command {
         Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
         Command::Verify => {
@@ -26,12 +55,18 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
             let status = Status::new(format!("verifying {}", config.store.display()));
             // Writers of this workspace commit under its document lock (which the first
             // of them creates); none can be halfway through a commit while the store is
-            // copied. No lock file, or read-only media: no writer either.
+            // copied. No lock file, or read-only media: no writer either. A lock held past
+            // the wait's bound leaves the store unchecked.
             let root = &config.workspace.path;
             let hold_writers = || {
-                root.join(crate::documents::LOCK_FILE)
-                    .is_file()
-                    .then(|| crate::documents::lock(root).ok())
+                if !root.join(crate::documents::LOCK_FILE).is_file() {
+                    return Ok(None);
+                }
+                match crate::documents::lock(root) {
+                    Ok(lock) => Ok(Some(lock)),
+                    Err(e @ crate::documents::DocumentError::Busy(_)) => Err(e.to_string()),
+                    Err(_) => Ok(None),
+                }
             };
             let verified = verify::verify(&config.store, hold_writers);
             status.clear();
@@ -39,10 +74,12 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                 "{}",
                 verify_text(&config.store.display().to_string(), &verified)
             );
-            Ok(if verified.problems.is_empty() {
-                ExitCode::SUCCESS
-            } else {
+            Ok(if !verified.problems.is_empty() {
                 ExitCode::FAILURE
+            } else if verified.cannot_check.is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
             })
         }
         Command::Dump { json, target } => {
@@ -169,6 +206,23 @@ fn init_tracing() {
         .try_init();
 }
 
+/// The command as its user typed it, for the document lock's holder line.
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Import { rebuild: true, .. } => "import --rebuild",
+        Command::Import { .. } => "import",
+        Command::Verify => "verify",
+        Command::Dump { .. } => "dump",
+        Command::Serve => "serve",
+        Command::Export => "export",
+        Command::Build => "build",
+        Command::Run { .. } => "run",
+        Command::Report { .. } => "report",
+        Command::Help { .. } => "help",
+        Command::VerifyCitations { .. } => "verify-citations",
+    }
+}
+
 /// `verify`'s report: what was checked, then one line per problem.
 fn verify_text(shown: &str, v: &verify::Verified) -> String {
     let mut out = format!(
@@ -176,8 +230,16 @@ fn verify_text(shown: &str, v: &verify::Verified) -> String {
         v.projects, v.sessions, v.line_blocks, v.lines, v.documents
     );
     if v.problems.is_empty() {
-        out.push_str("no problems found\n");
+        match &v.cannot_check {
+            Some(why) => out.push_str(&format!(
+                "cannot check: {why}; the store was not judged (run `verify` again once that is fixed)\n"
+            )),
+            None => out.push_str("no problems found\n"),
+        }
     } else {
+        if let Some(why) = &v.cannot_check {
+            out.push_str(&format!("cannot check: {why}\n"));
+        }
         out.push_str(&format!("{} problem(s):\n", v.problems.len()));
         for problem in &v.problems {
             out.push_str(&format!("- {problem}\n"));
@@ -284,12 +346,25 @@ fn summary(r: &ImportReport) -> String {
     )
 }
 
+/// Stack of the async runtime's threads (workers and blocking pool).
+const TASK_STACK_BYTES: usize = 4 << 20;
+
+/// How long `serve` waits, once it has stopped serving, for its tasks to end.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
-        // them recurses once per level, on these threads too.
-        .thread_stack_size(mcp::STACK_BYTES)
+        // them recurses once per level, on these threads too (measured: a 990-level
+        // argument needs well under this in a debug build). Smaller than the stdio
+        // threads' `mcp::STACK_BYTES`: there are up to 20 of these, and each stack is
+        // address space reserved whether used or not.
+        .thread_stack_size(TASK_STACK_BYTES)
+        // Each request in flight runs at most one blocking task (its tool call, or a
+        // streamed text's maker), plus the service's start and the handle scan: more
+        // threads would only reserve more memory (each one a stack of STACK_BYTES).
+        .max_blocking_threads(mcp::IN_FLIGHT_MAX + 2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -312,11 +387,16 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         None => None,
     };
     mcp::tool_output::configure(tool_output.engine, endpoint);
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
         mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
-    })?;
+    });
+    // Work still running (a model or a sampling client that never answers, a blocking
+    // read) is not waited for past this: the tasks are dropped, the threads left to the
+    // process's exit.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served?;
     Ok(ExitCode::SUCCESS)
 }

@@ -22,6 +22,8 @@ pub enum DocumentError {
     Unwritable { rel: String, source: io::Error },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Busy(#[from] LockBusy),
 }
 
 /// The document as it is on disk now (read only if its real location is inside the
@@ -61,22 +63,181 @@ pub const LOCK_FILE: &str = ".evidence-store/documents.lock";
 /// starts until the file is kept or put back, and so do `export` and `import`: nobody
 /// reads or replaces a document file while another process's write of it is undecided,
 /// and no temp file exists outside a holder of the lock.
+///
+/// The holder writes one line into the lock file, `<pid> <unix seconds> <what>`, right
+/// after taking it, and empties the file before letting it go, so that a waiter can say
+/// who it waits for. A holder killed with SIGKILL leaves its line behind; it is believed
+/// only while that process exists, and the next holder overwrites it.
 pub struct DocumentLock {
-    _file: std::fs::File,
+    file: std::fs::File,
 }
 
-/// Takes the document lock, waiting while another process holds it.
+impl Drop for DocumentLock {
+    fn drop(&mut self) {
+        // Still locked here: the kernel lets the lock go when the file is closed.
+        let _ = self.file.set_len(0);
+    }
+}
+
+/// The document lock was not free within the wait's bound
+/// ([`crate::wait::lock_timeout`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the workspace's document lock ({LOCK_FILE}) is held by {holder}; waited {waited_secs} s for it \
+     ({var} sets how long): if that process is stuck, stop it, then retry; nothing was changed",
+    holder = self.holder_text(),
+    var = crate::wait::TIMEOUT_VAR
+)]
+pub struct LockBusy {
+    /// The process that holds the lock, when it said so and still exists.
+    pub holder: Option<Holder>,
+    pub waited_secs: u64,
+}
+
+impl LockBusy {
+    fn holder_text(&self) -> String {
+        match &self.holder {
+            Some(h) => h.to_string(),
+            None => "another process (which one is unknown)".to_owned(),
+        }
+    }
+}
+
+/// Who holds the document lock, as its holder wrote it into the lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    /// What the holder is (`evidence-store import`, `evidence-store serve`).
+    pub what: String,
+    /// Since when it holds the lock, in seconds since the Unix epoch.
+    pub since: u64,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "process {} ({})", self.pid, self.what)?;
+        if let Some(held) = unix_now().checked_sub(self.since) {
+            write!(f, " since {held} s ago")?;
+        }
+        Ok(())
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+static HOLDER_LABEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// What this process calls itself in the lock file (`evidence-store <command>`); set once
+/// by the CLI before any lock is taken.
+pub fn set_holder_label(label: String) {
+    let _ = HOLDER_LABEL.set(label);
+}
+
+/// The holder line: one line of at most 200 bytes, no newline inside.
+fn holder_line() -> String {
+    let what = HOLDER_LABEL
+        .get()
+        .map_or("evidence-store", String::as_str)
+        .replace(['\n', '\r'], " ");
+    let mut what: String = what.chars().take(160).collect();
+    if what.is_empty() {
+        what.push_str("evidence-store");
+    }
+    format!("{} {} {what}\n", std::process::id(), unix_now())
+}
+
+/// The holder named in the lock file, if that process still exists.
+fn read_holder(file: &std::fs::File) -> Option<Holder> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 256];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let line = buf[..n].split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut parts = line.splitn(3, ' ');
+    let pid: u32 = parts.next()?.parse().ok()?;
+    let since: u64 = parts.next()?.parse().ok()?;
+    let what = parts.next()?.to_owned();
+    if pid == 0 || pid == std::process::id() || !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    Some(Holder { pid, what, since })
+}
+
+/// Who holds the workspace's document lock now, as far as the lock file says (read
+/// without taking the lock); `None` when nobody or an ended process is named.
+pub fn holder(root: &Path) -> Option<Holder> {
+    let file = fsutil::open_lock_file(root, LOCK_FILE).ok()?;
+    read_holder(&file)
+}
+
+/// For an error caused by a lock on the store: who holds the document lock (a process
+/// in a write transaction holds it too), as a sentence to add; empty when nobody does.
+pub fn holder_hint(root: &Path) -> String {
+    match holder(root) {
+        Some(h) => format!(" (the workspace's document lock is held by {h})"),
+        None => String::new(),
+    }
+}
+
+/// Takes the document lock, waiting while another process holds it, at most
+/// [`crate::wait::lock_timeout`]: past that, [`DocumentError::Busy`] names the holder.
+/// While it waits it logs once which process it waits for.
 pub fn lock(root: &Path) -> Result<DocumentLock, DocumentError> {
-    let file =
-        fsutil::open_lock_file(root, LOCK_FILE).map_err(|source| DocumentError::Unwritable {
-            rel: LOCK_FILE.to_owned(),
-            source,
-        })?;
-    file.lock().map_err(|source| DocumentError::Unwritable {
+    lock_within(root, crate::wait::lock_timeout())
+}
+
+/// [`lock`] with an explicit bound.
+pub fn lock_within(
+    root: &Path,
+    timeout: std::time::Duration,
+) -> Result<DocumentLock, DocumentError> {
+    use std::os::unix::fs::FileExt;
+    let unwritable = |source| DocumentError::Unwritable {
         rel: LOCK_FILE.to_owned(),
         source,
-    })?;
-    Ok(DocumentLock { _file: file })
+    };
+    let file = fsutil::open_lock_file(root, LOCK_FILE).map_err(unwritable)?;
+    let mut poll = crate::wait::Poll::new(timeout);
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let line = holder_line();
+                // Who holds it is for messages only: a lock file that cannot take the line
+                // (a full disk) still locks.
+                if file.write_at(line.as_bytes(), 0).is_ok() {
+                    let _ = file.set_len(line.len() as u64);
+                }
+                return Ok(DocumentLock { file });
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
+        }
+        let holder = read_holder(&file);
+        // The holder writes its line just after taking the lock: give it a moment before
+        // saying that nobody is named.
+        if !said && (holder.is_some() || poll.waited() >= std::time::Duration::from_millis(500)) {
+            let holder = holder
+                .as_ref()
+                .map_or_else(|| "another process".to_owned(), ToString::to_string);
+            tracing::warn!(
+                lock = LOCK_FILE,
+                "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
+                crate::wait::secs(poll.timeout())
+            );
+            said = true;
+        }
+        if !poll.sleep() {
+            return Err(DocumentError::Busy(LockBusy {
+                holder,
+                waited_secs: crate::wait::secs(poll.waited()),
+            }));
+        }
+    }
 }
 
 /// A document file replaced inside a write transaction that is not committed yet.

@@ -338,6 +338,12 @@ impl Dir {
 /// Reads `<root>/<rel>` if its real location is inside the root: `None` when there is no
 /// such file, an [`Escape`] error when a symlink anywhere on the way leads outside.
 pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
+    read_confined_within(root, rel, u64::MAX)
+}
+
+/// [`read_confined`] for a file that may hold at most `max` bytes: a larger one is
+/// refused (`InvalidData`, naming both sizes) before any of it is read.
+pub fn read_confined_within(root: &Path, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
     let rel = plain(rel)?;
     let root = Root::open(root)?;
     // Non-blocking, so that a FIFO planted at the name cannot hang the open.
@@ -353,8 +359,18 @@ pub fn read_confined(root: &Path, rel: &str) -> io::Result<Option<Vec<u8>>> {
             "it is not a regular file",
         ));
     }
+    let size = file.metadata()?.len();
+    if size > max {
+        return Err(too_large(size, max));
+    }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    // A file that grows meanwhile is still read no further than the limit allows.
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64, max));
+    }
     Ok(Some(bytes))
 }
 
@@ -416,6 +432,13 @@ fn is_symlink_escape(e: &io::Error) -> bool {
 fn is_symlink_at(root: &Root, rel: &Path) -> bool {
     rfs::statat(&root.fd, rel, AtFlags::SYMLINK_NOFOLLOW)
         .is_ok_and(|st| rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::Symlink)
+}
+
+fn too_large(size: u64, max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("it is {size} bytes, more than the {max} bytes such a file may have; refused"),
+    )
 }
 
 /// Python's `Path.resolve(strict=False)`: the absolute path with every symlink of the

@@ -64,6 +64,8 @@ pub enum ImportError {
     Io { path: String, source: io::Error },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Busy(#[from] crate::documents::LockBusy),
     #[error(
         "the store {store} holds a prompt-diary {} workspace (schema_version {}), but the workspace \
          is now prompt-diary {} (schema_version {}); a store serves one contract: run \
@@ -242,6 +244,18 @@ pub fn import(
     options: ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, ImportError> {
+    import_within(root, store, options, progress, crate::wait::lock_timeout())
+}
+
+/// [`import`], waiting at most `lock_wait` for the document lock when something changed
+/// ([`ImportError::Busy`] past it).
+pub fn import_within(
+    root: &WorkspaceRoot,
+    store: &Store,
+    options: ImportOptions,
+    progress: &dyn Progress,
+    lock_wait: std::time::Duration,
+) -> Result<ImportReport, ImportError> {
     let workspace = workspace::load(root)?;
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
@@ -257,9 +271,16 @@ pub fn import(
     // The document lock (always before the store's write lock), so that no card is read
     // while another process's write of it is undecided. A workspace where it cannot be
     // created (read-only) has no such writer.
-    let _lock = crate::documents::lock(&root.path)
-        .inspect_err(|e| tracing::warn!(error = %e, "importing without the document lock"))
-        .ok();
+    // A lock held past the wait's bound is an error: the holder may be in the store's
+    // write transaction too.
+    let _lock = match crate::documents::lock_within(&root.path, lock_wait) {
+        Ok(lock) => Some(lock),
+        Err(crate::documents::DocumentError::Busy(busy)) => return Err(busy.into()),
+        Err(e) => {
+            tracing::warn!(error = %e, "importing without the document lock");
+            None
+        }
+    };
     let mut writer = store.writer()?;
     same_contract(&writer, &workspace)?;
     // Planned again against what this transaction sees: another import may have

@@ -33,4 +33,5 @@ pub mod store;
 pub mod synthesis;
 pub mod tool_output;
 pub mod trigger;
+pub mod wait;
 pub mod workspace;

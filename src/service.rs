@@ -1,7 +1,10 @@
 //! The tools, independent of any transport: one method per MCP tool, taking and returning
 //! plain Rust values. The MCP adapter ([`crate::mcp`]) only converts to and from JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -22,11 +25,78 @@ use crate::workspace::Unknown;
 use crate::workspace::WorkspaceRoot;
 
 /// The tools' shared state: the store, or the reason there is none.
+///
+/// The store is opened and brought in line with the workspace at start. Some failures
+/// there are retried by later calls instead of being kept for the server's life:
+/// - the start-up import found the document lock held: it does not wait for it (reads
+///   never wait for another process's write), the store is served as it stands, and every
+///   later call tries the import again; a write waits for the lock as writes do;
+/// - a transient shortage (too many open files, in the process or the system): the next
+///   call starts again.
+///
+/// Any other failure (an invalid workspace, a damaged store, a full disk) is the answer
+/// of every call until the server is restarted.
 pub struct Service {
     root: WorkspaceRoot,
-    /// The contract of the served workspace (0.2.10 when none is served).
-    contract: Contract,
-    state: Result<Store, String>,
+    store_path: PathBuf,
+    /// The contract of the served workspace, once it has loaded.
+    contract: OnceLock<Contract>,
+    store: OnceLock<Store>,
+    /// The start-up import has not completed yet (deferred or failed transiently).
+    pending: AtomicBool,
+    /// The last start problem: a transient one is retried, any other kept.
+    problem: Mutex<Option<StartProblem>>,
+    /// Held by whoever is (re)starting, so that one call at a time does.
+    starting: Mutex<()>,
+}
+
+#[derive(Debug, Clone)]
+struct StartProblem {
+    message: String,
+    transient: bool,
+}
+
+/// An error text naming a shortage that goes away by itself: too many open files in
+/// this process (EMFILE) or in the system (ENFILE). Matched on the OS error's code as
+/// every I/O error prints it, through any wrapping.
+fn is_transient(message: &str) -> bool {
+    message.contains(&format!("(os error {})", libc::EMFILE))
+        || message.contains(&format!("(os error {})", libc::ENFILE))
+        || message.contains(BUSY_MARK)
+}
+
+/// How long a read or `prompt_diary_ping` waits for a lock on the store held by another
+/// process (a commit takes milliseconds; a stopped or stuck holder must not stop reads).
+const READ_WAIT: Duration = Duration::from_secs(2);
+
+/// What every message about a lock on the store held past the wait's bound contains
+/// ([`StoreError::Busy`]).
+const BUSY_MARK: &str = "sets how long to wait";
+
+/// Why a write cannot start.
+enum NotWritable {
+    /// The start-up import still waits for the document lock.
+    Busy(String),
+    Unavailable(String),
+}
+
+impl NotWritable {
+    fn into_problem(self) -> Problem {
+        match self {
+            NotWritable::Busy(message) => Problem::new(
+                "document_lock",
+                message,
+                "retry when the named process is done; if it is stuck, stop it",
+            ),
+            NotWritable::Unavailable(message) => Problem::new("workspace", message, WORKSPACE_HINT),
+        }
+    }
+
+    fn into_message(self) -> String {
+        match self {
+            NotWritable::Busy(m) | NotWritable::Unavailable(m) => m,
+        }
+    }
 }
 
 /// `prompt_diary_ping`'s answer: every value a string, as its output schema says.
@@ -49,6 +119,7 @@ const WORKSPACE_HINT: &str =
 fn open_store(path: &Path) -> Result<Store, String> {
     match Store::open(path) {
         Ok(store) => Ok(store),
+        Err(e @ crate::store::OpenError::Store(StoreError::Busy { .. })) => Err(e.to_string()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
             tracing::warn!(error = %e, "the store is on read-only media: serving it read-only");
             Store::open_read_only(path)
@@ -65,57 +136,175 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
-        let mut contract = Contract::V0_2_10;
-        let state = crate::workspace::load(&root)
-            .map_err(|e| e.to_string())
-            .and_then(|workspace| {
-                contract = workspace.contract;
-                crate::store::check_own_store(&root.path, store_path)?;
-                open_store(store_path)
-            })
-            .and_then(|store| {
-                match import::import(&root, &store, ImportOptions::default(), &Quiet) {
-                    Ok(report) => {
-                        tracing::info!(?report, "workspace imported");
-                        Ok(store)
-                    }
-                    Err(e) => Err(e.to_string()),
-                }
-            })
-            .map_err(|problem| {
-                format!(
-                    "the prepared workspace {} cannot be served: {problem}",
-                    root.display
-                )
-            });
-        if let Err(problem) = &state {
-            tracing::warn!(%problem, "workspace unavailable; every call will report it");
-        }
-        Service {
+        let service = Service {
             root,
-            contract,
-            state,
+            store_path: store_path.to_path_buf(),
+            contract: OnceLock::new(),
+            store: OnceLock::new(),
+            pending: AtomicBool::new(true),
+            problem: Mutex::new(None),
+            starting: Mutex::new(()),
+        };
+        if let Ok(guard) = service.starting.lock() {
+            let _ = crate::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
         }
+        if let Some(problem) = service.current_problem() {
+            tracing::warn!(problem = %problem.message, "workspace unavailable; every call will report it");
+        }
+        service
+    }
+
+    fn current_problem(&self) -> Option<StartProblem> {
+        match self.problem.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_problem(&self, problem: Option<StartProblem>) {
+        match self.problem.lock() {
+            Ok(mut slot) => *slot = problem,
+            Err(poisoned) => *poisoned.into_inner() = problem,
+        }
+    }
+
+    fn unavailable_message(&self, problem: &str) -> String {
+        format!(
+            "the prepared workspace {} cannot be served: {problem}",
+            self.root.display
+        )
+    }
+
+    /// One attempt to finish starting (under `starting`): load and open what is not open
+    /// yet, then the import, waiting at most `lock_wait` for the document lock.
+    /// `Err` is a message for [`NotWritable::Busy`].
+    fn try_start(&self, _starting: &MutexGuard<'_, ()>, lock_wait: Duration) -> Result<(), String> {
+        if !self.pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if self.current_problem().is_some_and(|p| !p.transient) {
+            return Ok(());
+        }
+        let failed = |message: String| {
+            let message = if message.contains(BUSY_MARK) {
+                let hint = documents::holder_hint(&self.root.path);
+                self.unavailable_message(&format!("{message}{hint}"))
+            } else {
+                self.unavailable_message(&message)
+            };
+            let transient = is_transient(&message);
+            if transient {
+                tracing::warn!(problem = %message, "workspace unavailable for now; the next call tries again");
+            }
+            self.set_problem(Some(StartProblem { message, transient }));
+        };
+        let store = match self.store.get() {
+            Some(store) => store,
+            None => {
+                let opened = crate::workspace::load(&self.root)
+                    .map_err(|e| e.to_string())
+                    .and_then(|workspace| {
+                        let _ = self.contract.set(workspace.contract);
+                        crate::store::check_own_store(&self.root.path, &self.store_path)?;
+                        open_store(&self.store_path)
+                    });
+                match opened {
+                    Ok(store) => self.store.get_or_init(|| store),
+                    Err(problem) => {
+                        failed(problem);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        match import::import_within(
+            &self.root,
+            store,
+            ImportOptions::default(),
+            &Quiet,
+            lock_wait,
+        ) {
+            Ok(report) => {
+                tracing::info!(?report, "workspace imported");
+                self.set_problem(None);
+                self.pending.store(false, Ordering::Release);
+                Ok(())
+            }
+            Err(
+                e @ (import::ImportError::Busy(_)
+                | import::ImportError::Store(StoreError::Busy { .. })),
+            ) => {
+                self.set_problem(None);
+                if lock_wait.is_zero() {
+                    tracing::warn!(
+                        error = %e,
+                        "the workspace changed but another process holds its document lock: \
+                         serving the store as it stands; the next call imports again"
+                    );
+                }
+                Err(e.to_string())
+            }
+            Err(e) => {
+                failed(e.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// The store for a read: while the start is unfinished, one more attempt first that
+    /// never waits (not for the document lock, nor for another call's attempt).
+    fn readable(&self) -> Result<&Store, String> {
+        if self.pending.load(Ordering::Acquire)
+            && let Ok(guard) = self.starting.try_lock()
+        {
+            let _ = crate::wait::within(READ_WAIT, || self.try_start(&guard, Duration::ZERO));
+        }
+        self.settled()
+    }
+
+    /// The store for a write: while the start is unfinished, the import first, waiting
+    /// for the document lock as a write does.
+    fn writable(&self) -> Result<&Store, NotWritable> {
+        if self.pending.load(Ordering::Acquire) {
+            let guard = match self.starting.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if let Err(busy) = self.try_start(&guard, crate::wait::lock_timeout()) {
+                return Err(NotWritable::Busy(busy));
+            }
+        }
+        self.settled().map_err(NotWritable::Unavailable)
+    }
+
+    /// The store, or the problem the last start attempt left.
+    fn settled(&self) -> Result<&Store, String> {
+        if let Some(problem) = self.current_problem() {
+            return Err(problem.message);
+        }
+        self.store
+            .get()
+            .ok_or_else(|| self.unavailable_message("the store is not open"))
     }
 
     /// The prompt-diary contract the served workspace uses: it decides validation rules,
     /// record shapes and messages. 0.2.10 when no workspace is served (every call then
     /// answers the problem).
     pub fn contract(&self) -> Contract {
-        self.contract
+        self.contract.get().copied().unwrap_or(Contract::V0_2_10)
     }
 
     /// What a tool-output handle names ([`handles::resolve`]); `Err` is why the store
     /// cannot answer.
     pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, String> {
-        let store = self.state.as_ref().map_err(Clone::clone)?;
+        let store = self.readable()?;
         handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
     }
 
     /// The connectivity check: prompt-diary's constant answer while the workspace is
     /// served; otherwise status `unavailable` with the resolved workspace and the problem.
     pub fn ping(&self) -> Ping {
-        match &self.state {
+        match self.readable() {
             Ok(_) => Ping {
                 name: "prompt-diary",
                 status: "ok",
@@ -126,32 +315,32 @@ impl Service {
                 name: "prompt-diary",
                 status: "unavailable",
                 workspace: Some(self.root.display.clone()),
-                problem: Some(problem.clone()),
+                problem: Some(problem),
             },
         }
     }
 
     pub fn read_session_lines(&self, request: &ReadRequest) -> ReadResult {
-        match &self.state {
+        match self.readable() {
             Ok(store) => read::read_session_lines(store, &self.root.path, request),
-            Err(problem) => unavailable(problem),
+            Err(problem) => unavailable(&problem),
         }
     }
 
     /// [`Service::read_session_lines`] as tool-result text ([`read::read_session_text`]).
     pub fn read_session_text(&self, request: &ReadRequest) -> String {
-        match &self.state {
+        match self.readable() {
             Ok(store) => read::read_session_text(store, &self.root.path, request),
-            Err(problem) => unavailable(problem).to_pretty_json(),
+            Err(problem) => unavailable(&problem).to_pretty_json(),
         }
     }
 
     /// One page of a read under the paged contract, as tool-result text
     /// ([`crate::pages::read_session_page`]).
     pub fn read_session_page(&self, request: &ReadRequest, cursor: Option<RawCursor>) -> String {
-        match &self.state {
+        match self.readable() {
             Ok(store) => pages::read_session_page(store, &self.root.path, request, cursor),
-            Err(problem) => pages::invalid_text(&unavailable(problem)),
+            Err(problem) => pages::invalid_text(&unavailable(&problem)),
         }
     }
 
@@ -163,10 +352,10 @@ impl Service {
         form: read::TextForm,
         mut emit: impl FnMut(String) -> bool,
     ) {
-        match &self.state {
+        match self.readable() {
             Ok(store) => read::read_session_pieces(store, &self.root.path, request, form, emit),
             Err(problem) => {
-                let text = unavailable(problem).to_pretty_json();
+                let text = unavailable(&problem).to_pretty_json();
                 emit(match form {
                     read::TextForm::Text => text,
                     read::TextForm::JsonString => {
@@ -187,17 +376,17 @@ impl Service {
         session_ref: &str,
         chain: &Value,
     ) -> WriteResult<Appended> {
-        let chain = match evidence::parse_chain_for(self.contract.rules(), chain) {
+        let chain = match evidence::parse_chain_for(self.contract().rules(), chain) {
             Ok(chain) => chain,
             Err(problems) => return WriteResult::invalid(problems),
         };
-        let store = match &self.state {
+        let store = match self.writable() {
             Ok(store) => store,
-            Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
+            Err(e) => return WriteResult::invalid(vec![e.into_problem()]),
         };
         match self.append_chain(store, project_key, session_ref, &chain) {
             Ok(result) => result,
-            Err(e) => WriteResult::invalid(vec![document_problem(e)]),
+            Err(e) => WriteResult::invalid(vec![document_problem(&self.root.path, e)]),
         }
     }
 
@@ -208,7 +397,7 @@ impl Service {
         session_ref: &str,
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
-        let rules = self.contract.rules();
+        let rules = self.contract().rules();
         let _lock = documents::lock(&self.root.path)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
@@ -356,16 +545,16 @@ impl Service {
         project_key: &str,
         item: &Value,
     ) -> WriteResult<WorkItemAppended> {
-        let item = match synthesis::parse_work_item_for(self.contract.rules(), item) {
+        let item = match synthesis::parse_work_item_for(self.contract().rules(), item) {
             Ok(item) => item,
             Err(problems) => return WriteResult::invalid(problems),
         };
-        let store = match &self.state {
+        let store = match self.writable() {
             Ok(store) => store,
-            Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
+            Err(e) => return WriteResult::invalid(vec![e.into_problem()]),
         };
         self.append_work_item(store, project_key, &item)
-            .unwrap_or_else(WriteResult::from)
+            .unwrap_or_else(|f| f.into_result(&self.root.path))
     }
 
     fn append_work_item(
@@ -387,7 +576,7 @@ impl Service {
         let envelope = match documents::sync(&mut writer, &self.root.path, &rel)? {
             Some(bytes) => match parse_document(&rel, &bytes) {
                 Ok(Value::Object(map))
-                    if synthesis::envelope_is_current(self.contract.rules(), &map) =>
+                    if synthesis::envelope_is_current(self.contract().rules(), &map) =>
                 {
                     Some(map)
                 }
@@ -412,7 +601,7 @@ impl Service {
             return Ok(WriteResult::invalid(problems));
         }
         let envelope = synthesis::append_item(
-            self.contract.rules(),
+            self.contract().rules(),
             envelope,
             project_key,
             &project.label,
@@ -454,11 +643,12 @@ impl From<StoreError> for Failure {
     }
 }
 
-impl<T> From<Failure> for WriteResult<T> {
-    fn from(failure: Failure) -> Self {
-        match failure {
+impl Failure {
+    /// The write's answer; `root` names who holds the lock a busy store was waited for.
+    fn into_result<T>(self, root: &Path) -> WriteResult<T> {
+        match self {
             Failure::Rejected(problems) => WriteResult::invalid(problems),
-            Failure::Document(e) => WriteResult::invalid(vec![document_problem(e)]),
+            Failure::Document(e) => WriteResult::invalid(vec![document_problem(root, e)]),
         }
     }
 }
@@ -547,14 +737,14 @@ impl Service {
     /// The Build step: the daily-report skeleton, keeping valid slots of the previous
     /// report, written to `daily-report.json` and the store in one transaction.
     pub fn build(&self) -> Result<Built, String> {
-        let store = self.state.as_ref().map_err(Clone::clone)?;
+        let store = self.writable().map_err(NotWritable::into_message)?;
         let run = || -> Result<Built, Failure> {
             let _lock = documents::lock(&self.root.path)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
                 .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
-            let built = report::build_for(self.contract.rules(), &ctx, previous.as_ref())
+            let built = report::build_for(self.contract().rules(), &ctx, previous.as_ref())
                 .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
             // A slot is filled after a build only if it was kept from the previous report.
             let summaries = as_projects(&built).iter().filter_map(|p| {
@@ -598,6 +788,9 @@ impl Service {
                 .map(|p| p.message)
                 .collect::<Vec<_>>()
                 .join("; "),
+            Failure::Document(e @ DocumentError::Store(StoreError::Busy { .. })) => {
+                format!("{e}{}", documents::holder_hint(&self.root.path))
+            }
             Failure::Document(e) => e.to_string(),
         })
     }
@@ -608,9 +801,9 @@ impl Service {
         project_key: Option<&str>,
         patch: impl FnOnce(&Context, &crate::pyjson::Map) -> Result<crate::pyjson::Map, Vec<Problem>>,
     ) -> WriteResult<Written> {
-        let store = match &self.state {
+        let store = match self.writable() {
             Ok(store) => store,
-            Err(problem) => return WriteResult::one("workspace", problem.clone(), WORKSPACE_HINT),
+            Err(e) => return WriteResult::invalid(vec![e.into_problem()]),
         };
         let run = || -> Result<WriteResult<Written>, Failure> {
             let _lock = documents::lock(&self.root.path)?;
@@ -647,7 +840,7 @@ impl Service {
                 project_key: project_key.map(str::to_owned),
             }))
         };
-        run().unwrap_or_else(WriteResult::from)
+        run().unwrap_or_else(|f| f.into_result(&self.root.path))
     }
 
     pub fn write_project_summary(
@@ -701,15 +894,25 @@ fn parse_document(rel: &str, bytes: &[u8]) -> Result<Value, String> {
 }
 
 /// A store or file failure during a write, as a structured rejection (nothing committed).
-fn document_problem(e: DocumentError) -> Problem {
+fn document_problem(root: &Path, e: DocumentError) -> Problem {
     match e {
         DocumentError::Store(StoreError::NotImported) => {
             Problem::new("workspace", e.to_string(), WORKSPACE_HINT)
         }
+        DocumentError::Store(StoreError::Busy { .. }) => Problem::new(
+            "document_lock",
+            format!("{e}{}", documents::holder_hint(root)),
+            "retry when the named process is done; if it is stuck, stop it",
+        ),
         DocumentError::Store(_) => Problem::new(
             "evidence_store",
             format!("the evidence store could not complete the write: {e}"),
             "retry the call; if it persists, run `evidence-store import` and retry",
+        ),
+        DocumentError::Busy(_) => Problem::new(
+            "document_lock",
+            e.to_string(),
+            "retry when the named process is done; if it is stuck, stop it",
         ),
         DocumentError::Unreadable { .. } | DocumentError::Unwritable { .. } => Problem::new(
             "evidence_card",
@@ -728,9 +931,9 @@ impl Service {
         session_ref: &str,
         turn_ref: Option<&str>,
     ) -> query::Answer<query::SessionAnswer> {
-        match &self.state {
+        match self.readable() {
             Ok(store) => query::read_agent_citations(store, project_key, session_ref, turn_ref),
-            Err(problem) => query::Answer::Invalid(unavailable(problem)),
+            Err(problem) => query::Answer::Invalid(unavailable(&problem)),
         }
     }
 
@@ -741,9 +944,9 @@ impl Service {
         project_key: Option<&str>,
         limit: Option<i64>,
     ) -> query::Answer<query::SearchAnswer> {
-        match &self.state {
+        match self.readable() {
             Ok(store) => query::search_agent_citations(store, text, kind, project_key, limit),
-            Err(problem) => query::Answer::Invalid(unavailable(problem)),
+            Err(problem) => query::Answer::Invalid(unavailable(&problem)),
         }
     }
 }

@@ -598,6 +598,8 @@ pub enum ServeError {
     Session(#[from] tokio::task::JoinError),
     #[error("stdout failed before every answer was written")]
     OutputFailed,
+    #[error("stdin closed while {0} request(s) were still running; they were cancelled unanswered")]
+    Abandoned(usize),
 }
 
 impl From<rmcp::service::ServerInitializeError> for ServeError {
@@ -625,13 +627,17 @@ pub async fn serve_stdio(
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let transport = stdio::Stdio::new(stdin, stdout)?;
     let output_failed = transport.output_failed();
+    let abandoned = transport.abandoned();
     let mut server = Server::new(start);
     server.streamer = Some(transport.streamer());
     run(server, transport, shutdown).await?;
     if output_failed() {
         return Err(ServeError::OutputFailed);
     }
-    Ok(())
+    match abandoned() {
+        0 => Ok(()),
+        n => Err(ServeError::Abandoned(n)),
+    }
 }
 
 /// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.

@@ -15,8 +15,9 @@
 //! however slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
 //! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
 //! request the stream is keyed by. At the end of input the reader waits until every taken slot is given
-//! back, then reports the end to rmcp: every started answer is written before `serve`
-//! returns, and a failed write is reported as an error.
+//! back, at most [`EOF_GRACE`], then reports the end to rmcp: every started answer that
+//! is ready in time is written before `serve` returns, and a failed write or an answer
+//! abandoned after the grace is reported as an error.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -70,6 +71,8 @@ struct GateState {
     running: HashMap<RequestId, usize>,
     /// Requests cancelled while their work runs: their slots are given back when it ends.
     cancelled: HashSet<RequestId>,
+    /// Requests left unanswered when the input ended and their work outlasted the grace.
+    abandoned: usize,
 }
 
 /// Which slot a written message gives back.
@@ -98,16 +101,23 @@ impl Gate {
         !state.failed
     }
 
-    /// Waits until every slot is given back; false when the output has failed.
-    fn wait_until_idle(&self) -> bool {
+    /// Waits until every slot is given back, the output fails, or `grace` has passed;
+    /// returns how many slots are still taken (0 when the output failed: nothing more
+    /// can be written anyway).
+    fn wait_until_idle_within(&self, grace: std::time::Duration) -> usize {
+        let deadline = std::time::Instant::now() + grace;
         let mut state = self.lock();
         while state.taken > 0 && !state.failed {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                break;
+            };
             state = self
                 .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
-        !state.failed
+        if state.failed { 0 } else { state.taken }
     }
 
     fn take_slot(&self) {
@@ -203,6 +213,10 @@ impl Gate {
 
     fn failed(&self) -> bool {
         self.lock().failed
+    }
+
+    fn abandon(&self, unanswered: usize) {
+        self.lock().abandoned = unanswered;
     }
 }
 
@@ -437,6 +451,9 @@ fn streamed_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
     (content.text == STREAMED).then(|| response.id.clone())
 }
 
+/// How long requests still running when stdin closes get to finish and be answered.
+pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A server transport over `read` and `write` (stdin and stdout in `serve`).
 pub struct Stdio {
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
@@ -480,6 +497,13 @@ impl Stdio {
     /// Lets tools stream their results over this transport.
     pub fn streamer(&self) -> Streamer {
         Streamer(self.gate.clone())
+    }
+
+    /// How many requests were left unanswered at the end of input (their work outlasted
+    /// [`EOF_GRACE`]).
+    pub fn abandoned(&self) -> Arc<dyn Fn() -> usize + Send + Sync> {
+        let gate = self.gate.clone();
+        Arc::new(move || gate.lock().abandoned)
     }
 
     /// Whether every answer could be written so far.
@@ -575,8 +599,18 @@ impl Reader {
                 line = Vec::new();
             }
         }
-        // Every started answer is written before rmcp learns that the input ended.
-        self.gate.wait_until_idle();
+        // Every started answer is written before rmcp learns that the input ended, unless
+        // its work outlasts the grace (a model or a client that never answers, a stuck
+        // file): the client is gone, so the rest is cancelled and `serve` exits non-zero.
+        let left = self.gate.wait_until_idle_within(EOF_GRACE);
+        if left > 0 {
+            tracing::warn!(
+                unanswered = left,
+                "stdin is closed and requests are still running after {} s; cancelling them",
+                EOF_GRACE.as_secs()
+            );
+            self.gate.abandon(left);
+        }
     }
 
     /// False when rmcp no longer listens.

@@ -108,11 +108,11 @@ impl StorageBackend for Backend {
     }
 
     fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.inner.lock_range(start, end)
+        bounded(|| self.inner.try_lock_range(start, end))
     }
 
     fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.inner.lock_shared_range(start, end)
+        bounded(|| self.inner.try_lock_shared_range(start, end))
     }
 
     fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
@@ -121,5 +121,44 @@ impl StorageBackend for Backend {
 
     fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
         self.inner.query_lock_range(start, end)
+    }
+}
+
+/// A lock on the store file that another process held past the wait's bound
+/// ([`crate::wait::lock_timeout`]); `guard::classify` makes it [`super::StoreError::Busy`].
+#[derive(Debug, thiserror::Error)]
+#[error("another process held a lock on the store for {waited_secs} s")]
+pub struct LockWaitTimedOut {
+    pub waited_secs: u64,
+}
+
+/// Takes a byte-range lock the way redb's blocking call would, but polling, so that a
+/// holder that is stopped or stuck (its write transaction open, at the open's repair lock
+/// or mid-commit) makes this process fail with a message instead of waiting for ever.
+fn bounded(mut try_lock: impl FnMut() -> Result<bool, BackendError>) -> Result<(), BackendError> {
+    if try_lock()? {
+        return Ok(());
+    }
+    let mut poll = crate::wait::Poll::new(crate::wait::lock_timeout());
+    let mut said = false;
+    loop {
+        if !poll.sleep() {
+            return Err(BackendError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                LockWaitTimedOut {
+                    waited_secs: crate::wait::secs(poll.waited()),
+                },
+            )));
+        }
+        if try_lock()? {
+            return Ok(());
+        }
+        if !said && poll.waited() >= std::time::Duration::from_millis(500) {
+            tracing::warn!(
+                "waiting for another process's lock on the store; giving up after {} s",
+                crate::wait::secs(poll.timeout())
+            );
+            said = true;
+        }
     }
 }

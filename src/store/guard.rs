@@ -116,6 +116,16 @@ pub(crate) fn classify(shown: &str, e: StoreError) -> StoreError {
                 detail: io.to_string(),
             }
         }
+        redb::Error::Io(io)
+            if let Some(timed_out) = io
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<super::backend::LockWaitTimedOut>()) =>
+        {
+            StoreError::Busy {
+                path: shown.to_owned(),
+                waited_secs: timed_out.waited_secs,
+            }
+        }
         redb::Error::Io(io) if is_disk_full(io) => StoreError::DiskFull {
             path: shown.to_owned(),
             detail: io.to_string(),

@@ -135,7 +135,8 @@ pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError
     if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    let txn = db.begin_write().map_err(|e| db_error(e.into()))?;
+    let txn = super::begin_write_within(db, shown, crate::wait::lock_timeout())
+        .map_err(OpenError::Store)?;
     let found = {
         let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
         let value = table

@@ -170,6 +170,13 @@ pub enum StoreError {
         "the disk holding the store at {path} is full ({detail}); nothing was written: free space and retry"
     )]
     DiskFull { path: String, detail: String },
+    #[error(
+        "another write transaction has held the store's write lock ({path}) for the last {waited_secs} s \
+         ({var} sets how long to wait): if an evidence-store process is stuck, stop it, then retry; \
+         nothing was written",
+        var = crate::wait::TIMEOUT_VAR
+    )]
+    Busy { path: String, waited_secs: u64 },
     #[error("the store at {path} is open read-only")]
     ReadOnly { path: String },
     #[error(
@@ -392,7 +399,8 @@ impl Store {
         })
     }
 
-    /// Starts the (cross-process) write transaction; waits while another one is open.
+    /// Starts the (cross-process) write transaction; waits while another one is open, at
+    /// most [`crate::wait::lock_timeout`] ([`StoreError::Busy`] then).
     pub fn writer(&self) -> Result<Writer, StoreError> {
         self.check_not_replaced()?;
         self.with_db(|db| {
@@ -401,7 +409,7 @@ impl Store {
                     path: self.shown.to_string(),
                 });
             };
-            let mut txn = db.begin_write().store()?;
+            let mut txn = begin_write_within(db, &self.shown, crate::wait::lock_timeout())?;
             // Saves the allocator state with each commit, so that the next open after a
             // crash does not have to walk the whole file to repair it.
             txn.set_quick_repair(true);
@@ -412,6 +420,38 @@ impl Store {
                 stores_document: false,
             })
         })
+    }
+}
+
+/// Begins a write transaction, waiting while another (in any process) is open, at most
+/// `timeout`: a writer that is stopped (SIGSTOP, a debugger) or stuck must not stop every
+/// other writer for ever.
+pub(super) fn begin_write_within(
+    db: &Database,
+    shown: &str,
+    timeout: std::time::Duration,
+) -> Result<redb::WriteTransaction, StoreError> {
+    let mut poll = crate::wait::Poll::new(timeout);
+    let mut said = false;
+    loop {
+        match db.try_begin_write() {
+            Err(redb::TransactionError::WouldBlock) => {}
+            other => return other.store(),
+        }
+        if !said && poll.waited() >= std::time::Duration::from_millis(500) {
+            tracing::warn!(
+                store = shown,
+                "waiting for another write transaction on the store to end; giving up after {} s",
+                crate::wait::secs(poll.timeout())
+            );
+            said = true;
+        }
+        if !poll.sleep() {
+            return Err(StoreError::Busy {
+                path: shown.to_owned(),
+                waited_secs: crate::wait::secs(poll.waited()),
+            });
+        }
     }
 }
 
@@ -477,17 +517,15 @@ fn open_to_store(e: OpenError) -> StoreError {
 }
 
 /// Opens (or creates) the file for reading and writing, in multi-writer mode.
-/// How long a writable open waits while another process has the store open read-only
-/// (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a read-only
-/// handle, and those commands hold theirs only briefly.
-const READ_ONLY_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
 fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
 ) -> Result<(Database, (u64, u64)), OpenError> {
-    let deadline = std::time::Instant::now() + READ_ONLY_HOLDER_WAIT;
+    // How long a writable open waits while another process has the store open read-only
+    // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
+    // read-only handle, and those commands hold theirs only briefly.
+    let deadline = std::time::Instant::now() + crate::wait::lock_timeout();
     let mut said = false;
     loop {
         match try_open_writable(path, shown, fault.clone()) {

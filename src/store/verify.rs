@@ -27,13 +27,17 @@ pub struct Verified {
     /// next writable open repairs it, so it is no reason to rebuild).
     pub unclean: bool,
     pub problems: Vec<String>,
+    /// Why the store could not be fully checked (no private copy could be made, or the
+    /// writers could not be held off): the store is then neither whole nor damaged.
+    pub cannot_check: Option<String>,
 }
 
 /// Verifies the store at `path` without writing to it. `hold_writers` is called just
 /// before the store file is copied for redb's check, and what it returns is kept until
 /// the copy is taken: a copy made while a writer commits could be torn, and be reported
-/// as damage the store does not have.
-pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> G) -> Verified {
+/// as damage the store does not have. When it fails, or no copy can be made, the store is
+/// not judged: [`Verified::cannot_check`] says why.
+pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> Result<G, String>) -> Verified {
     let mut out = Verified::default();
     match Store::open_read_only(path) {
         Ok(store) => {
@@ -50,8 +54,10 @@ pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> G) -> Verified {
         // The copy would be repaired like the file will be; checking it proves nothing.
         return out;
     }
-    if let Err(problem) = redb_check(path, hold_writers) {
-        out.problems.push(problem);
+    match redb_check(path, hold_writers) {
+        Ok(Ok(())) => {}
+        Ok(Err(problem)) => out.problems.push(problem),
+        Err(why) => out.cannot_check = Some(why),
     }
     out
 }
@@ -216,49 +222,176 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// redb's integrity check, on a copy of the file in a private temp directory (the check
-/// repairs what it can, so it never runs on the store itself).
-fn redb_check<G>(path: &Path, hold_writers: impl FnOnce() -> G) -> Result<(), String> {
-    // Copying a FIFO would wait for a writer forever.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+/// redb's integrity check, on a private copy of the file (the check repairs what it can,
+/// so it never runs on the store itself). `Ok(Err(_))` is a problem found; `Err(_)` says
+/// why the check could not be made.
+fn redb_check<G>(
+    path: &Path,
+    hold_writers: impl FnOnce() -> Result<G, String>,
+) -> Result<Result<(), String>, String> {
+    remove_stale_copies(path);
+    let held = hold_writers()?;
+    let copy = make_copy(path);
+    drop(held);
+    let copy = copy?;
+    let shown = path.display().to_string();
+    let checked = guard::guard(&shown, || {
+        let mut db = Database::open(&copy.0).store()?;
+        db.check_integrity().store()
+    });
+    drop(copy);
+    Ok(match checked {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(
+            "redb integrity check: the file needed repair (a writer was killed, or one is running)"
+                .to_owned(),
+        ),
+        Err(e) => Err(format!("redb integrity check: {e}")),
+    })
+}
+
+/// The private copy, removed when dropped.
+struct Copy(PathBuf);
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Where copies are made: beside the store (its directory is the workspace's own, writable
+/// wherever the store is), else in the temp directory (the store on read-only media).
+fn copy_dirs(path: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = path.parent() {
+        dirs.push(if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir.to_path_buf()
+        });
+    }
+    dirs.push(std::env::temp_dir());
+    dirs
+}
+
+const COPY_SUFFIX: &str = ".evidence-store-verify.tmp";
+
+/// A copy's name: `.<store name>.<pid>.<nanoseconds>.evidence-store-verify.tmp`.
+fn copy_name(store_name: &str, pid: u32) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(".{store_name}.{pid}.{nanos}{COPY_SUFFIX}")
+}
+
+/// The pid in a copy's name, if `name` is one of ours for this store.
+fn copy_owner(store_name: &str, name: &str) -> Option<u32> {
+    let middle = name
+        .strip_prefix('.')?
+        .strip_prefix(store_name)?
+        .strip_prefix('.')?
+        .strip_suffix(COPY_SUFFIX)?;
+    let (pid, nanos) = middle.split_once('.')?;
+    if nanos.is_empty() || !nanos.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes copies a killed `verify` left: only names of our pattern for this store, only
+/// when the process that made them no longer exists (a running `verify`'s copy stays).
+fn remove_stale_copies(path: &Path) {
+    let Some(store_name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    for dir in copy_dirs(path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = copy_owner(&store_name, &name) else {
+                continue;
+            };
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => {
+                        tracing::info!(copy = %entry.path().display(), "removed a copy a killed verify left")
+                    }
+                    Err(e) => {
+                        tracing::warn!(copy = %entry.path().display(), error = %e, "cannot remove a copy a killed verify left")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Copies the store to a new file of our own name, in the first directory that takes it.
+fn make_copy(path: &Path) -> Result<Copy, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot =
+        |e: std::io::Error| format!("cannot copy the store for redb's integrity check: {e}");
+    // Non-blocking and then checked: copying a FIFO would wait for a writer forever.
+    let mut source = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(cannot)?;
+    if !source.metadata().map_err(cannot)?.is_file() {
         return Err(
             "cannot copy the store for redb's integrity check: not a regular file".to_owned(),
         );
     }
-    let dir =
-        scratch_dir().map_err(|e| format!("cannot make a temp directory for the check: {e}"))?;
-    let copy = dir.join("store.redb");
-    let held = hold_writers();
-    let copied = std::fs::copy(path, &copy);
-    drop(held);
-    let result = copied
-        .map_err(|e| format!("cannot copy the store for redb's integrity check: {e}"))
-        .and_then(|_| {
-            let shown = path.display().to_string();
-            guard::guard(&shown, || {
-                let mut db = Database::open(&copy).store()?;
-                db.check_integrity().store()
-            })
-            .map_err(|e| format!("redb integrity check: {e}"))
-        });
-    let _ = std::fs::remove_dir_all(&dir);
-    match result? {
-        true => Ok(()),
-        false => Err(
-            "redb integrity check: the file needed repair (a writer was killed, or one is running)"
-                .to_owned(),
-        ),
+    let store_name = path
+        .file_name()
+        .map_or_else(|| "store".to_owned(), |n| n.to_string_lossy().into_owned());
+    let mut tried = Vec::new();
+    for dir in copy_dirs(path) {
+        let target = dir.join(copy_name(&store_name, std::process::id()));
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&target);
+        let mut file = match made {
+            Ok(file) => file,
+            Err(e) => {
+                tried.push(format!("{}: {e}", dir.display()));
+                continue;
+            }
+        };
+        let copy = Copy(target);
+        use std::io::Seek;
+        source.rewind().map_err(cannot)?;
+        match std::io::copy(&mut source, &mut file) {
+            Ok(_) => return Ok(copy),
+            Err(e) => tried.push(format!("{}: {e}", dir.display())),
+        }
     }
+    Err(format!(
+        "cannot copy the store for redb's integrity check ({})",
+        tried.join("; ")
+    ))
 }
 
-fn scratch_dir() -> std::io::Result<PathBuf> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!(
-        "evidence-store-verify-{}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir(&dir)?;
-    Ok(dir)
+#[cfg(test)]
+mod copy_tests {
+    use super::*;
+
+    #[test]
+    fn copy_names_are_recognised_for_their_store_only() {
+        let name = copy_name("store.redb", 42);
+        assert_eq!(copy_owner("store.redb", &name), Some(42));
+        assert_eq!(copy_owner("other.redb", &name), None);
+        assert_eq!(
+            copy_owner("store.redb", ".store.redb.42.evidence-store-verify.tmp"),
+            None
+        );
+        assert_eq!(copy_owner("store.redb", "store.redb"), None);
+        assert_eq!(
+            copy_owner("store.redb", ".store.redb.1.2.3.evidence-store.tmp"),
+            None
+        );
+    }
 }

@@ -54,8 +54,9 @@ fn load_project(root: &WorkspaceRoot, dir: &str, rules: Rules) -> Result<Project
     let (key, label) = validate::project(&project_file, dir, &bytes)?;
 
     let index_file = display_join(&root.display, &format!("{rel}/sessions.index.jsonl"));
-    let sessions = match read_file(root, &format!("{rel}/sessions.index.jsonl")) {
+    let sessions = match read_file(root, &format!("{rel}/sessions.index.jsonl"), INDEX_FILE_MAX) {
         Ok(Some(bytes)) => {
+            check_rows(&index_file, &bytes)?;
             let sessions_dir = crate::fsutil::resolve_lenient(&project_dir.join("sessions"));
             let real_root = crate::fsutil::resolve_lenient(&root.path);
             let mut escapes = |session_path: &str| {
@@ -83,11 +84,36 @@ fn load_project(root: &WorkspaceRoot, dir: &str, rules: Rules) -> Result<Project
     })
 }
 
+/// The most bytes `metadata.json` or a `project.json` may have (real ones have well under
+/// 10 KB): a larger one is refused before it is read.
+pub const JSON_FILE_MAX: u64 = 16 << 20;
+
+/// The most bytes a `sessions.index.jsonl` may have.
+pub const INDEX_FILE_MAX: u64 = 256 << 20;
+
+/// The most bytes one row of `sessions.index.jsonl` may have (a row lists one session's
+/// turns: real ones have a few KB).
+pub const INDEX_ROW_MAX: usize = 1 << 20;
+
 /// `<root>/<rel>`, read only if it is a regular file whose real location is inside the
-/// workspace (a symlink leading outside is refused, a FIFO cannot hang the read); `None`
-/// when there is no such file.
-fn read_file(root: &WorkspaceRoot, rel: &str) -> io::Result<Option<Vec<u8>>> {
-    crate::fsutil::read_confined(&root.path, rel)
+/// workspace (a symlink leading outside is refused, a FIFO cannot hang the read) of at
+/// most `max` bytes; `None` when there is no such file.
+fn read_file(root: &WorkspaceRoot, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+    crate::fsutil::read_confined_within(&root.path, rel, max)
+}
+
+/// Refuses an index with a row longer than [`INDEX_ROW_MAX`] before any row is parsed.
+fn check_rows(shown: &str, bytes: &[u8]) -> Result<(), LoadError> {
+    for (n, row) in bytes.split(|b| *b == b'\n').enumerate() {
+        if row.len() > INDEX_ROW_MAX {
+            return Err(LoadError::new(format!(
+                "could not read {shown}: row {} is {} bytes, more than the {INDEX_ROW_MAX} bytes a row may have; refused",
+                n + 1,
+                row.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn read_required(root: &WorkspaceRoot, rel: &str, shown: &str) -> Result<Vec<u8>, LoadError> {
@@ -96,7 +122,7 @@ fn read_required(root: &WorkspaceRoot, rel: &str, shown: &str) -> Result<Vec<u8>
             "required JSON file is missing: {shown}"
         )));
     }
-    match read_file(root, rel) {
+    match read_file(root, rel, JSON_FILE_MAX) {
         Ok(Some(bytes)) => Ok(bytes),
         Ok(None) => Err(LoadError::new(format!(
             "required JSON file is missing: {shown}"
