@@ -34,11 +34,12 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
                 ))
             )
         });
-        match crate::documents::holder(&config.workspace.path) {
-            Some(holder) if busy => {
-                e.context(format!("the workspace's document lock is held by {holder}"))
-            }
-            _ => e,
+        match busy
+            .then(|| crate::documents::holder(&config.workspace.path))
+            .flatten()
+        {
+            Some(holder) => e.context(format!("the workspace's document lock is held by {holder}")),
+            None => e,
         }
     })
 }

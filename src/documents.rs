@@ -155,7 +155,12 @@ fn read_holder(file: &std::fs::File) -> Option<Holder> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 256];
     let n = file.read_at(&mut buf, 0).ok()?;
-    let line = buf[..n].split(|b| *b == b'\n').next()?;
+    parse_holder(&buf[..n])
+}
+
+/// The holder line's process, if it still exists.
+fn parse_holder(bytes: &[u8]) -> Option<Holder> {
+    let line = bytes.split(|b| *b == b'\n').next()?;
     let line = std::str::from_utf8(line).ok()?;
     let mut parts = line.splitn(3, ' ');
     let pid: u32 = parts.next()?.parse().ok()?;
@@ -170,8 +175,9 @@ fn read_holder(file: &std::fs::File) -> Option<Holder> {
 /// Who holds the workspace's document lock now, as far as the lock file says (read
 /// without taking the lock); `None` when nobody or an ended process is named.
 pub fn holder(root: &Path) -> Option<Holder> {
-    let file = fsutil::open_lock_file(root, LOCK_FILE).ok()?;
-    read_holder(&file)
+    // Read, never created: asking must not leave a lock file in a directory that has none.
+    let bytes = fsutil::read_confined_within(root, LOCK_FILE, 4096).ok()??;
+    parse_holder(&bytes)
 }
 
 /// For an error caused by a lock on the store: who holds the document lock (a process

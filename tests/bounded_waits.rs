@@ -245,6 +245,9 @@ fn a_stopped_lock_holder_is_named_by_every_command_that_would_wait_for_it() {
     let (status, said) = run_bounded(command(&ws, &["verify"]), NEVER);
     assert_eq!(status.code(), Some(2), "{said}");
     assert!(said.contains("cannot check: "), "{said}");
+    // While it waited, it said once whom for.
+    let waiting = format!("waiting for the workspace's document lock, held by {named}");
+    assert_eq!(said.matches(&waiting).count(), 1, "{said}");
 }
 
 #[test]
