@@ -117,8 +117,8 @@ fn locate(
     let req = ReadRequest {
         project_key: project_key.to_owned(),
         session_ref: session_ref.to_owned(),
-        start_line: 1,
-        end_line: 1,
+        start_line: 1.into(),
+        end_line: 1.into(),
         mode: Mode::Compact,
     };
     Ok(match read::locate(reader, root, &req)? {

@@ -203,6 +203,7 @@ def chain_for(turn: dict, variant: int) -> dict:
 
 
 SERVERS: list = []  # the sessions of the latest server_pair: ours, the reference's
+INITIALIZED: list = []  # and their answers to initialize
 
 
 @asynccontextmanager
@@ -215,9 +216,10 @@ async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_pytho
             params = StdioServerParameters(command=cmd[0], args=cmd[1:], env={"PROMPT_DIARY_WORKSPACE": str(ws)})
             read, write = await stack.enter_async_context(stdio_client(params, errlog=subprocess.DEVNULL))
             session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
+            INITIALIZED.append(await session.initialize())
             servers.append(session)
         SERVERS[:] = servers
+        INITIALIZED[:] = INITIALIZED[-2:]
 
         async def both(tool: str, args: dict, what: str, normalize=None) -> dict:
             results = []
@@ -533,6 +535,7 @@ async def compare_arguments(ws: Path, binary: Path, reference_python: Path, diff
                 normalize = (lambda r: read_summary(r, paged)) if tool == "read_session_lines" else None
                 await both(tool, args, f"arguments {tool} {label}", normalize)
             ours, theirs = SERVERS
+            diff.compare("initialize: capabilities", *(i.capabilities.model_dump() for i in INITIALIZED))
             for what in ("list_resources", "list_prompts"):
                 got = []
                 for session in (ours, theirs):
