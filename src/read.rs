@@ -1177,6 +1177,42 @@ mod tests {
     use super::*;
     use crate::compact::{ToolResult, ToolUse};
 
+    #[test]
+    fn line_numbers_of_any_size_compare_and_print_exactly() {
+        let n = |t: &str| LineNumber::parse(t).expect(t);
+        let ascending = [
+            "-100000000000000000000000000001",
+            "-100000000000000000000000000000",
+            "-9223372036854775809",
+            "-9223372036854775808",
+            "-1",
+            "0",
+            "1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "18446744073709551616",
+            "100000000000000000000000000000",
+            "100000000000000000000000000001",
+        ];
+        for (i, a) in ascending.iter().enumerate() {
+            assert_eq!(n(a).to_string(), *a);
+            for (j, b) in ascending.iter().enumerate() {
+                assert_eq!(n(a).cmp(&n(b)), i.cmp(&j), "{a} vs {b}");
+            }
+        }
+        assert_eq!(n("-0"), LineNumber::from(0));
+        assert_eq!(n("+007").to_string(), "7");
+        assert_eq!(
+            n("00009223372036854775808").to_string(),
+            "9223372036854775808"
+        );
+        assert_eq!(n("-9223372036854775809").saturated(), i64::MIN);
+        assert_eq!(n("9223372036854775808").saturated(), i64::MAX);
+        for bad in ["", "-", "+", "1.0", "1e3", "--1", " 1", "١"] {
+            assert_eq!(LineNumber::parse(bad), None, "{bad:?}");
+        }
+    }
+
     const AWKWARD: &str = "quote \" backslash \\ slash / newline \n tab \t cr \r bell \u{7} nul \u{0} us \u{1f} del \u{7f} é 😀 \u{2028}";
 
     fn compact_record(line: u64, text: &str) -> CompactRecord {

@@ -499,3 +499,253 @@ fn truncated_repr(repr: &str) -> Cow<'_, str> {
         pyjson::ceil_suffix(repr, 24)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks of one call whose arguments object is `args` (JSON text), with the
+    /// [`Exact`] view the stdio transport attaches; `None` when there is none to attach.
+    fn errors_of(args: &str) -> (ArgErrors, bool) {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        let mut extensions = Extensions::new();
+        let exact = exact_arguments(line.as_bytes(), &message);
+        let had_exact = exact.is_some();
+        if let Some(exact) = exact {
+            extensions.insert(exact);
+        }
+        let raw = match &message["params"]["arguments"] {
+            Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        };
+        let call = Call::<()> {
+            raw,
+            schema: PhantomData,
+        };
+        (call.errors(&extensions), had_exact)
+    }
+
+    /// Runs `tool`'s checks as its handler does, in the order of prompt-diary 0.2.20's
+    /// parameters; the report and, for a read, the line numbers read.
+    fn run(tool: &str, args: &str) -> (Option<String>, Option<(String, String)>) {
+        let (mut errors, _) = errors_of(args);
+        let mut lines = None;
+        match tool {
+            "read_session_lines" => {
+                errors.string("project_key");
+                errors.string("session_ref");
+                let start = errors.integer("start_line");
+                let end = errors.integer("end_line");
+                errors.literal("mode", &[("compact", 0), ("full", 1)]);
+                errors.cursor();
+                lines = Some((start.to_string(), end.to_string()));
+            }
+            "write_engagement" => {
+                errors.object("overall_reading");
+                errors.array("observations");
+                errors.array("limits");
+            }
+            _ => panic!("no checks for {tool}"),
+        }
+        (errors.into_message(tool), lines)
+    }
+
+    /// Each report is the text prompt-diary 0.2.20's own server (FastMCP, pydantic 2.14.4,
+    /// pydantic-core 2.50.5, the same as 0.2.10 installs) answered for these arguments,
+    /// captured over stdio after `Error executing tool <name>: `.
+    #[test]
+    fn reports_are_prompt_diary_s_byte_for_byte() {
+        let cases = [
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": null, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "abc", "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='abc', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1.5, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": true, "end_line": [1, "x"]}"#,
+                "1 validation error for read_session_linesArguments\nend_line\n  Input should be a valid integer [type=int_type, input_value=[1, 'x'], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1e+30, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": -9.223372036854776e+18, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=-9.223372036854776e+18, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "1__0", "end_line": "4."}"#,
+                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='1__0', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing\nend_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='4.', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "[1]", "end_line": "null"}"#,
+                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type\nend_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": 1000000000000000000000000000000, "session_ref": null, "start_line": 1, "end_line": 3}"#,
+                "2 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1000000000000000000000000000000, input_type=int]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": {"k": 1000000000000000000000000000000, "f": 0.1, "s": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, "session_ref": "S0001", "start_line": 1, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value={'k': 1000000000000000000...xxxxxxxxxxxxxxxxxxxxxx'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "Full"}"#,
+                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value='Full', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "null"}"#,
+                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {}}"#,
+                "1 validation error for read_session_linesArguments\ncursor.line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {"line": 1000000000000000000000000000000, "offset": 1e+30}}"#,
+                "1 validation error for read_session_linesArguments\ncursor.offset\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": "x"}"#,
+                "1 validation error for read_session_linesArguments\ncursor\n  Input should be a dictionary or an instance of ReadCursor [type=dataclass_type, input_value='x', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/dataclass_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"x": [1.5, null, true, {"k": 1000000000000000000000000000000}], "project_key": 1.5}"#,
+                "4 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "read_session_lines",
+                r#"{}"#,
+                "4 validation errors for read_session_linesArguments\nproject_key\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nsession_ref\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "write_engagement",
+                r#"{"overall_reading": "[1]", "observations": "{}", "limits": "5"}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value='5', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+            (
+                "write_engagement",
+                r#"{"overall_reading": null, "observations": "null", "limits": -0.0}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value=-0.0, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+            (
+                "write_engagement",
+                r#"{"limits": "éééééééééééééééééééééééééééééééééééééééé"}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nobservations\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nlimits\n  Input should be a valid list [type=list_type, input_value='éééééééééééé...ééééééééééé', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+        ];
+        for (tool, args, expect) in cases {
+            assert_eq!(run(tool, args).0.as_deref(), Some(expect), "{args}");
+        }
+    }
+
+    /// What prompt-diary 0.2.10 and 0.2.20 accepted for a line number, and the number their
+    /// range messages then printed (`end_line N must be >= start_line M`).
+    #[test]
+    fn integers_are_read_as_pydantic_s_lax_mode_reads_them() {
+        let big = "1000000000000000000000000000000";
+        for (value, expect) in [
+            ("4", "4"),
+            ("4.0", "4"),
+            ("-0.0", "0"),
+            ("1e2", "100"),
+            ("true", "1"),
+            ("false", "0"),
+            (r#""4""#, "4"),
+            (r#"" 4 ""#, "4"),
+            (r#""\t5\n""#, "5"),
+            (r#""\u00a05""#, "5"),
+            (r#""+5""#, "5"),
+            (r#""-3""#, "-3"),
+            (r#""-0""#, "0"),
+            (r#""007""#, "7"),
+            (r#""1_000""#, "1000"),
+            (r#""4.0""#, "4"),
+            (r#""4.00""#, "4"),
+            ("9.223372036854775e18", "9223372036854774784"),
+            ("9223372036854775808", "9223372036854775808"),
+            ("-9223372036854775809", "-9223372036854775809"),
+            (big, big),
+            (&format!("-{big}"), &format!("-{big}")),
+            (&format!(r#""{big}.0""#), big),
+        ] {
+            let args = format!(
+                r#"{{"project_key": "P", "session_ref": "S", "start_line": {value}, "end_line": 1}}"#
+            );
+            let (report, lines) = run("read_session_lines", &args);
+            assert_eq!(report, None, "{value}");
+            assert_eq!(lines.map(|l| l.0).as_deref(), Some(expect), "{value}");
+        }
+        for value in [
+            r#""_1""#,
+            r#""1_""#,
+            r#""1__0""#,
+            r#""4.""#,
+            r#""4.5""#,
+            r#""0x10""#,
+            r#""1e2""#,
+            r#""٣""#,
+            r#""１２""#,
+            r#""""#,
+            r#"" ""#,
+            r#""+""#,
+            r#""+-1""#,
+            r#""1 000""#,
+            r#""NaN""#,
+            r#""true""#,
+        ] {
+            let args = format!(
+                r#"{{"project_key": "P", "session_ref": "S", "start_line": {value}, "end_line": 1}}"#
+            );
+            let report = run("read_session_lines", &args).0.unwrap_or_default();
+            assert!(
+                report.contains("unable to parse string as an integer [type=int_parsing"),
+                "{value}: {report}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_calls_with_inexact_numbers_carry_exact_arguments() {
+        assert!(!errors_of(r#"{"a": 1, "b": [-2, "3.5"]}"#).1);
+        assert!(errors_of(r#"{"a": [1.5]}"#).1);
+        assert!(errors_of(r#"{"a": {"b": 100000000000000000000}}"#).1);
+    }
+
+    #[test]
+    fn literal_choices_are_listed_as_pydantic_lists_them() {
+        let (mut errors, _) = errors_of(r#"{"m": "x"}"#);
+        errors.literal("m", &[("a", 0), ("b", 1), ("c", 2)]);
+        let report = errors.into_message("t").unwrap_or_default();
+        assert!(
+            report.contains("m\n  Input should be 'a', 'b' or 'c' [type=literal_error"),
+            "{report}"
+        );
+    }
+}
