@@ -77,8 +77,8 @@ fn main() {
     let request = ReadRequest {
         project_key: project,
         session_ref: session,
-        start_line: start,
-        end_line: end,
+        start_line: start.into(),
+        end_line: end.into(),
         mode: Mode::Compact,
     };
     let gap = std::env::var("GAP_MS")

@@ -42,12 +42,6 @@ impl Contract {
         self == Contract::V0_2_20
     }
 
-    /// Whether an argument error carries pydantic's error type, input and documentation
-    /// link after each message (0.2.20's server does; 0.2.10's gives the message only).
-    pub fn pydantic_error_detail(self) -> bool {
-        self == Contract::V0_2_20
-    }
-
     /// The prompt-diary release that defines this contract.
     pub fn release(self) -> &'static str {
         match self {

@@ -123,8 +123,8 @@ fn locate(
     let req = ReadRequest {
         project_key: project_key.to_owned(),
         session_ref: session_ref.to_owned(),
-        start_line: 1,
-        end_line: 1,
+        start_line: 1.into(),
+        end_line: 1.into(),
         mode: Mode::Compact,
     };
     Ok(match session::locate(reader, root, &req)? {

@@ -52,9 +52,130 @@ impl Mode {
 pub struct ReadRequest {
     pub project_key: String,
     pub session_ref: String,
-    pub start_line: i64,
-    pub end_line: i64,
+    pub start_line: LineNumber,
+    pub end_line: LineNumber,
     pub mode: Mode,
+}
+
+/// A requested line number: any integer, as Python holds it, so that a range error names
+/// the number the client sent (`start_line 1000000000000000000000000000000 ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineNumber(Repr);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Repr {
+    Small(i64),
+    /// Beyond `i64`: the digits, without leading zeros.
+    Big {
+        negative: bool,
+        digits: Box<str>,
+    },
+}
+
+impl LineNumber {
+    /// The number written in decimal: an optional sign, then ASCII digits (leading zeros
+    /// allowed); `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (negative, digits) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let digits = digits.trim_start_matches('0');
+        let magnitude = if digits.is_empty() {
+            Some(0)
+        } else {
+            digits.parse::<u64>().ok()
+        };
+        let small = magnitude.and_then(|m| {
+            if negative {
+                0i64.checked_sub_unsigned(m)
+            } else {
+                i64::try_from(m).ok()
+            }
+        });
+        Some(match small {
+            Some(n) => LineNumber(Repr::Small(n)),
+            None => LineNumber(Repr::Big {
+                negative,
+                digits: digits.into(),
+            }),
+        })
+    }
+
+    /// The number, saturated to `i64`: exact for every number inside a session's range.
+    pub fn saturated(&self) -> i64 {
+        match &self.0 {
+            Repr::Small(n) => *n,
+            Repr::Big { negative: true, .. } => i64::MIN,
+            Repr::Big { .. } => i64::MAX,
+        }
+    }
+}
+
+impl From<i64> for LineNumber {
+    fn from(n: i64) -> Self {
+        LineNumber(Repr::Small(n))
+    }
+}
+
+impl Ord for LineNumber {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let magnitude = |d: &str| (d.len(), d.to_owned());
+        match (&self.0, &other.0) {
+            (Repr::Small(a), Repr::Small(b)) => a.cmp(b),
+            (Repr::Small(_), Repr::Big { negative, .. }) => {
+                if *negative {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (Repr::Big { negative, .. }, Repr::Small(_)) => {
+                if *negative {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (
+                Repr::Big {
+                    negative: a_neg,
+                    digits: a,
+                },
+                Repr::Big {
+                    negative: b_neg,
+                    digits: b,
+                },
+            ) => match (a_neg, b_neg) {
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                (false, false) => magnitude(a).cmp(&magnitude(b)),
+                (true, true) => magnitude(b).cmp(&magnitude(a)),
+            },
+        }
+    }
+}
+
+impl PartialOrd for LineNumber {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for LineNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Repr::Small(n) => write!(f, "{n}"),
+            Repr::Big { negative, digits } => {
+                write!(f, "{}{digits}", if *negative { "-" } else { "" })
+            }
+        }
+    }
 }
 
 /// The tool's result: the lines, or why not.
@@ -272,7 +393,10 @@ fn try_plan(store: &Store, root: &Path, req: &ReadRequest) -> Result<Planned, St
         return Ok(Planned::Answer(problem));
     }
     // Validated: 1 <= start <= end <= lines.
-    let (first, last) = (req.start_line as u64, req.end_line as u64);
+    let (first, last) = (
+        req.start_line.saturated() as u64,
+        req.end_line.saturated() as u64,
+    );
     let entries = reader.lines(found.file_id, first, last)?;
     drop(reader);
     if entries.len() as u64 != last - first + 1 {
@@ -297,8 +421,8 @@ impl ReadOk {
             project_key: req.project_key.clone(),
             session_ref: req.session_ref.clone(),
             line_range: LineRange {
-                start: req.start_line,
-                end: req.end_line,
+                start: req.start_line.saturated(),
+                end: req.end_line.saturated(),
             },
             mode: req.mode.name(),
             records,
@@ -844,6 +968,42 @@ mod pretty {
 mod tests {
     use super::*;
     use crate::compact::{ToolResult, ToolUse};
+
+    #[test]
+    fn line_numbers_of_any_size_compare_and_print_exactly() {
+        let n = |t: &str| LineNumber::parse(t).expect(t);
+        let ascending = [
+            "-100000000000000000000000000001",
+            "-100000000000000000000000000000",
+            "-9223372036854775809",
+            "-9223372036854775808",
+            "-1",
+            "0",
+            "1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "18446744073709551616",
+            "100000000000000000000000000000",
+            "100000000000000000000000000001",
+        ];
+        for (i, a) in ascending.iter().enumerate() {
+            assert_eq!(n(a).to_string(), *a);
+            for (j, b) in ascending.iter().enumerate() {
+                assert_eq!(n(a).cmp(&n(b)), i.cmp(&j), "{a} vs {b}");
+            }
+        }
+        assert_eq!(n("-0"), LineNumber::from(0));
+        assert_eq!(n("+007").to_string(), "7");
+        assert_eq!(
+            n("00009223372036854775808").to_string(),
+            "9223372036854775808"
+        );
+        assert_eq!(n("-9223372036854775809").saturated(), i64::MIN);
+        assert_eq!(n("9223372036854775808").saturated(), i64::MAX);
+        for bad in ["", "-", "+", "1.0", "1e3", "--1", " 1", "١"] {
+            assert_eq!(LineNumber::parse(bad), None, "{bad:?}");
+        }
+    }
 
     const AWKWARD: &str = "quote \" backslash \\ slash / newline \n tab \t cr \r bell \u{7} nul \u{0} us \u{1f} del \u{7f} é 😀 \u{2028}";
 

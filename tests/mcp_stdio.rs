@@ -186,24 +186,24 @@ async fn bad_arguments_are_tool_errors_naming_the_argument() {
     let cases = [
         (
             json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1}),
-            "end_line\n  Field required",
+            "end_line\n  Field required [type=missing, input_value={'project_key': 'Demo-012...S0001', 'start_line': 1}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
         ),
         (
             json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 4.5, "end_line": 5}),
-            "start_line\n  Input should be a valid integer, got a number with a fractional part",
+            "start_line\n  Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=4.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float",
         ),
         (
             json!({"project_key": 5, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
-            "project_key\n  Input should be a valid string",
+            "project_key\n  Input should be a valid string [type=string_type, input_value=5, input_type=int]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
         ),
         (
             json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1, "mode": "Full"}),
-            "mode\n  Input should be 'compact' or 'full'",
+            "mode\n  Input should be 'compact' or 'full' [type=literal_error, input_value='Full', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
         ),
         // `null` is not absent: prompt-diary rejects it too.
         (
             json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1, "mode": null}),
-            "mode\n  Input should be 'compact' or 'full'",
+            "mode\n  Input should be 'compact' or 'full' [type=literal_error, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
         ),
     ];
     for (args, detail) in cases {

@@ -22,8 +22,8 @@ fn request(session_ref: &str, start_line: i64, end_line: i64, mode: Mode) -> Rea
     ReadRequest {
         project_key: PROJECT.into(),
         session_ref: session_ref.into(),
-        start_line,
-        end_line,
+        start_line: start_line.into(),
+        end_line: end_line.into(),
         mode,
     }
 }

@@ -16,7 +16,10 @@ Workspaces, per seed: (1) gen_workspace.py's, with edge cases; (2) the one promp
 sessions, without edge cases, as Claude project files and Codex rollouts), the same
 histories test_differential_0220.py gives 0.2.20's prepare. Every comparison runs on both.
 
-Usage: tools/.venv/bin/python tools/test_differential.py [--bin PATH] [--seeds 1,2,3]
+Every tool's argument errors are compared first (see `argument_cases`); `--only args` runs
+just those, on the generated workspaces, in seconds.
+
+Usage: tools/.venv/bin/python tools/test_differential.py [--bin PATH] [--seeds 1,2,3] [--only args]
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ class Diff:
 
 
 HANDLES = {"seen": 0}
+ONLY_ARGUMENTS: list = []  # [True] with --only args
 
 
 def strip_handles(text: str) -> str:
@@ -198,6 +202,10 @@ def chain_for(turn: dict, variant: int) -> dict:
     return chain
 
 
+SERVERS: list = []  # the sessions of the latest server_pair: ours, the reference's
+INITIALIZED: list = []  # and their answers to initialize
+
+
 @asynccontextmanager
 async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff):
     """Both servers, each on its own copy of a workspace; yields `both(tool, args, what)`, which
@@ -208,14 +216,18 @@ async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_pytho
             params = StdioServerParameters(command=cmd[0], args=cmd[1:], env={"PROMPT_DIARY_WORKSPACE": str(ws)})
             read, write = await stack.enter_async_context(stdio_client(params, errlog=subprocess.DEVNULL))
             session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
+            INITIALIZED.append(await session.initialize())
             servers.append(session)
+        SERVERS[:] = servers
+        INITIALIZED[:] = INITIALIZED[-2:]
 
-        async def both(tool: str, args: dict, what: str) -> dict:
+        async def both(tool: str, args: dict, what: str, normalize=None) -> dict:
             results = []
             for session in servers:
                 r = await session.call_tool(tool, args)
                 results.append(json.loads(r.content[0].text) if not r.isError else {"isError": r.content[0].text})
+            if normalize is not None:
+                results = [normalize(r) for r in results]
             ours, theirs = results
             for e in theirs.get("errors", []):  # decision 4: the seed's hint
                 if e.get("hint") == "cite only lines inside the indexed turn":
@@ -441,8 +453,107 @@ async def compare_synthesis(ws_ours: Path, ws_ref: Path, binary: Path, reference
         diff.compare("a broken envelope fails the build", build(f"with a broken envelope {content}") != "built", True)
 
 
+BIG = 10**30
+# Values for every argument of every tool: JSON null, strings (digits and not, JSON text
+# that FastMCP parses first, whitespace, underscores, long ones whose repr pydantic
+# shortens), floats (whole, fractional, negative zero, beyond 64 bits), booleans, lists,
+# objects (one holding an integer beyond 64 bits) and integers beyond 64 bits.
+ARGUMENT_VALUES = [
+    None, "abc", "2", " 3 ", "", "1_000", "4.0", "4.5", "1e2", "\u00a05", "[1]", "{\"a\": 1}", "null", "true", '"s"',
+    "x" * 80, "1" * 30, 2.0, 1.5, -0.0, 1e30, 9.223372036854775e18, 9.223372036854776e18, True, False, [], [1, "x"],
+    {}, {"k": BIG, "f": 0.1}, BIG, -BIG, 2**64, 0, 3,
+]
+# The paged contract's cursor: absent or null, or {line, offset=0}.
+CURSOR_VALUES = [
+    "null", {}, {"line": 1}, {"line": "2", "offset": "0"}, {"line": 1.5}, {"line": None}, {"line": BIG},
+    {"line": 1, "offset": BIG}, {"line": 1, "offset": -1}, {"line": 1, "offset": 1e30}, {"line": 1, "extra": True},
+    {"line": [1], "offset": {}}, '{"line": 2}', "x", 5, [1], True, {"offset": "y" * 80},
+]
+# Which tools take which arguments (prompt-diary's signatures, the same in 0.2.10 and 0.2.20
+# but for read_session_lines' cursor), with a valid value for each.
+TOOL_ARGUMENTS = {
+    "prompt_diary_ping": {},
+    "write_evidence": {"project_key": "P", "session_ref": "S", "evidence_chain": {}},
+    "write_work_item": {"project_key": "P", "work_item": {}},
+    "write_project_summary": {"project_key": "P", "summary": {}},
+    "write_report_title": {"title": {}},
+    "write_engagement": {"overall_reading": {}, "observations": [], "limits": []},
+    "write_team_learning": {"takeaways": {}, "patterns": [], "limits": []},
+    "read_session_lines": {"project_key": "P", "session_ref": "S", "start_line": 1, "end_line": 3},
+}
+
+
+def argument_cases(ws: Path, paged: bool) -> list[tuple[str, dict, str]]:
+    """(tool, arguments, label) for every argument of every tool: each value of
+    ARGUMENT_VALUES in its place, the argument missing, an extra key, no arguments at all,
+    wrong modes, and (paged) cursors; then line numbers beyond 64 bits."""
+    index = sorted(ws.glob("projects/*/sessions.index.jsonl"))[0]
+    row = json.loads(index.read_text(encoding="utf-8").splitlines()[0])
+    known = {"P": index.parent.name, "S": row["session_ref"]}
+    cases = []
+    for tool, valid in TOOL_ARGUMENTS.items():
+        base = {k: known.get(v, v) if isinstance(v, str) else v for k, v in valid.items()}
+        for name in base:
+            for value in ARGUMENT_VALUES:
+                cases.append((tool, dict(base, **{name: value}), f"{name}={json.dumps(value)[:40]}"))
+            cases.append((tool, {k: v for k, v in base.items() if k != name}, f"{name} missing"))
+        cases.append((tool, dict(base, extra_key=[BIG, 1.5]), "an extra key"))
+        cases.append((tool, {}, "no arguments"))
+        cases.append((tool, {"bogus": {"k": BIG}, "other": "y" * 60}, "only unknown keys"))
+    read = {k: known.get(v, v) for k, v in TOOL_ARGUMENTS["read_session_lines"].items()}
+    for mode in ["full", "compact", "Full", " full", "raw", None, "null", '"full"', 5, ["full"], {"full": 1}, True]:
+        cases.append(("read_session_lines", dict(read, mode=mode), f"mode={json.dumps(mode)}"))
+    for cursor in CURSOR_VALUES if paged else [{"line": 2}]:
+        cases.append(("read_session_lines", dict(read, cursor=cursor), f"cursor={json.dumps(cursor)[:40]}"))
+    for start, end in [(BIG, 3), (-BIG, 3), (BIG, BIG + 1), (BIG + 1, BIG), (-BIG, -BIG + 1), (2**63, 2**63),
+                       (2**64 + 1, 2**64), (1, BIG), (1, -BIG), ("1" * 40, "1" * 40 + ".0"), (1, 2**63 - 1),
+                       (-(2**63), 3), (9.223372036854775e18, 2**63), (1e30, 1e30), (" -0 ", "+0003")]:
+        cases.append(("read_session_lines", dict(read, start_line=start, end_line=end), f"lines {start}-{end}"))
+    return cases
+
+
+def read_summary(result: dict, paged: bool) -> dict:
+    """A read's answer as the argument cases compare it: errors whole; a page or a range by
+    the lines it holds (their handles and page cuts are compared elsewhere)."""
+    if "isError" in result or "records" not in result:
+        return result
+    lines = [r["line"] for r in result["records"]]
+    if paged:
+        return {"first_line": lines[:1]}
+    return {"line_range": result["line_range"], "mode": result["mode"], "lines": lines}
+
+
+async def compare_arguments(ws: Path, binary: Path, reference_python: Path, diff: Diff, paged: bool) -> None:
+    """Every argument case, on two fresh copies of `ws` (a value that is accepted may write),
+    and the empty resource and prompt lists."""
+    copies = [ws.with_name(ws.name + suffix) for suffix in ("-args", "-args-ref")]
+    for copy in copies:
+        shutil.copytree(ws, copy, ignore=shutil.ignore_patterns(".evidence-store"))
+    try:
+        async with server_pair(*copies, binary, reference_python, diff) as both:
+            for tool, args, label in argument_cases(ws, paged):
+                normalize = (lambda r: read_summary(r, paged)) if tool == "read_session_lines" else None
+                await both(tool, args, f"arguments {tool} {label}", normalize)
+            ours, theirs = SERVERS
+            diff.compare("initialize: capabilities", *(i.capabilities.model_dump() for i in INITIALIZED))
+            for what in ("list_resources", "list_prompts"):
+                got = []
+                for session in (ours, theirs):
+                    try:
+                        got.append((await getattr(session, what)()).model_dump(exclude_none=True))
+                    except Exception as e:  # noqa: BLE001 - a refusal is an answer to compare
+                        got.append({"error": repr(e)})
+                diff.compare(f"arguments {what}", *got)
+    finally:
+        for copy in copies:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
 def compare_all(ws: Path, binary: Path, reference_python: Path, diff: Diff) -> None:
-    """Every comparison on one workspace: reads, then writes and synthesis on two copies."""
+    """Every comparison on one workspace: arguments, reads, then writes and synthesis on two copies."""
+    asyncio.run(compare_arguments(ws, binary, reference_python, diff, paged=False))
+    if ONLY_ARGUMENTS:
+        return
     asyncio.run(compare_workspace(ws, binary, reference_python, diff))
     ws_ref = ws.with_name(ws.name + "-ref")
     shutil.copytree(ws, ws_ref, ignore=shutil.ignore_patterns(".evidence-store"))
@@ -454,7 +565,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--only", choices=["args"], help="only the argument cases, on the generated workspaces")
     args = parser.parse_args()
+    ONLY_ARGUMENTS[:] = [True] if args.only == "args" else []
     reference_python = Path(sys.executable)
     diff = Diff()
     with tempfile.TemporaryDirectory() as tmp:
@@ -463,6 +576,9 @@ def main() -> int:
             subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
                             "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
+            if ONLY_ARGUMENTS:
+                compare_all(ws, args.bin.resolve(), reference_python, diff)
+                continue
             hist = histories.generated_histories(Path(tmp), seed)
             prepared = histories.prepare(reference_python.parent, hist, Path(tmp) / f"reports{seed}", Path(tmp) / "home")
             schema = json.loads((prepared / "metadata.json").read_text(encoding="utf-8")).get("schema_version")
@@ -478,7 +594,7 @@ def main() -> int:
         print(f"({diff.reference_crashes} planted edge-case line(s) crash prompt-diary 0.2.10 and are answered by "
               "evidence-store; expected, not compared)")
     print(f"differential: {diff.passed} passed, {diff.failed} failed ({HANDLES['seen']} handles checked and stripped)")
-    if not HANDLES["seen"]:
+    if not HANDLES["seen"] and not ONLY_ARGUMENTS:
         print("differential: no handle was seen; the generated sessions must trim some entries")
         return 1
     return 1 if diff.failed else 0

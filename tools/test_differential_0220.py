@@ -23,7 +23,10 @@ files, which prepare stitches into one transcript), the same histories test_diff
 gives 0.2.10's prepare; (2) the generated workspace
 with edge cases, re-labelled as schema 7 (see `schema7_workspace`).
 
-Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3]
+Every workspace first gets test_differential.py's argument cases (`compare_arguments`, with
+the cursor's); `--only args` runs just those, on the relabelled workspaces, in seconds.
+
+Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3] [--only args]
 """
 
 from __future__ import annotations
@@ -203,6 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--only", choices=["args"], help="only the argument cases, on the relabelled workspaces")
     args = parser.parse_args()
     import prompt_diary.models as models
     if getattr(models, "WORKSPACE_SCHEMA_VERSION", None) != 7:
@@ -213,11 +217,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workspaces = []
         for seed in args.seeds.split(","):
-            workspaces.append((f"prepared {seed}", prepared_workspace(Path(tmp), seed)))
+            if not args.only:
+                workspaces.append((f"prepared {seed}", prepared_workspace(Path(tmp), seed)))
             ws = Path(tmp) / f"ws{seed}"
             schema7_workspace(ws, seed)
             workspaces.append((f"relabelled {seed}", ws))
         for seed, ws in workspaces:
+            passed, failed = diff.passed, diff.failed
+            asyncio.run(base.compare_arguments(ws, args.bin.resolve(), reference_python, diff, paged=True))
+            print(f"seed {seed}: arguments {diff.passed - passed} passed, {diff.failed - failed} failed")
+            if args.only:
+                continue
             # The page walk of read_session_lines (tools/test_pages_0220.py), before any write.
             walked = pages.Diff()
             asyncio.run(pages.compare(ws, args.bin.resolve(), reference_python, walked))

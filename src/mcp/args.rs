@@ -1,24 +1,37 @@
-//! Tool arguments as clients send them, converted into core types.
+//! Tool arguments as clients send them, checked as prompt-diary's server checks them.
 //!
-//! prompt-diary answers a bad argument with a tool result (`isError: true`, text
-//! `Error executing tool <name>: ...` naming the argument), not a protocol error, and LLM
-//! clients rely on reading that text. So arguments are first captured as raw JSON
-//! ([`Arg`], which never fails to deserialize) and checked here, where a failure becomes
-//! such a result. Coercions follow pydantic's lax mode where clients depend on them.
+//! prompt-diary's server (FastMCP) validates a call's arguments with pydantic before the
+//! tool runs, and answers a bad one with a tool result (`isError: true`, text
+//! `Error executing tool <name>: <pydantic's report>`), not a protocol error; LLM clients
+//! read that text. Both served releases print pydantic's whole report: each problem's
+//! location and message, `[type=…, input_value=…, input_type=…]` and the link to the
+//! error's documentation. So the arguments are taken as the raw JSON object, seen as
+//! Python sees it (integers of any size, Python's floats), and checked here with
+//! pydantic's lax rules, in the order of the tool's parameters.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
+use rmcp::model::Extensions;
 use rmcp::schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::{Deserialize, Deserializer, Visitor};
+use serde::de::{Deserialize, Deserializer};
 use serde_json::Value;
+
+use crate::pyjson::{self, Value as Py};
+use crate::read::LineNumber;
 
 /// A JSON object argument as the client sent it.
 pub type JsonObject = serde_json::Map<String, Value>;
 
-/// The core's JSON value for an argument (Python's view of numbers: integers stay exact).
-pub fn to_py(v: &Value) -> crate::pyjson::Value {
-    use crate::pyjson::Value as Py;
+/// The pydantic release whose documentation links the reports carry: the one prompt-diary
+/// 0.2.10 and 0.2.20 install (2.14).
+const PYDANTIC_DOCS: &str = "https://errors.pydantic.dev/2.14/v/";
+
+/// A JSON value as Python's `json` reads it, from serde_json's reading (which holds an
+/// integer beyond 64 bits as a float; [`Exact`] has the exact one when the transport had
+/// the text).
+pub fn to_py(v: &Value) -> Py {
     match v {
         Value::Null => Py::Null,
         Value::Bool(b) => Py::Bool(*b),
@@ -30,49 +43,47 @@ pub fn to_py(v: &Value) -> crate::pyjson::Value {
     }
 }
 
-/// One argument, raw: `None` when absent or `null`. Its JSON schema is `T`'s.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Arg<T> {
-    raw: Option<Value>,
-    _type: PhantomData<T>,
+/// A `tools/call`'s arguments read from the request's own text with Python's rules, for
+/// the tools to use instead of serde_json's reading. The stdio transport attaches it to
+/// a request whose arguments hold a number serde_json cannot hold as Python does.
+#[derive(Debug, Clone)]
+pub struct Exact(pub Arc<pyjson::Map>);
+
+/// The [`Exact`] arguments of a JSON-RPC message, given its text and serde_json's reading:
+/// `Some` for a `tools/call` whose arguments hold a number that is not a 64-bit integer
+/// (an integer beyond 64 bits, which serde_json turns into a float, or a float, which it
+/// may round otherwise than Python).
+pub fn exact_arguments(line: &[u8], message: &Value) -> Option<Exact> {
+    fn inexact(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => !(n.is_i64() || n.is_u64()),
+            Value::Array(items) => items.iter().any(inexact),
+            Value::Object(map) => map.values().any(inexact),
+            _ => false,
+        }
+    }
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    if !inexact(message.get("params")?.get("arguments")?) {
+        return None;
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    let node = pyjson::parse_borrowed(text).ok()?;
+    match node.get("params")?.get("arguments")?.to_value() {
+        Py::Object(map) => Some(Exact(Arc::new(map))),
+        _ => None,
+    }
 }
+
+/// A tool's parameter: its JSON schema is `T`'s. The value itself is read from the call's
+/// arguments by name ([`ArgErrors`]), so this only describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arg<T>(PhantomData<T>);
 
 impl<T> Default for Arg<T> {
     fn default() -> Self {
-        Arg::new(None)
-    }
-}
-
-impl<T> Arg<T> {
-    pub fn new(raw: Option<Value>) -> Self {
-        Arg {
-            raw,
-            _type: PhantomData,
-        }
-    }
-}
-
-impl<'de, T> Deserialize<'de> for Arg<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // `deserialize_option` is also what serde calls for a missing field, so an absent
-        // argument arrives here as `None` instead of failing the whole argument object.
-        struct RawVisitor;
-        impl<'de> Visitor<'de> for RawVisitor {
-            type Value = Option<Value>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-                Value::deserialize(d).map(Some)
-            }
-        }
-        deserializer.deserialize_option(RawVisitor).map(Arg::new)
+        Arg(PhantomData)
     }
 }
 
@@ -90,26 +101,39 @@ impl<T: JsonSchema> JsonSchema for Arg<T> {
     }
 }
 
-/// An optional argument that is present: `null` is kept as a value (a wrong one for
-/// most arguments), unlike [`Arg`]'s own reading, where `null` is absent. With
-/// `#[serde(default)]`, an absent argument is still `None`.
-pub fn present<'de, D: Deserializer<'de>, T>(deserializer: D) -> Result<Arg<T>, D::Error> {
-    Value::deserialize(deserializer).map(|v| Arg::new(Some(v)))
-}
-
-/// A tool's arguments as the client sent them, and parsed into `T`. pydantic's report of
-/// a missing argument shows the whole object, unknown members included.
+/// A tool's arguments object as the client sent it; `T` (a struct of [`Arg`]s) is its
+/// schema. Any object is taken: the checks are [`ArgErrors`]'s.
 #[derive(Debug)]
 pub struct Call<T> {
-    pub args: T,
     pub raw: JsonObject,
+    schema: PhantomData<T>,
 }
 
-impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Call<T> {
+impl<T> Call<T> {
+    /// The checks of this call. `extensions` are the request's: they hold the [`Exact`]
+    /// arguments when the transport read them.
+    pub fn errors(&self, extensions: &Extensions) -> ArgErrors {
+        let args = match extensions.get::<Exact>() {
+            Some(Exact(map)) => map.as_ref().clone(),
+            None => self
+                .raw
+                .iter()
+                .map(|(k, v)| (k.clone(), to_py(v)))
+                .collect(),
+        };
+        ArgErrors {
+            args,
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl<'de, T> Deserialize<'de> for Call<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = JsonObject::deserialize(deserializer)?;
-        let args = T::deserialize(&Value::Object(raw.clone())).map_err(serde::de::Error::custom)?;
-        Ok(Call { args, raw })
+        Ok(Call {
+            raw: JsonObject::deserialize(deserializer)?,
+            schema: PhantomData,
+        })
     }
 }
 
@@ -127,62 +151,75 @@ impl<T: JsonSchema> JsonSchema for Call<T> {
     }
 }
 
-/// How much of each problem an argument error tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detail {
-    /// The location and message only (prompt-diary 0.2.10's server).
-    Message,
-    /// pydantic's whole line: `[type=…, input_value=…, input_type=…]` and the link to the
-    /// error's documentation (prompt-diary 0.2.20's server, with the pydantic it installs).
-    Pydantic,
-}
-
-/// The pydantic release whose documentation links [`Detail::Pydantic`] errors carry.
-const PYDANTIC_DOCS: &str = "https://errors.pydantic.dev/2.14/v/";
-
 /// One problem: where, pydantic's message and error type, and the value it was about
-/// (`None`: the whole arguments object, which is what a missing top-level argument shows).
+/// (`None`: the whole arguments object, which is what a missing argument shows).
 #[derive(Debug)]
 struct Problem {
     loc: &'static str,
-    message: String,
+    message: Cow<'static, str>,
     kind: &'static str,
-    input: Option<Value>,
+    input: Option<Py>,
 }
 
-/// Problems found in one call's arguments, reported together like pydantic does.
+/// The problems found in one call's arguments, reported together as pydantic does.
 #[derive(Debug, Default)]
-pub struct ArgErrors<'a> {
-    raw: Option<&'a JsonObject>,
+pub struct ArgErrors {
+    /// The arguments as pydantic validates them: FastMCP's JSON pre-parsing applied to
+    /// each parameter checked so far.
+    args: pyjson::Map,
     errors: Vec<Problem>,
 }
 
-impl<'a> ArgErrors<'a> {
-    /// The checks of one call whose arguments object was `raw`.
-    pub fn new(raw: &'a JsonObject) -> Self {
-        ArgErrors {
-            raw: Some(raw),
-            errors: Vec::new(),
+/// How pydantic's lax mode reads a parameter's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Other,
+}
+
+/// A problem with one value: pydantic's message and error type.
+type Refusal = (&'static str, &'static str);
+
+impl ArgErrors {
+    /// The checks of an arguments object, without the [`Exact`] view (tests).
+    pub fn of(args: &JsonObject) -> Self {
+        Call::<()> {
+            raw: args.clone(),
+            schema: PhantomData,
         }
+        .errors(&Extensions::new())
     }
 
-    fn push(
-        &mut self,
-        loc: &'static str,
-        message: impl Into<String>,
-        kind: &'static str,
-        input: Option<&Value>,
-    ) {
+    /// The value of parameter `name`, or `None` when it is absent. FastMCP first parses a
+    /// string sent for a parameter that is not a string, and uses what it holds when
+    /// that is not a string, a number or a boolean (`"[1]"` becomes a list, `"null"`
+    /// `None`, `"5"` stays a string); the arguments keep the parsed value.
+    fn value(&mut self, name: &str, kind: Kind) -> Option<Py> {
+        let value = self.args.get_mut(name)?;
+        if kind == Kind::Other
+            && let Py::String(text) = &*value
+            && let Ok(parsed) = pyjson::parse(text)
+            && !matches!(
+                parsed,
+                Py::String(_) | Py::Int(_) | Py::Float(_) | Py::Bool(_)
+            )
+        {
+            *value = parsed;
+        }
+        Some(value.clone())
+    }
+
+    fn push(&mut self, loc: &'static str, (message, kind): Refusal, input: Option<Py>) {
         self.errors.push(Problem {
             loc,
             message: message.into(),
             kind,
-            input: input.cloned(),
+            input,
         });
     }
 
     fn missing(&mut self, loc: &'static str) {
-        self.push(loc, "Field required", "missing", None);
+        self.push(loc, ("Field required", "missing"), None);
     }
 
     /// Whether every argument was fine.
@@ -190,40 +227,38 @@ impl<'a> ArgErrors<'a> {
         self.errors.is_empty()
     }
 
-    /// `None` when every argument was fine.
-    pub fn into_message(self, tool: &str, detail: Detail) -> Option<String> {
+    /// pydantic's report, `None` when every argument was fine.
+    pub fn into_message(self, tool: &str) -> Option<String> {
         if self.errors.is_empty() {
             return None;
         }
         let count = self.errors.len();
         let plural = if count == 1 { "" } else { "s" };
         let mut text = format!("{count} validation error{plural} for {tool}Arguments");
-        let whole = Value::Object(self.raw.cloned().unwrap_or_default());
+        let whole = Py::Object(self.args);
         for p in &self.errors {
-            text.push_str(&format!("\n{}\n  {}", p.loc, p.message));
-            if detail == Detail::Pydantic {
-                let input = p.input.as_ref().unwrap_or(&whole);
-                text.push_str(&format!(
-                    " [type={}, input_value={}, input_type={}]\n    For further information visit {PYDANTIC_DOCS}{}",
-                    p.kind,
-                    truncated_repr(&py_repr(input)),
-                    py_type(input),
-                    p.kind
-                ));
-            }
+            let input = p.input.as_ref().unwrap_or(&whole);
+            text.push_str(&format!(
+                "\n{}\n  {} [type={}, input_value={}, input_type={}]\n    For further information visit {PYDANTIC_DOCS}{}",
+                p.loc,
+                p.message,
+                p.kind,
+                truncated_repr(&py_repr(input)),
+                py_type(input),
+                p.kind
+            ));
         }
         Some(text)
     }
 
-    /// A required string argument.
-    pub fn string(&mut self, name: &'static str, arg: &Arg<String>) -> String {
-        match &arg.raw {
-            Some(Value::String(s)) => s.clone(),
+    /// A required `str` parameter (a string, nothing else).
+    pub fn string(&mut self, name: &'static str) -> String {
+        match self.value(name, Kind::Str) {
+            Some(Py::String(s)) => s,
             Some(v) => {
                 self.push(
                     name,
-                    "Input should be a valid string",
-                    "string_type",
+                    ("Input should be a valid string", "string_type"),
                     Some(v),
                 );
                 String::new()
@@ -235,179 +270,220 @@ impl<'a> ArgErrors<'a> {
         }
     }
 
-    /// A required integer argument: integers, integral floats (`4.0`), booleans, and
-    /// strings holding a decimal integer, as pydantic's lax mode accepts them.
-    pub fn integer(&mut self, name: &'static str, arg: &Arg<i64>) -> i64 {
-        let Some(raw) = &arg.raw else {
+    /// An optional `str | None = None` parameter; `None` when absent or `null`.
+    pub fn optional_string(&mut self, name: &'static str) -> Option<String> {
+        match self.value(name, Kind::Str)? {
+            Py::Null => None,
+            _ => Some(self.string(name)),
+        }
+    }
+
+    /// A required `int` parameter, read as pydantic's lax mode reads it: integers of any
+    /// size, integral floats (`4.0`), booleans, and strings holding a decimal integer.
+    pub fn integer(&mut self, name: &'static str) -> LineNumber {
+        let Some(value) = self.value(name, Kind::Other) else {
             self.missing(name);
-            return 0;
+            return LineNumber::from(0);
         };
-        match lax_integer(raw) {
-            Ok(n) => n,
-            Err((problem, kind)) => {
-                self.push(name, problem, kind, Some(raw));
-                0
-            }
+        lax_integer(&value).unwrap_or_else(|refusal| {
+            self.push(name, refusal, Some(value));
+            LineNumber::from(0)
+        })
+    }
+
+    /// An optional `int | None = None` parameter (lax, as [`ArgErrors::integer`]),
+    /// saturated to `i64`; `None` when absent or `null`.
+    pub fn optional_integer(&mut self, name: &'static str) -> Option<i64> {
+        match self.value(name, Kind::Other)? {
+            Py::Null => None,
+            _ => Some(self.integer(name).saturated()),
         }
     }
 
-    /// A required object argument. A string holding a JSON object is accepted too: LLM
-    /// clients often send nested objects that way (prompt-diary's server parses them).
-    pub fn object(&mut self, name: &'static str, arg: &Arg<JsonObject>) -> crate::pyjson::Value {
-        let object = match &arg.raw {
-            None => {
-                self.missing(name);
-                return crate::pyjson::Value::Null;
-            }
-            Some(Value::String(s)) => serde_json::from_str::<Value>(s)
-                .ok()
-                .filter(Value::is_object),
-            Some(v) => Some(v.clone()).filter(Value::is_object),
-        };
-        match object {
-            Some(v) => to_py(&v),
-            None => {
+    /// A required `dict[str, Any]` parameter.
+    pub fn object(&mut self, name: &'static str) -> Py {
+        match self.value(name, Kind::Other) {
+            Some(v @ Py::Object(_)) => v,
+            Some(v) => {
                 self.push(
                     name,
-                    "Input should be a valid dictionary",
-                    "dict_type",
-                    arg.raw.as_ref(),
+                    ("Input should be a valid dictionary", "dict_type"),
+                    Some(v),
                 );
-                crate::pyjson::Value::Null
+                Py::Null
             }
-        }
-    }
-
-    /// A required array argument (a string holding a JSON array is accepted too).
-    pub fn array(&mut self, name: &'static str, arg: &Arg<Vec<Value>>) -> crate::pyjson::Value {
-        let array = match &arg.raw {
             None => {
                 self.missing(name);
-                return crate::pyjson::Value::Null;
+                Py::Null
             }
-            Some(Value::String(s)) => serde_json::from_str::<Value>(s)
-                .ok()
-                .filter(Value::is_array),
-            Some(v) => Some(v.clone()).filter(Value::is_array),
-        };
-        match array {
-            Some(v) => to_py(&v),
+        }
+    }
+
+    /// A required `list` parameter.
+    pub fn array(&mut self, name: &'static str) -> Py {
+        match self.value(name, Kind::Other) {
+            Some(v @ Py::Array(_)) => v,
+            Some(v) => {
+                self.push(name, ("Input should be a valid list", "list_type"), Some(v));
+                Py::Null
+            }
             None => {
-                self.push(
-                    name,
-                    "Input should be a valid list",
-                    "list_type",
-                    arg.raw.as_ref(),
-                );
-                crate::pyjson::Value::Null
+                self.missing(name);
+                Py::Null
             }
         }
     }
 
-    /// An optional argument restricted to a few literal strings; `None` if absent.
-    /// The paged read's `cursor`: absent or null, or `{line, offset = 0}` of integers.
-    pub fn cursor(&mut self, arg: &Arg<Value>) -> Option<(i64, i64)> {
-        let raw = arg.raw.as_ref()?;
-        let Value::Object(map) = raw else {
-            self.push(
-                "cursor",
-                "Input should be a dictionary or an instance of ReadCursor",
-                "dataclass_type",
-                Some(raw),
-            );
-            return None;
-        };
-        let line = match map.get("line") {
-            None => Err(("Field required", "missing", raw)),
-            Some(v) => lax_integer(v).map_err(|(m, k)| (m, k, v)),
-        };
-        let offset = match map.get("offset") {
-            None => Ok(0),
-            Some(v) => lax_integer(v).map_err(|(m, k)| (m, k, v)),
-        };
-        if let Err((problem, kind, input)) = line {
-            self.push("cursor.line", problem, kind, Some(input));
-        }
-        if let Err((problem, kind, input)) = offset {
-            self.push("cursor.offset", problem, kind, Some(input));
-        }
-        Some((line.ok()?, offset.ok()?))
-    }
-
-    pub fn literal<T: Copy>(
-        &mut self,
-        name: &'static str,
-        arg: &Arg<T>,
-        choices: &[(&str, T)],
-    ) -> Option<T> {
-        let raw = arg.raw.as_ref()?;
-        let found = raw
+    /// A `Literal[...]` parameter with a default: one of `choices`, `None` when absent.
+    pub fn literal<T: Copy>(&mut self, name: &'static str, choices: &[(&str, T)]) -> Option<T> {
+        let value = self.value(name, Kind::Other)?;
+        let found = value
             .as_str()
             .and_then(|s| choices.iter().find(|(c, _)| *c == s));
-        match found {
-            Some((_, value)) => Some(*value),
-            None => {
-                let names: Vec<String> = choices.iter().map(|(c, _)| format!("'{c}'")).collect();
-                self.push(
-                    name,
-                    format!("Input should be {}", names.join(" or ")),
-                    "literal_error",
-                    Some(raw),
-                );
-                None
-            }
+        if let Some((_, choice)) = found {
+            return Some(*choice);
         }
+        // pydantic's wording: 'a' or 'b'; 'a', 'b' or 'c'.
+        let names: Vec<String> = choices.iter().map(|(c, _)| pyjson::py_repr(c)).collect();
+        let listed = match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        self.errors.push(Problem {
+            loc: name,
+            message: format!("Input should be {listed}").into(),
+            kind: "literal_error",
+            input: Some(value),
+        });
+        None
+    }
+
+    /// The paged read's `cursor: ReadCursor | None = None`, a dataclass
+    /// `{line: int, offset: int = 0}`: `None` when absent or `null`, else its two
+    /// integers (saturated to `i64`: a cursor outside the range is refused either way).
+    pub fn cursor(&mut self) -> Option<(i64, i64)> {
+        let value = self.value("cursor", Kind::Other)?;
+        let map = match &value {
+            Py::Null => return None,
+            Py::Object(map) => map,
+            _ => {
+                self.push(
+                    "cursor",
+                    (
+                        "Input should be a dictionary or an instance of ReadCursor",
+                        "dataclass_type",
+                    ),
+                    Some(value),
+                );
+                return None;
+            }
+        };
+        let line = match map.get("line") {
+            None => Err((("Field required", "missing"), value.clone())),
+            Some(v) => lax_integer(v).map_err(|refusal| (refusal, v.clone())),
+        };
+        let offset = match map.get("offset") {
+            None => Ok(LineNumber::from(0)),
+            Some(v) => lax_integer(v).map_err(|refusal| (refusal, v.clone())),
+        };
+        if let Err((refusal, input)) = &line {
+            self.push("cursor.line", *refusal, Some(input.clone()));
+        }
+        if let Err((refusal, input)) = &offset {
+            self.push("cursor.offset", *refusal, Some(input.clone()));
+        }
+        Some((line.ok()?.saturated(), offset.ok()?.saturated()))
     }
 }
 
-impl ArgErrors<'_> {
-    /// An optional string argument; `None` when absent or `null`.
-    pub fn optional_string(&mut self, name: &'static str, arg: &Arg<String>) -> Option<String> {
-        arg.raw.as_ref()?;
-        Some(self.string(name, arg))
-    }
-
-    /// An optional integer argument (lax, as [`ArgErrors::integer`]); `None` when absent
-    /// or `null`.
-    pub fn optional_integer(&mut self, name: &'static str, arg: &Arg<i64>) -> Option<i64> {
-        arg.raw.as_ref()?;
-        Some(self.integer(name, arg))
+/// An integer as pydantic's lax mode reads it, or pydantic's message and error type.
+fn lax_integer(value: &Py) -> Result<LineNumber, Refusal> {
+    const PARSING: Refusal = (
+        "Input should be a valid integer, unable to parse string as an integer",
+        "int_parsing",
+    );
+    match value {
+        Py::Bool(b) => Ok(LineNumber::from(i64::from(*b))),
+        Py::Int(text) => {
+            LineNumber::parse(text).ok_or(("Input should be a valid integer", "int_type"))
+        }
+        Py::Float(f) if !f.is_finite() => Err(("Input should be a finite number", "finite_number")),
+        Py::Float(f) if f.fract() != 0.0 => Err((
+            "Input should be a valid integer, got a number with a fractional part",
+            "int_from_float",
+        )),
+        // Strictly inside i64's range, as pydantic-core converts; beyond it, refused.
+        Py::Float(f) if *f > i64::MIN as f64 && *f < i64::MAX as f64 => {
+            Ok(LineNumber::from(*f as i64))
+        }
+        Py::Float(_) => Err((
+            "Unable to parse input string as an integer, exceeded maximum size",
+            "int_parsing_size",
+        )),
+        Py::String(s) => integer_text(s).ok_or(PARSING),
+        _ => Err(("Input should be a valid integer", "int_type")),
     }
 }
 
-/// Python's `repr` of a JSON value as the server received it.
-fn py_repr(v: &Value) -> String {
+/// A string as pydantic reads an integer from it: surrounding whitespace, a sign, ASCII
+/// digits with single `_` between them, and optionally `.` and zeros (`" 1_000 "`,
+/// `"+5"`, `"4.00"`; not `"4."`, `"_1"`, `"1e2"` or other scripts' digits).
+fn integer_text(s: &str) -> Option<LineNumber> {
+    let t = s.trim();
+    let t = match t.split_once('.') {
+        Some((whole, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => whole,
+        Some(_) => return None,
+        None => t,
+    };
+    let (sign, body) = match t.as_bytes().first() {
+        Some(b'+' | b'-') => t.split_at(1),
+        _ => ("", t),
+    };
+    let groups_ok = body
+        .split('_')
+        .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()));
+    if !groups_ok {
+        return None;
+    }
+    LineNumber::parse(&format!("{sign}{}", body.replace('_', "")))
+}
+
+/// Python's `repr` of an argument value.
+fn py_repr(v: &Py) -> String {
     match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-        Value::Number(n) => crate::pyjson::float_repr(n.as_f64().unwrap_or(f64::NAN)),
-        Value::String(s) => crate::pyjson::py_repr(s),
-        Value::Array(items) => {
+        Py::Null => "None".into(),
+        Py::Bool(true) => "True".into(),
+        Py::Bool(false) => "False".into(),
+        Py::Int(text) => text.clone(),
+        Py::Float(f) if f.is_nan() => "nan".into(),
+        Py::Float(f) if f.is_infinite() => if *f > 0.0 { "inf" } else { "-inf" }.into(),
+        Py::Float(f) => pyjson::float_repr(*f),
+        Py::String(s) => pyjson::py_repr(s),
+        Py::Array(items) => {
             let items: Vec<String> = items.iter().map(py_repr).collect();
             format!("[{}]", items.join(", "))
         }
-        Value::Object(map) => {
+        Py::Object(map) => {
             let members: Vec<String> = map
                 .iter()
-                .map(|(k, v)| format!("{}: {}", crate::pyjson::py_repr(k), py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", pyjson::py_repr(k), py_repr(v)))
                 .collect();
             format!("{{{}}}", members.join(", "))
         }
     }
 }
 
-/// The Python type name of a JSON value.
-fn py_type(v: &Value) -> &'static str {
+/// The Python type name of an argument value.
+fn py_type(v: &Py) -> &'static str {
     match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "int",
-        Value::Number(_) => "float",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
+        Py::Null => "NoneType",
+        Py::Bool(_) => "bool",
+        Py::Int(_) => "int",
+        Py::Float(_) => "float",
+        Py::String(_) => "str",
+        Py::Array(_) => "list",
+        Py::Object(_) => "dict",
     }
 }
 
@@ -419,195 +495,257 @@ fn truncated_repr(repr: &str) -> Cow<'_, str> {
     }
     Cow::Owned(format!(
         "{}...{}",
-        crate::pyjson::floor_prefix(repr, 25),
-        crate::pyjson::ceil_suffix(repr, 24)
+        pyjson::floor_prefix(repr, 25),
+        pyjson::ceil_suffix(repr, 24)
     ))
-}
-
-/// An integer as pydantic's lax mode reads it, or pydantic's message and error type.
-fn lax_integer(raw: &Value) -> Result<i64, (&'static str, &'static str)> {
-    const NOT_INT: (&str, &str) = ("Input should be a valid integer", "int_type");
-    match raw {
-        Value::Bool(b) => Ok(i64::from(*b)),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                return Ok(i);
-            }
-            let f = n.as_f64().ok_or(NOT_INT)?;
-            if f.fract() != 0.0 {
-                return Err((
-                    "Input should be a valid integer, got a number with a fractional part",
-                    "int_from_float",
-                ));
-            }
-            // Integral but beyond i64 (huge JSON integers arrive as floats): saturate, which
-            // keeps every range check's outcome.
-            Ok(f as i64)
-        }
-        Value::String(s) => {
-            let t: String = s.trim().chars().filter(|c| *c != '_').collect();
-            let t = t.strip_suffix(".0").unwrap_or(&t);
-            let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return Err((
-                    "Input should be a valid integer, unable to parse string as an integer",
-                    "int_parsing",
-                ));
-            }
-            t.parse::<i64>().map_err(|_| NOT_INT)
-        }
-        _ => Err(NOT_INT),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn integer(raw: Value) -> Result<i64, String> {
-        let mut errors = ArgErrors::default();
-        let n = errors.integer("start_line", &Arg::new(Some(raw)));
-        errors.into_message("t", Detail::Message).map_or(Ok(n), Err)
+    /// The checks of one call whose arguments object is `args` (JSON text), with the
+    /// [`Exact`] view the stdio transport attaches; `None` when there is none to attach.
+    fn errors_of(args: &str) -> (ArgErrors, bool) {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+        );
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        let mut extensions = Extensions::new();
+        let exact = exact_arguments(line.as_bytes(), &message);
+        let had_exact = exact.is_some();
+        if let Some(exact) = exact {
+            extensions.insert(exact);
+        }
+        let raw = match &message["params"]["arguments"] {
+            Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        };
+        let call = Call::<()> {
+            raw,
+            schema: PhantomData,
+        };
+        (call.errors(&extensions), had_exact)
     }
 
-    #[test]
-    fn integers_are_lax_like_pydantic() {
-        for (raw, expect) in [
-            (json!(4), Ok(4)),
-            (json!(4.0), Ok(4)),
-            (json!(1e2), Ok(100)),
-            (json!(true), Ok(1)),
-            (json!(false), Ok(0)),
-            (json!("4"), Ok(4)),
-            (json!(" 4 "), Ok(4)),
-            (json!("+5"), Ok(5)),
-            (json!("-3"), Ok(-3)),
-            (json!("1_000"), Ok(1000)),
-            (json!("4.0"), Ok(4)),
-        ] {
-            assert_eq!(integer(raw.clone()), expect, "{raw}");
+    /// Runs `tool`'s checks as its handler does, in the order of prompt-diary 0.2.20's
+    /// parameters; the report and, for a read, the line numbers read.
+    fn run(tool: &str, args: &str) -> (Option<String>, Option<(String, String)>) {
+        let (mut errors, _) = errors_of(args);
+        let mut lines = None;
+        match tool {
+            "read_session_lines" => {
+                errors.string("project_key");
+                errors.string("session_ref");
+                let start = errors.integer("start_line");
+                let end = errors.integer("end_line");
+                errors.literal("mode", &[("compact", 0), ("full", 1)]);
+                errors.cursor();
+                lines = Some((start.to_string(), end.to_string()));
+            }
+            "write_engagement" => {
+                errors.object("overall_reading");
+                errors.array("observations");
+                errors.array("limits");
+            }
+            _ => panic!("no checks for {tool}"),
         }
-        for raw in [
-            json!(4.5),
-            json!("1e2"),
-            json!("0x10"),
-            json!([1]),
-            json!({}),
+        (errors.into_message(tool), lines)
+    }
+
+    /// Each report is the text prompt-diary 0.2.20's own server (FastMCP, pydantic 2.14.4,
+    /// pydantic-core 2.50.5, the same as 0.2.10 installs) answered for these arguments,
+    /// captured over stdio after `Error executing tool <name>: `.
+    #[test]
+    fn reports_are_prompt_diary_s_byte_for_byte() {
+        let cases = [
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": null, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "abc", "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='abc', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1.5, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": true, "end_line": [1, "x"]}"#,
+                "1 validation error for read_session_linesArguments\nend_line\n  Input should be a valid integer [type=int_type, input_value=[1, 'x'], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1e+30, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": -9.223372036854776e+18, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=-9.223372036854776e+18, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "1__0", "end_line": "4."}"#,
+                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='1__0', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing\nend_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='4.', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "[1]", "end_line": "null"}"#,
+                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type\nend_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": 1000000000000000000000000000000, "session_ref": null, "start_line": 1, "end_line": 3}"#,
+                "2 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1000000000000000000000000000000, input_type=int]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": {"k": 1000000000000000000000000000000, "f": 0.1, "s": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, "session_ref": "S0001", "start_line": 1, "end_line": 3}"#,
+                "1 validation error for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value={'k': 1000000000000000000...xxxxxxxxxxxxxxxxxxxxxx'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "Full"}"#,
+                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value='Full', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "null"}"#,
+                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {}}"#,
+                "1 validation error for read_session_linesArguments\ncursor.line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {"line": 1000000000000000000000000000000, "offset": 1e+30}}"#,
+                "1 validation error for read_session_linesArguments\ncursor.offset\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
+            ),
+            (
+                "read_session_lines",
+                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": "x"}"#,
+                "1 validation error for read_session_linesArguments\ncursor\n  Input should be a dictionary or an instance of ReadCursor [type=dataclass_type, input_value='x', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/dataclass_type",
+            ),
+            (
+                "read_session_lines",
+                r#"{"x": [1.5, null, true, {"k": 1000000000000000000000000000000}], "project_key": 1.5}"#,
+                "4 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "read_session_lines",
+                r#"{}"#,
+                "4 validation errors for read_session_linesArguments\nproject_key\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nsession_ref\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
+            ),
+            (
+                "write_engagement",
+                r#"{"overall_reading": "[1]", "observations": "{}", "limits": "5"}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value='5', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+            (
+                "write_engagement",
+                r#"{"overall_reading": null, "observations": "null", "limits": -0.0}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value=-0.0, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+            (
+                "write_engagement",
+                r#"{"limits": "éééééééééééééééééééééééééééééééééééééééé"}"#,
+                "3 validation errors for write_engagementArguments\noverall_reading\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nobservations\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nlimits\n  Input should be a valid list [type=list_type, input_value='éééééééééééé...ééééééééééé', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
+            ),
+        ];
+        for (tool, args, expect) in cases {
+            assert_eq!(run(tool, args).0.as_deref(), Some(expect), "{args}");
+        }
+    }
+
+    /// What prompt-diary 0.2.10 and 0.2.20 accepted for a line number, and the number their
+    /// range messages then printed (`end_line N must be >= start_line M`).
+    #[test]
+    fn integers_are_read_as_pydantic_s_lax_mode_reads_them() {
+        let big = "1000000000000000000000000000000";
+        for (value, expect) in [
+            ("4", "4"),
+            ("4.0", "4"),
+            ("-0.0", "0"),
+            ("1e2", "100"),
+            ("true", "1"),
+            ("false", "0"),
+            (r#""4""#, "4"),
+            (r#"" 4 ""#, "4"),
+            (r#""\t5\n""#, "5"),
+            (r#""\u00a05""#, "5"),
+            (r#""+5""#, "5"),
+            (r#""-3""#, "-3"),
+            (r#""-0""#, "0"),
+            (r#""007""#, "7"),
+            (r#""1_000""#, "1000"),
+            (r#""4.0""#, "4"),
+            (r#""4.00""#, "4"),
+            ("9.223372036854775e18", "9223372036854774784"),
+            ("9223372036854775808", "9223372036854775808"),
+            ("-9223372036854775809", "-9223372036854775809"),
+            (big, big),
+            (&format!("-{big}"), &format!("-{big}")),
+            (&format!(r#""{big}.0""#), big),
         ] {
-            let err = integer(raw.clone()).expect_err("rejected");
+            let args = format!(
+                r#"{{"project_key": "P", "session_ref": "S", "start_line": {value}, "end_line": 1}}"#
+            );
+            let (report, lines) = run("read_session_lines", &args);
+            assert_eq!(report, None, "{value}");
+            assert_eq!(lines.map(|l| l.0).as_deref(), Some(expect), "{value}");
+        }
+        for value in [
+            r#""_1""#,
+            r#""1_""#,
+            r#""1__0""#,
+            r#""4.""#,
+            r#""4.5""#,
+            r#""0x10""#,
+            r#""1e2""#,
+            r#""٣""#,
+            r#""１２""#,
+            r#""""#,
+            r#"" ""#,
+            r#""+""#,
+            r#""+-1""#,
+            r#""1 000""#,
+            r#""NaN""#,
+            r#""true""#,
+        ] {
+            let args = format!(
+                r#"{{"project_key": "P", "session_ref": "S", "start_line": {value}, "end_line": 1}}"#
+            );
+            let report = run("read_session_lines", &args).0.unwrap_or_default();
             assert!(
-                err.starts_with("1 validation error for tArguments\nstart_line\n  Input should be"),
-                "{err}"
+                report.contains("unable to parse string as an integer [type=int_parsing"),
+                "{value}: {report}"
             );
         }
     }
 
     #[test]
-    fn missing_arguments_are_named() {
-        #[derive(serde::Deserialize)]
-        struct Args {
-            project_key: Arg<String>,
-            end_line: Arg<i64>,
-        }
-        let args: Args = serde_json::from_value(json!({"project_key": 5})).expect("never fails");
-        let mut errors = ArgErrors::default();
-        errors.string("project_key", &args.project_key);
-        errors.integer("end_line", &args.end_line);
-        assert_eq!(
-            errors
-                .into_message("read_session_lines", Detail::Message)
-                .unwrap(),
-            "2 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string\nend_line\n  Field required"
-        );
+    fn only_calls_with_inexact_numbers_carry_exact_arguments() {
+        assert!(!errors_of(r#"{"a": 1, "b": [-2, "3.5"]}"#).1);
+        assert!(errors_of(r#"{"a": [1.5]}"#).1);
+        assert!(errors_of(r#"{"a": {"b": 100000000000000000000}}"#).1);
     }
 
     #[test]
-    fn literals_accept_only_their_choices() {
-        let choices = [("compact", 0), ("full", 1)];
-        let mut errors = ArgErrors::default();
-        assert_eq!(
-            errors.literal("mode", &Arg::new(Some(json!("full"))), &choices),
-            Some(1)
-        );
-        assert_eq!(
-            errors.literal::<i32>("mode", &Arg::new(None), &choices),
-            None
-        );
-        assert!(errors.into_message("t", Detail::Message).is_none());
-        let mut errors = ArgErrors::default();
-        errors.literal("mode", &Arg::new(Some(json!("Full"))), &choices);
-        assert_eq!(
-            errors.into_message("t", Detail::Message).unwrap(),
-            "1 validation error for tArguments\nmode\n  Input should be 'compact' or 'full'"
-        );
-    }
-
-    /// prompt-diary 0.2.20's server (pydantic 2.14) answered these calls with these texts.
-    #[test]
-    fn pydantic_detail_matches_prompt_diary_0_2_20() {
-        #[derive(serde::Deserialize)]
-        struct Read {
-            project_key: Arg<String>,
-            start_line: Arg<i64>,
-            #[serde(default)]
-            cursor: Arg<Value>,
-        }
-        fn check(call: Value, expect: &str) {
-            let Call { args, raw } = serde_json::from_value::<Call<Read>>(call).unwrap();
-            let mut errors = ArgErrors::new(&raw);
-            errors.string("project_key", &args.project_key);
-            errors.integer("start_line", &args.start_line);
-            errors.cursor(&args.cursor);
-            let got = errors.into_message("read_session_lines", Detail::Pydantic);
-            assert_eq!(got.as_deref(), Some(expect));
-        }
-        let docs = "\n    For further information visit https://errors.pydantic.dev/2.14/v/";
-        check(
-            json!({"project_key": "p", "start_line": 1, "cursor": {"offset": "y".repeat(80), "z": [1, 2, 3]}}),
-            &format!(
-                "2 validation errors for read_session_linesArguments\ncursor.line\n  Field required \
-                 [type=missing, input_value={{'offset': 'yyyyyyyyyyyyy...yyyyyy', 'z': [1, 2, 3]}}, \
-                 input_type=dict]{docs}missing\ncursor.offset\n  Input should be a valid integer, \
-                 unable to parse string as an integer [type=int_parsing, \
-                 input_value='yyyyyyyyyyyyyyyyyyyyyyyy...yyyyyyyyyyyyyyyyyyyyyyy', input_type=str]{docs}int_parsing"
-            ),
-        );
-        check(
-            json!({"project_key": "p", "start_line": vec![1; 40]}),
-            &format!(
-                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a \
-                 valid integer [type=int_type, input_value=[1, 1, 1, 1, 1, 1, 1, 1, ... 1, 1, 1, 1, 1, \
-                 1, 1, 1], input_type=list]{docs}int_type"
-            ),
-        );
-        check(
-            json!({"project_key": "p", "start_line": 1, "cursor": {"line": "é".repeat(60)}}),
-            &format!(
-                "1 validation error for read_session_linesArguments\ncursor.line\n  Input should be a \
-                 valid integer, unable to parse string as an integer [type=int_parsing, \
-                 input_value='éééééééééééé...ééééééééééé', input_type=str]{docs}int_parsing"
-            ),
-        );
-        check(
-            json!({"project_key": 5, "start_line": {"a": null, "b": true, "c": 1.5}, "cursor": "bad"}),
-            &format!(
-                "3 validation errors for read_session_linesArguments\nproject_key\n  Input should be a \
-                 valid string [type=string_type, input_value=5, input_type=int]{docs}string_type\n\
-                 start_line\n  Input should be a valid integer [type=int_type, input_value={{'a': None, \
-                 'b': True, 'c': 1.5}}, input_type=dict]{docs}int_type\ncursor\n  Input should be a \
-                 dictionary or an instance of ReadCursor [type=dataclass_type, input_value='bad', \
-                 input_type=str]{docs}dataclass_type"
-            ),
-        );
-        check(
-            json!({"chain": "x"}),
-            &format!(
-                "2 validation errors for read_session_linesArguments\nproject_key\n  Field required \
-                 [type=missing, input_value={{'chain': 'x'}}, input_type=dict]{docs}missing\n\
-                 start_line\n  Field required [type=missing, input_value={{'chain': 'x'}}, \
-                 input_type=dict]{docs}missing"
-            ),
+    fn literal_choices_are_listed_as_pydantic_lists_them() {
+        let (mut errors, _) = errors_of(r#"{"m": "x"}"#);
+        errors.literal("m", &[("a", 0), ("b", 1), ("c", 2)]);
+        let report = errors.into_message("t").unwrap_or_default();
+        assert!(
+            report.contains("m\n  Input should be 'a', 'b' or 'c' [type=literal_error"),
+            "{report}"
         );
     }
 }

@@ -4,16 +4,20 @@
 //! structured content.
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, Extensions};
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ErrorData, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::args::{Arg, ArgErrors, Call};
+use super::args::{Arg, Call};
 use super::{Server, text_result};
 use crate::agent_citations::query::{Answer, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "read_agent_citationsArguments")]
 pub struct ReadAgentCitationsArgs {
     #[schemars(title = "Project Key")]
@@ -28,7 +32,11 @@ pub struct ReadAgentCitationsArgs {
     turn_ref: Arg<String>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "search_agent_citationsArguments")]
 pub struct SearchAgentCitationsArgs {
     #[schemars(
@@ -76,13 +84,14 @@ SHA-256 when it was read).",
     )]
     async fn read_agent_citations(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<ReadAgentCitationsArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<ReadAgentCitationsArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let project_key = errors.string("project_key", &args.project_key);
-        let session_ref = errors.string("session_ref", &args.session_ref);
-        let turn_ref = errors.optional_string("turn_ref", &args.turn_ref);
-        if let Some(refusal) = self.refuse("read_agent_citations", errors).await {
+        let mut errors = call.errors(&extensions);
+        let project_key = errors.string("project_key");
+        let session_ref = errors.string("session_ref");
+        let turn_ref = errors.optional_string("turn_ref");
+        if let Some(refusal) = super::refuse("read_agent_citations", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -104,14 +113,15 @@ ties in workspace order (project, session, line). At most `limit` results (defau
     )]
     async fn search_agent_citations(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<SearchAgentCitationsArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<SearchAgentCitationsArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let query = errors.string("query", &args.query);
-        let kind = errors.optional_string("type", &args.kind);
-        let project_key = errors.optional_string("project_key", &args.project_key);
-        let limit = errors.optional_integer("limit", &args.limit);
-        if let Some(refusal) = self.refuse("search_agent_citations", errors).await {
+        let mut errors = call.errors(&extensions);
+        let query = errors.string("query");
+        let kind = errors.optional_string("type");
+        let project_key = errors.optional_string("project_key");
+        let limit = errors.optional_integer("limit");
+        if let Some(refusal) = super::refuse("search_agent_citations", errors) {
             return Ok(refusal);
         }
         let result = self

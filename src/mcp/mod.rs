@@ -19,8 +19,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
+    Implementation, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ResourcesCapability, ServerCapabilities,
+    ServerConfig, ToolsCapability,
 };
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
@@ -31,7 +33,7 @@ use tokio::sync::OnceCell;
 use crate::pages::RawCursor;
 use crate::read::{Mode, ReadRequest, TextForm};
 use crate::service::Service;
-use args::{Arg, ArgErrors, Call, Detail};
+use args::{Arg, ArgErrors, Call};
 
 /// Registration order of prompt-diary 0.2.10, which `tools/list` keeps.
 const TOOL_ORDER: [&str; 8] = [
@@ -53,7 +55,11 @@ content is necessary.";
 #[schemars(title = "prompt_diary_pingArguments")]
 pub struct PingArgs {}
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "read_session_linesArguments")]
 pub struct ReadSessionLinesArgs {
     #[schemars(title = "Project Key")]
@@ -64,7 +70,7 @@ pub struct ReadSessionLinesArgs {
     start_line: Arg<i64>,
     #[schemars(title = "End Line")]
     end_line: Arg<i64>,
-    #[serde(default, deserialize_with = "args::present")]
+    #[serde(default)]
     #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
     mode: Arg<ModeArg>,
     /// The paged contract's continuation; its schema is [`read_schema_0_2_20`]'s.
@@ -73,7 +79,11 @@ pub struct ReadSessionLinesArgs {
     cursor: Arg<serde_json::Value>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_evidenceArguments")]
 pub struct WriteEvidenceArgs {
     #[schemars(title = "Project Key")]
@@ -84,7 +94,11 @@ pub struct WriteEvidenceArgs {
     evidence_chain: Arg<args::JsonObject>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_work_itemArguments")]
 pub struct WriteWorkItemArgs {
     #[schemars(title = "Project Key")]
@@ -93,7 +107,11 @@ pub struct WriteWorkItemArgs {
     work_item: Arg<args::JsonObject>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_project_summaryArguments")]
 pub struct WriteProjectSummaryArgs {
     #[schemars(title = "Project Key")]
@@ -102,14 +120,22 @@ pub struct WriteProjectSummaryArgs {
     summary: Arg<args::JsonObject>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_report_titleArguments")]
 pub struct WriteReportTitleArgs {
     #[schemars(title = "Title")]
     title: Arg<args::JsonObject>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_engagementArguments")]
 pub struct WriteEngagementArgs {
     #[schemars(title = "Overall Reading")]
@@ -120,7 +146,11 @@ pub struct WriteEngagementArgs {
     limits: Arg<Vec<serde_json::Value>>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "a schema only: the arguments are read by name (args::ArgErrors)"
+)]
 #[schemars(title = "write_team_learningArguments")]
 pub struct WriteTeamLearningArgs {
     #[schemars(title = "Takeaways")]
@@ -132,7 +162,7 @@ pub struct WriteTeamLearningArgs {
 }
 
 /// `read_session_lines`'s `mode` as the schema shows it.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum ModeArg {
     Compact,
@@ -197,22 +227,6 @@ impl Server {
         tokio::spawn(async move { service.get().await.map(|_| ()) });
     }
 
-    /// The result refusing a call's arguments, worded as the workspace's contract words
-    /// it; `None` when they were fine. A workspace that cannot be served gets the
-    /// shorter wording rather than no answer about the arguments.
-    async fn refuse(&self, tool: &str, errors: ArgErrors<'_>) -> Option<CallToolResult> {
-        if errors.is_empty() {
-            return None;
-        }
-        let detail = match self.service.get().await {
-            Ok(service) if service.contract().pydantic_error_detail() => Detail::Pydantic,
-            _ => Detail::Message,
-        };
-        errors
-            .into_message(tool, detail)
-            .map(|message| argument_error(tool, message))
-    }
-
     /// Runs a blocking core call on the blocking pool.
     async fn call<T: Send + 'static>(
         &self,
@@ -237,6 +251,15 @@ fn argument_error(tool: &str, message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!(
         "Error executing tool {tool}: {message}"
     ))])
+}
+
+/// The result refusing a call's arguments in pydantic's words, as prompt-diary's server
+/// answers before its tool runs (so whatever the workspace's state); `None` when they
+/// were fine.
+fn refuse(tool: &str, errors: ArgErrors) -> Option<CallToolResult> {
+    errors
+        .into_message(tool)
+        .map(|message| argument_error(tool, message))
 }
 
 /// `read_session_lines`'s input schema under the paged contract: `mode` describes the
@@ -317,13 +340,14 @@ impl Server {
     )]
     async fn write_evidence(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteEvidenceArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteEvidenceArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let project_key = errors.string("project_key", &args.project_key);
-        let session_ref = errors.string("session_ref", &args.session_ref);
-        let chain = errors.object("evidence_chain", &args.evidence_chain);
-        if let Some(refusal) = self.refuse("write_evidence", errors).await {
+        let mut errors = call.errors(&extensions);
+        let project_key = errors.string("project_key");
+        let session_ref = errors.string("session_ref");
+        let chain = errors.object("evidence_chain");
+        if let Some(refusal) = refuse("write_evidence", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -343,12 +367,13 @@ impl Server {
     )]
     async fn write_work_item(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteWorkItemArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteWorkItemArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let project_key = errors.string("project_key", &args.project_key);
-        let item = errors.object("work_item", &args.work_item);
-        if let Some(refusal) = self.refuse("write_work_item", errors).await {
+        let mut errors = call.errors(&extensions);
+        let project_key = errors.string("project_key");
+        let item = errors.object("work_item");
+        if let Some(refusal) = refuse("write_work_item", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -368,12 +393,13 @@ impl Server {
     )]
     async fn write_project_summary(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteProjectSummaryArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteProjectSummaryArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let project_key = errors.string("project_key", &args.project_key);
-        let summary = errors.object("summary", &args.summary);
-        if let Some(refusal) = self.refuse("write_project_summary", errors).await {
+        let mut errors = call.errors(&extensions);
+        let project_key = errors.string("project_key");
+        let summary = errors.object("summary");
+        if let Some(refusal) = refuse("write_project_summary", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -393,11 +419,12 @@ impl Server {
     )]
     async fn write_report_title(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteReportTitleArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteReportTitleArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let title = errors.object("title", &args.title);
-        if let Some(refusal) = self.refuse("write_report_title", errors).await {
+        let mut errors = call.errors(&extensions);
+        let title = errors.object("title");
+        if let Some(refusal) = refuse("write_report_title", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -417,13 +444,14 @@ impl Server {
     )]
     async fn write_engagement(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteEngagementArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteEngagementArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let overall = errors.object("overall_reading", &args.overall_reading);
-        let observations = errors.array("observations", &args.observations);
-        let limits = errors.array("limits", &args.limits);
-        if let Some(refusal) = self.refuse("write_engagement", errors).await {
+        let mut errors = call.errors(&extensions);
+        let overall = errors.object("overall_reading");
+        let observations = errors.array("observations");
+        let limits = errors.array("limits");
+        if let Some(refusal) = refuse("write_engagement", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -443,13 +471,14 @@ impl Server {
     )]
     async fn write_team_learning(
         &self,
-        Parameters(Call { args, raw }): Parameters<Call<WriteTeamLearningArgs>>,
+        extensions: Extensions,
+        Parameters(call): Parameters<Call<WriteTeamLearningArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
-        let takeaways = errors.object("takeaways", &args.takeaways);
-        let patterns = errors.array("patterns", &args.patterns);
-        let limits = errors.array("limits", &args.limits);
-        if let Some(refusal) = self.refuse("write_team_learning", errors).await {
+        let mut errors = call.errors(&extensions);
+        let takeaways = errors.object("takeaways");
+        let patterns = errors.array("patterns");
+        let limits = errors.array("limits");
+        if let Some(refusal) = refuse("write_team_learning", errors) {
             return Ok(refusal);
         }
         let result = self
@@ -465,17 +494,16 @@ impl Server {
     async fn read_session_lines(
         &self,
         context: RequestContext<RoleServer>,
-        Parameters(Call { args, raw }): Parameters<Call<ReadSessionLinesArgs>>,
+        Parameters(call): Parameters<Call<ReadSessionLinesArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut errors = ArgErrors::new(&raw);
+        let mut errors = call.errors(&context.extensions);
         let request = ReadRequest {
-            project_key: errors.string("project_key", &args.project_key),
-            session_ref: errors.string("session_ref", &args.session_ref),
-            start_line: errors.integer("start_line", &args.start_line),
-            end_line: errors.integer("end_line", &args.end_line),
+            project_key: errors.string("project_key"),
+            session_ref: errors.string("session_ref"),
+            start_line: errors.integer("start_line"),
+            end_line: errors.integer("end_line"),
             mode: match errors.literal(
                 "mode",
-                &args.mode,
                 &[("compact", ModeArg::Compact), ("full", ModeArg::Full)],
             ) {
                 Some(ModeArg::Full) => Mode::Full,
@@ -486,9 +514,9 @@ impl Server {
         // The paged contract: one page from the cursor, built whole on the blocking pool.
         if contract.paged_reads() {
             let cursor = errors
-                .cursor(&args.cursor)
+                .cursor()
                 .map(|(line, offset)| RawCursor { line, offset });
-            if let Some(refusal) = self.refuse("read_session_lines", errors).await {
+            if let Some(refusal) = refuse("read_session_lines", errors) {
                 return Ok(refusal);
             }
             let text = self
@@ -496,7 +524,7 @@ impl Server {
                 .await?;
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
         }
-        if let Some(refusal) = self.refuse("read_session_lines", errors).await {
+        if let Some(refusal) = refuse("read_session_lines", errors) {
             return Ok(refusal);
         }
         // Made on the blocking pool: a 2000-line answer is over a megabyte. Over this
@@ -526,10 +554,45 @@ impl Server {
 
 #[tool_handler]
 impl ServerHandler for Server {
+    /// prompt-diary's capabilities: tools, and resources and prompts (it has none of
+    /// either, and lists them empty), none of whose lists ever change.
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new("evidence-store", env!("CARGO_PKG_VERSION")),
-        )
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_experimental()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build();
+        let mut prompts = PromptsCapability::default();
+        prompts.list_changed = Some(false);
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(false);
+        resources.list_changed = Some(false);
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        capabilities.prompts = Some(prompts);
+        capabilities.resources = Some(resources);
+        capabilities.tools = Some(tools);
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "evidence-store",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(Vec::new()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(Vec::new()))
     }
 
     async fn list_tools(

@@ -26,7 +26,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rmcp::RoleServer;
-use rmcp::model::{ContentBlock, JsonRpcMessage, RequestId, ServerResult};
+use rmcp::model::{ContentBlock, GetExtensions, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -757,7 +757,18 @@ fn decode(line: &[u8]) -> Decoded {
     de.disable_recursion_limit();
     let parsed = serde::Deserialize::deserialize(&mut de).and_then(|v: Value| de.end().map(|()| v));
     match parsed {
-        Ok(value) => classify(value),
+        Ok(value) => {
+            // A tool call whose arguments serde_json cannot hold as Python does (an
+            // integer beyond 64 bits) carries them read with Python's rules too.
+            let exact = super::args::exact_arguments(line, &value);
+            let mut decoded = classify(value);
+            if let (Some(exact), Decoded::Message(message)) = (exact, &mut decoded)
+                && let JsonRpcMessage::Request(request) = message.as_mut()
+            {
+                request.request.extensions_mut().insert(exact);
+            }
+            decoded
+        }
         Err(e) => unparsable(line, &scanned, &e),
     }
 }

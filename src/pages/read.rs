@@ -56,11 +56,13 @@ fn try_page(
     if let Some(problem) = session::check_range(req, found.lines, None) {
         return Ok(invalid_text(&problem));
     }
+    // The range is inside the session here, so its ends are exact as i64.
+    let (start, end) = (req.start_line.saturated(), req.end_line.saturated());
     let cursor = cursor.unwrap_or(RawCursor {
-        line: req.start_line,
+        line: start,
         offset: 0,
     });
-    if !(req.start_line <= cursor.line && cursor.line <= req.end_line) || cursor.offset < 0 {
+    if !(start <= cursor.line && cursor.line <= end) || cursor.offset < 0 {
         return Ok(invalid_text(&ReadResult::invalid(
             "cursor",
             OUTSIDE_RANGE,
@@ -72,7 +74,7 @@ fn try_page(
         line: cursor.line as u64,
         offset: cursor.offset as u64,
     };
-    let end = req.end_line as u64;
+    let end = end as u64;
     let mut window = Window {
         reader: &reader,
         file: found.file,

@@ -21,7 +21,7 @@ pub use open::{OpenError, ReadBackError, SessionFile, Sessions, open, open_impor
 
 use crate::lines::{self, LineEntry};
 use crate::pyjson::py_repr;
-use crate::read::{ReadRequest, ReadResult};
+use crate::read::{LineNumber, ReadRequest, ReadResult};
 use crate::store::{FileState, Lookup, Reader, StoreError};
 use crate::workspace::Unknown;
 
@@ -149,9 +149,9 @@ pub fn first_message(result: &ReadResult) -> String {
 /// prompt-diary's range checks, in its order; `cap` is the most lines one read may
 /// return, when there is such a limit.
 pub fn check_range(req: &ReadRequest, lines: u64, cap: Option<i64>) -> Option<ReadResult> {
-    let (start, end) = (req.start_line, req.end_line);
-    let n = i64::try_from(lines).unwrap_or(i64::MAX);
-    if start < 1 {
+    let (start, end) = (&req.start_line, &req.end_line);
+    let n = LineNumber::from(i64::try_from(lines).unwrap_or(i64::MAX));
+    if *start < LineNumber::from(1) {
         return Some(ReadResult::invalid(
             "start_line",
             format!("start_line {start} must be a positive 1-based line number"),
@@ -165,22 +165,23 @@ pub fn check_range(req: &ReadRequest, lines: u64, cap: Option<i64>) -> Option<Re
             RANGE_HINT,
         ));
     }
-    if start > n {
+    if *start > n {
         return Some(ReadResult::invalid(
             "start_line",
             format!("start_line {start} is past the session's last line {n}"),
             RANGE_HINT,
         ));
     }
-    if end > n {
+    if *end > n {
         return Some(ReadResult::invalid(
             "end_line",
             format!("end_line {end} is past the session's last line {n}"),
             RANGE_HINT,
         ));
     }
+    // Here 1 <= start <= end <= lines: both are exact as i64.
     if let Some(cap) = cap
-        && end - start + 1 > cap
+        && end.saturated() - start.saturated() + 1 > cap
     {
         return Some(ReadResult::invalid(
             "end_line",
