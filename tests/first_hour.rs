@@ -287,6 +287,9 @@ fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts");
+    // Held open until the import has exited: `wait` would close it, and the end of
+    // stdin releases the pause.
+    let _stdin = child.stdin.take().expect("piped");
     let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
     let mut line = String::new();
     err.read_line(&mut line).expect("reads stderr");
