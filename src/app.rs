@@ -7,7 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Command, Config};
 use crate::import::{self, ImportOptions, ImportReport};
-use crate::progress::{Bar, Status};
+use crate::progress::{Bar, ImportBar, Status};
 use crate::service::Service;
 use crate::store::{OpenError, Store, verify};
 use crate::workspace::WorkspaceRoot;
@@ -50,7 +50,10 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
         Command::Verify => {
             if !config.store.exists() {
-                bail!("no store at {}", config.store.display());
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
             }
             // A spinner on a terminal (nothing otherwise): a large store takes seconds.
             let status = Status::new(format!("verifying {}", config.store.display()));
@@ -149,15 +152,19 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
                 );
             }
             let store = Store::open(&config.store)?;
-            let report = crate::documents::export(&store, &config.workspace.path)?;
+            let shown = std::path::absolute(&config.workspace.path)
+                .unwrap_or_else(|_| config.workspace.path.clone());
+            let failed = || format!("export to {} failed", shown.display());
+            let report =
+                crate::documents::export(&store, &config.workspace.path).with_context(failed)?;
             println!(
                 "exported {} file(s) ({} already current), removed {} stale temp file(s)",
                 report.written, report.unchanged, report.temp_files_removed
             );
-            print_receipts(&crate::agent_citations::receipts::export_receipts(
-                &store,
-                &config.workspace.path,
-            )?);
+            print_receipts(
+                &crate::agent_citations::receipts::export_receipts(&store, &config.workspace.path)
+                    .with_context(failed)?,
+            );
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -266,13 +273,19 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
         return Ok(ExitCode::SUCCESS);
     }
     // A workspace that does not load gets no store: nothing is created for a wrong path.
-    crate::workspace::load(&config.workspace).with_context(|| import_failed(&config.workspace))?;
+    if let Err(e) = crate::workspace::load(&config.workspace) {
+        let failed = import_failed(&config.workspace);
+        if config.workspace.path.join("metadata.json").exists() {
+            return Err(e).context(failed);
+        }
+        bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
+    }
     let store = Store::open(&config.store)?;
     let report = import::import(
         &config.workspace,
         &store,
         ImportOptions { rehash },
-        &Bar::new("import"),
+        &ImportBar::new("import"),
     )
     .with_context(|| import_failed(&config.workspace))?;
     println!("{}", summary(&report));
@@ -320,6 +333,11 @@ fn run_verify_citations(
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// What to do when the workspace has no `metadata.json`: the wrong directory, or none
+/// prepared yet.
+const NOT_A_WORKSPACE: &str = "this is not a prepared workspace; name one with `--workspace DIR` or \
+     `PROMPT_DIARY_WORKSPACE=DIR`, or make one with `prompt-diary prepare`";
 
 fn import_failed(root: &WorkspaceRoot) -> String {
     format!(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::dump::DumpTarget;
+use crate::dump::{DumpTarget, LineView};
 use crate::tool_output::settings::Settings as ToolOutputSettings;
 use crate::workspace::{WorkspaceRoot, python_path_display};
 
@@ -13,10 +13,28 @@ use crate::workspace::{WorkspaceRoot, python_path_display};
 /// the MCP servers it launches).
 pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
 
+/// `--version`: the package version, the commit it was built from ("unknown" outside a
+/// git checkout) and the prompt-diary releases whose workspaces it serves.
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let releases: Vec<String> = crate::contract::Contract::ALL
+            .iter()
+            .map(|c| c.release().to_owned())
+            .collect();
+        format!(
+            "{} (commit {}; serves prompt-diary {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("EVIDENCE_STORE_COMMIT"),
+            releases.join(" and ")
+        )
+    });
+    &TEXT
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "evidence-store",
-    version,
+    version = version_text(),
     about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces",
     long_about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces.\n\n\
         `import` loads a prepared workspace into an embedded redb store; `serve` answers \
@@ -263,7 +281,7 @@ enum DumpCommand {
         project_key: String,
         /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
-        /// Turn reference within the session (e.g. T001)
+        /// Turn reference within the session (e.g. T0001)
         turn_ref: String,
     },
     /// The line index (offset, length, SHA-256) of a range of a session's lines
@@ -276,6 +294,13 @@ enum DumpCommand {
         start_line: u64,
         /// Last line, inclusive; at most the session's line count
         end_line: u64,
+        /// Also show each line's text (at most 100 lines, as a full read)
+        #[arg(long, conflicts_with = "compact")]
+        text: bool,
+        /// Also show each line's compact record, as `read_session_lines` returns it
+        /// (trimmed tool entries with their handles)
+        #[arg(long)]
+        compact: bool,
     },
     /// The tool-output handles of a session's trimmed tool entries, with sizes and tool
     /// names (what `tool_output`, `tool_output_read` and `tool_output_grep` take)
@@ -470,11 +495,18 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
                     session_ref,
                     start_line,
                     end_line,
+                    text,
+                    compact,
                 } => DumpTarget::Lines {
                     project_key,
                     session_ref,
                     start_line,
                     end_line,
+                    show: match (text, compact) {
+                        (true, _) => LineView::Text,
+                        (_, true) => LineView::Compact,
+                        _ => LineView::Index,
+                    },
                 },
                 DumpCommand::Handles {
                     project_key,

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::citations::aggregate;
 use crate::handles;
 use crate::lines;
+use crate::read::{self, Mode, ReadRequest, ReadResult, Records};
 use crate::store::citations::CitationLookup;
 use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
 
@@ -14,7 +15,7 @@ use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
 pub enum DumpError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("no such {0} in the store")]
+    #[error("no such {0}")]
     NotFound(String),
     #[error("{0}")]
     Range(String),
@@ -43,6 +44,8 @@ pub enum DumpTarget {
         session_ref: String,
         start_line: u64,
         end_line: u64,
+        /// What each line shows besides its index entry.
+        show: LineView,
     },
     /// Citation counts of the workspace, one project, or one session of it ([`citations`]).
     Citations {
@@ -55,6 +58,18 @@ pub enum DumpTarget {
         session_ref: String,
         line: Option<u64>,
     },
+}
+
+/// What `dump lines` adds to each line's index entry (offset, length, SHA-256).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LineView {
+    /// The index entry only.
+    #[default]
+    Index,
+    /// The line's text, as a full read returns it (`raw_line`).
+    Text,
+    /// The line's compact record, as a compact read returns it.
+    Compact,
 }
 
 /// The view `target` of the store, as a JSON value; session files are under `root`.
@@ -90,17 +105,19 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
                 .collect();
             let workspace = reader.workspace()?;
             Ok(json!({
-                "schema_version": reader.schema_version()?,
+                "store_schema": reader.schema_version()?,
                 "workspace": workspace.as_ref().map(|w| &w.root_display),
+                "workspace_schema": workspace_schema(reader)?,
                 "report_date": workspace.as_ref().map(|w| &w.metadata.report_date),
                 "projects": workspace.as_ref().map(|w| &w.project_keys),
                 "tables": tables,
             }))
         }
         DumpTarget::Project { project_key } => {
-            let project = reader
-                .project(project_key)?
-                .ok_or_else(|| not_found("project", project_key))?;
+            let project = match reader.project(project_key)? {
+                Some(project) => project,
+                None => return Err(no_project(reader, project_key)?),
+            };
             let sessions: Vec<Value> = reader
                 .sessions(&project)?
                 .iter()
@@ -130,10 +147,20 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
             turn_ref,
         } => {
             let record = session(reader, project_key, session_ref)?;
-            let turn = record
-                .session
-                .turn(turn_ref)
-                .ok_or_else(|| not_found("turn", turn_ref))?;
+            let Some(turn) = record.session.turn(turn_ref) else {
+                let refs: Vec<&str> = record
+                    .session
+                    .turns
+                    .iter()
+                    .map(|t| t.turn_ref.as_str())
+                    .collect();
+                return Err(not_found_among(
+                    "turn",
+                    turn_ref,
+                    &format!("turns of {project_key}/{session_ref}"),
+                    &refs,
+                ));
+            };
             Ok(json!({
                 "project_key": project_key,
                 "session_ref": session_ref,
@@ -147,13 +174,14 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
             session_ref,
             start_line,
             end_line,
+            show,
         } => {
             let record = session(reader, project_key, session_ref)?;
             let FileState::Indexed(file) = &record.file else {
                 return Err(not_found("indexed file for session", session_ref));
             };
             check_range(*start_line, *end_line, file.lines)?;
-            let lines: Vec<Value> = reader
+            let mut lines: Vec<Value> = reader
                 .lines(file.file_id, *start_line, *end_line)?
                 .iter()
                 .zip(*start_line..)
@@ -161,9 +189,60 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
                     json!({"line": n, "offset": e.offset, "len": e.len, "raw_bytes": e.decoded_len, "sha256": lines::hex(&e.sha256)})
                 })
                 .collect();
+            if *show != LineView::Index {
+                let request = ReadRequest {
+                    project_key: project_key.clone(),
+                    session_ref: session_ref.clone(),
+                    start_line: i64::try_from(*start_line).unwrap_or(i64::MAX).into(),
+                    end_line: i64::try_from(*end_line).unwrap_or(i64::MAX).into(),
+                    mode: if *show == LineView::Text {
+                        Mode::Full
+                    } else {
+                        Mode::Compact
+                    },
+                };
+                add_records(
+                    &mut lines,
+                    *show,
+                    read::read_session_lines(store, root, &request),
+                )?;
+            }
             Ok(json!({"project_key": project_key, "session_ref": session_ref, "lines": lines}))
         }
     }
+}
+
+/// Puts each line's text (`text`) or compact record (`compact`) of `read` beside its
+/// index entry; a read the store refuses (a file changed since import, a range over the
+/// read's cap) is the error, with its message.
+fn add_records(lines: &mut [Value], show: LineView, read: ReadResult) -> Result<(), DumpError> {
+    let ok = match read {
+        ReadResult::Ok(ok) => ok,
+        ReadResult::Invalid(invalid) => {
+            let problems: Vec<String> = invalid
+                .errors
+                .iter()
+                .map(|e| format!("{}: {} ({})", e.field, e.message, e.hint))
+                .collect();
+            return Err(DumpError::Range(problems.join("; ")));
+        }
+    };
+    let records = match ok.records {
+        Records::Full(full) => full.into_iter().map(|r| json!(r.raw_line)).collect(),
+        Records::Compact(compact) => compact
+            .iter()
+            .map(|r| serde_json::to_value(r).map_err(|e| DumpError::Range(e.to_string())))
+            .collect::<Result<Vec<Value>, _>>()?,
+    };
+    let key = if show == LineView::Text {
+        "text"
+    } else {
+        "compact"
+    };
+    for (line, record) in lines.iter_mut().zip(records) {
+        line[key] = record;
+    }
+    Ok(())
 }
 
 /// `dump citations [P [S]]`: citation counts per turn, session, project and workspace,
@@ -176,7 +255,7 @@ fn citations(
 ) -> Result<Value, DumpError> {
     if let Some(p) = project_key {
         if !reader.has_project(p)? {
-            return Err(not_found("project", p));
+            return Err(no_project(reader, p)?);
         }
         if let Some(s) = session_ref {
             session(reader, p, s)?;
@@ -217,7 +296,7 @@ fn stats(store: &Store) -> Result<Value, DumpError> {
     Ok(json!({
         "store": store.shown(),
         "store_bytes": store_bytes,
-        "schema_version": reader.schema_version()?,
+        "store_schema": reader.schema_version()?,
         "workspace": reader.workspace()?.map(|w| w.root_display),
         "contract": contract_name(&reader)?,
         "sessions_indexed": totals.sessions_indexed,
@@ -239,10 +318,19 @@ fn contract_name(reader: &impl Lookup) -> Result<Option<String>, DumpError> {
     }
     let contract = reader.contract()?;
     Ok(Some(format!(
-        "prompt-diary {} (workspace schema_version {})",
+        "prompt-diary {} (workspace_schema {})",
         contract.release(),
         contract.workspace_schema()
     )))
+}
+
+/// The `schema_version` of the imported workspace's `metadata.json` that chose its
+/// contract (absent means 2); `null` before any import.
+fn workspace_schema(reader: &impl Lookup) -> Result<Option<i64>, DumpError> {
+    if !reader.has_workspace()? {
+        return Ok(None);
+    }
+    Ok(Some(reader.contract()?.workspace_schema()))
 }
 
 /// [`stats`] as aligned text for people.
@@ -254,8 +342,8 @@ fn stats_text(stats: &Value) -> String {
     row("store", text("store"));
     row("store size", size(n("store_bytes")));
     row(
-        "schema version",
-        stats["schema_version"]
+        "store schema",
+        stats["store_schema"]
             .as_u64()
             .map_or("-".to_owned(), |v| v.to_string()),
     );
@@ -322,7 +410,27 @@ fn check_range(start: u64, end: u64, lines: u64) -> Result<(), DumpError> {
 }
 
 fn not_found(what: &str, name: &str) -> DumpError {
-    DumpError::NotFound(format!("{what} {name:?}"))
+    DumpError::NotFound(format!("{what} {name:?} in the store"))
+}
+
+/// Not found, with the names that would have been found.
+fn not_found_among(what: &str, name: &str, among: &str, valid: &[&str]) -> DumpError {
+    let valid = if valid.is_empty() {
+        "none".to_owned()
+    } else {
+        valid.join(", ")
+    };
+    DumpError::NotFound(format!("{what} {name:?} in the store; {among}: {valid}"))
+}
+
+/// An unknown project, with the projects the store holds.
+fn no_project(reader: &Reader, project_key: &str) -> Result<DumpError, DumpError> {
+    let keys = reader
+        .workspace()?
+        .map(|w| w.project_keys)
+        .unwrap_or_default();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    Ok(not_found_among("project", project_key, "projects", &keys))
 }
 
 fn session(
@@ -330,9 +438,23 @@ fn session(
     project_key: &str,
     session_ref: &str,
 ) -> Result<SessionRecord, DumpError> {
-    reader
-        .session(project_key, session_ref)?
-        .ok_or_else(|| not_found("session", &format!("{project_key}/{session_ref}")))
+    if let Some(record) = reader.session(project_key, session_ref)? {
+        return Ok(record);
+    }
+    let Some(project) = reader.project(project_key)? else {
+        return Err(no_project(reader, project_key)?);
+    };
+    let sessions = reader.sessions(&project)?;
+    let refs: Vec<&str> = sessions
+        .iter()
+        .map(|s| s.session.session_ref.as_str())
+        .collect();
+    Err(not_found_among(
+        "session",
+        &format!("{project_key}/{session_ref}"),
+        &format!("sessions of {project_key}"),
+        &refs,
+    ))
 }
 
 fn session_summary(record: &SessionRecord) -> Value {

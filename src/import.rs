@@ -101,6 +101,8 @@ fn same_contract(lookup: &impl Lookup, workspace: &Workspace) -> Result<(), Impo
 pub trait Progress {
     fn start(&self, total_bytes: u64);
     fn advance(&self, bytes: u64);
+    /// Called just before the commit: from here on the store may change.
+    fn committing(&self) {}
     fn finish(&self);
 }
 
@@ -424,6 +426,7 @@ pub fn import_within(
     writer.put_workspace(&workspace_record(root, &workspace))?;
     writer.put_contract(workspace.contract)?;
     pause_point("before-commit");
+    progress.committing();
     writer.commit()?;
     report.committed = true;
     progress.finish();

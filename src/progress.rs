@@ -54,6 +54,76 @@ impl Progress for Bar {
     }
 }
 
+/// The import's bar, and Ctrl-C while it works: until the commit begins, SIGINT clears the
+/// bar, says that the store is unchanged (nothing was committed: the write transaction
+/// dies with the process) and exits 130, as a shell reports SIGINT. Once the commit has
+/// begun, SIGINT is ignored: the commit is short and atomic, and the summary follows.
+pub struct ImportBar {
+    bar: Bar,
+    committing: std::sync::Arc<std::sync::Mutex<bool>>,
+}
+
+impl ImportBar {
+    /// The bar labelled `label`; SIGINT is handled from the moment this returns.
+    pub fn new(label: &'static str) -> Self {
+        let bar = Bar::new(label);
+        let committing = std::sync::Arc::new(std::sync::Mutex::new(false));
+        if let Err(e) = watch_interrupt(bar.bar.clone(), committing.clone()) {
+            tracing::warn!(%e, "Ctrl-C will stop the import without a message");
+        }
+        ImportBar { bar, committing }
+    }
+}
+
+/// Registers the SIGINT handler now (so that no SIGINT after this falls to the default
+/// action) and waits for one on a thread of its own.
+fn watch_interrupt(
+    bar: Option<ProgressBar>,
+    committing: std::sync::Arc<std::sync::Mutex<bool>>,
+) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut interrupt = {
+        let _inside = runtime.enter();
+        signal(SignalKind::interrupt())?
+    };
+    std::thread::Builder::new()
+        .name("sigint".into())
+        .spawn(move || {
+            runtime.block_on(interrupt.recv());
+            // Held while exiting: the import cannot begin its commit meanwhile.
+            let committing = committing.lock().unwrap_or_else(|e| e.into_inner());
+            if !*committing {
+                if let Some(bar) = &bar {
+                    bar.finish_and_clear();
+                }
+                eprintln!("evidence-store: interrupted; the store is unchanged");
+                std::process::exit(130);
+            }
+        })?;
+    Ok(())
+}
+
+impl Progress for ImportBar {
+    fn start(&self, total_bytes: u64) {
+        self.bar.start(total_bytes);
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.bar.advance(bytes);
+    }
+
+    fn committing(&self) {
+        *self.committing.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    fn finish(&self) {
+        self.bar.finish();
+    }
+}
+
 /// A one-line status on stderr for steps without a byte count (`run`'s import and
 /// export): a spinner with a message, left as a final line when done; nothing at all
 /// when stderr is not a terminal.
@@ -81,14 +151,13 @@ impl Status {
         }
     }
 
-    /// Replaces the spinner with `message` as a plain line.
+    /// Replaces the spinner with `message` as a plain line, ended by a newline (a bar
+    /// left drawn would leave the cursor at the end of its line, and the shell's prompt
+    /// after it).
     pub fn finish(self, message: String) {
         if let Some(bar) = self.bar {
-            bar.set_style(
-                ProgressStyle::with_template("{msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.finish_with_message(message);
+            bar.finish_and_clear();
+            eprintln!("{message}");
         }
     }
 

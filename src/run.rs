@@ -46,8 +46,23 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         .env("PATH", path)
         .env(RUN_DIR_ENV, dir.path())
         .envs(cli::settings_env(&config.tool_output));
-    let status = wait_forwarding_signals(child)
-        .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
+    let status = match wait_forwarding_signals(child) {
+        Ok(status) => status,
+        Err(Waited::NotStarted(e)) => {
+            // As a shell does: 127 for a command that does not exist, 126 for one that
+            // cannot be executed; nothing ran, so there is nothing to import or export.
+            eprintln!("evidence-store: {}", not_started(program, &e));
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return Ok(ExitCode::from(code));
+        }
+        Err(Waited::Failed(e)) => {
+            return Err(e).with_context(|| format!("cannot run {}", program.to_string_lossy()));
+        }
+    };
     let code = exit_code(status);
 
     let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())
@@ -103,21 +118,51 @@ fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<
     Ok(())
 }
 
+/// Why `run` has no exit status of the command.
+enum Waited {
+    /// The command could not be started (it does not exist, or is not executable).
+    NotStarted(std::io::Error),
+    /// `run` could not set up its own waiting.
+    Failed(std::io::Error),
+}
+
+/// The message for a command that could not be started, with what to do about it.
+fn not_started(program: &OsStr, e: &std::io::Error) -> String {
+    let shown = program.to_string_lossy();
+    let found_on_path = !shown.contains('/');
+    match e.kind() {
+        std::io::ErrorKind::NotFound if shown == "prompt-diary" => {
+            "cannot run prompt-diary: `prompt-diary` was not found on PATH; install it with \
+             `pip install prompt-diary` and activate its venv (`source VENV/bin/activate`), \
+             so that `prompt-diary` and `report` are on PATH"
+                .to_owned()
+        }
+        std::io::ErrorKind::NotFound if found_on_path => {
+            format!("cannot run {shown}: `{shown}` was not found on PATH")
+        }
+        std::io::ErrorKind::NotFound => format!("cannot run {shown}: no such file"),
+        _ => format!("cannot run {shown}: {e}"),
+    }
+}
+
 /// Waits for the child; SIGTERM and SIGHUP sent to `run` are passed on to it, and SIGINT
 /// (which a terminal sends to the whole process group) only leaves `run` waiting, so the
 /// export still happens after the command has stopped.
 fn wait_forwarding_signals(
     command: std::process::Command,
-) -> std::io::Result<std::process::ExitStatus> {
+) -> Result<std::process::ExitStatus, Waited> {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(Waited::Failed)?;
     runtime.block_on(async {
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut hangup = signal(SignalKind::hangup())?;
-        let mut child = tokio::process::Command::from(command).spawn()?;
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(Waited::Failed)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(Waited::Failed)?;
+        let mut hangup = signal(SignalKind::hangup()).map_err(Waited::Failed)?;
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .map_err(Waited::NotStarted)?;
         let pid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -129,7 +174,7 @@ fn wait_forwarding_signals(
         };
         loop {
             tokio::select! {
-                status = child.wait() => return status,
+                status = child.wait() => return status.map_err(Waited::Failed),
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => forward(rustix::process::Signal::TERM),
                 _ = hangup.recv() => forward(rustix::process::Signal::HUP),

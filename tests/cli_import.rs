@@ -19,9 +19,10 @@ fn imports_the_example_workspace() {
 
     let tables = dump_json(&ws, &[]);
     assert_eq!(
-        tables["schema_version"],
+        tables["store_schema"],
         evidence_store::store::SCHEMA_VERSION
     );
+    assert_eq!(tables["workspace_schema"], 2);
     assert_eq!(tables["projects"], serde_json::json!([PROJECT]));
     assert_eq!(tables["tables"]["sessions"], 2);
     assert_eq!(tables["tables"]["line_blocks"], 2);
@@ -152,7 +153,7 @@ fn validation_rules_name_file_line_and_field() {
         (
             "metadata.json missing",
             Box::new(|ws| std::fs::remove_file(ws.path("metadata.json")).unwrap()),
-            "required JSON file is missing: <W>/metadata.json".into(),
+            "required JSON file is missing: <W>/metadata.json; this is not a prepared workspace; name one with `--workspace DIR` or `PROMPT_DIARY_WORKSPACE=DIR`, or make one with `prompt-diary prepare`".into(),
         ),
         (
             "metadata.json not JSON",

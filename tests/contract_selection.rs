@@ -27,7 +27,7 @@ fn a_schema_7_workspace_imports_dumps_and_verifies() {
     assert!(dump.contains(common::PROJECT), "{dump}");
     let stats = ws.ok(&["dump", "--stats"]);
     assert!(
-        stats.contains("contract        prompt-diary 0.2.20 (workspace schema_version 7)"),
+        stats.contains("contract        prompt-diary 0.2.20 (workspace_schema 7)"),
         "{stats}"
     );
     ws.ok(&["verify"]);

@@ -321,7 +321,7 @@ fn dump_and_verify_work_on_a_read_only_mount() {
     assert!(out.status.success(), "{stdout}{}", stderr(&out));
     assert!(
         stdout.contains(&format!(
-            "schema version  {}",
+            "store schema    {}",
             evidence_store::store::SCHEMA_VERSION
         )),
         "{stdout}"

@@ -3,6 +3,7 @@
 //! workspace is imported and exported. Through the real binary.
 
 mod common;
+mod terminal;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -264,14 +265,14 @@ fn progress_is_shown_on_a_terminal() {
     let ws = Workspace::example();
     ws.ok(&["import"]);
     let root = ws.root().display().to_string();
-    // `script` gives the command a pseudo-terminal and copies what it shows to stdout.
-    let inner = format!("RUST_LOG=off {BIN} run --workspace {root} -- true");
-    let out = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
-        .output()
-        .expect("script(1) runs");
-    assert!(out.status.success(), "{out:?}");
-    let shown = String::from_utf8_lossy(&out.stdout);
+    // A pseudo-terminal read to its end: all the command showed, however late (script(1)
+    // stopped copying on its own schedule after the command exited).
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "--workspace", &root, "--", "true"])
+        .env("RUST_LOG", "off");
+    let (status, shown) = terminal::run(command);
+    assert!(status.success(), "{shown}");
     assert!(
         shown.contains(&format!(
             "evidence-store: exported {root}: 0 file(s) written"
@@ -286,13 +287,12 @@ fn verify_shows_progress_on_a_terminal_only() {
     let ws = Workspace::example();
     ws.ok(&["import"]);
     let root = ws.root().display().to_string();
-    let inner = format!("RUST_LOG=off {BIN} verify --workspace {root}");
-    let out = Command::new("script")
-        .args(["-qec", &inner, "/dev/null"])
-        .output()
-        .expect("script(1) runs");
-    assert!(out.status.success(), "{out:?}");
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let mut command = Command::new(BIN);
+    command
+        .args(["verify", "--workspace", &root])
+        .env("RUST_LOG", "off");
+    let (status, shown) = terminal::run(command);
+    assert!(status.success(), "{shown}");
     assert!(shown.contains("verifying "), "{shown}");
     assert!(shown.contains("no problems found"), "{shown}");
 

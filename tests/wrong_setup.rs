@@ -32,7 +32,7 @@ fn import_of_a_wrong_workspace_creates_nothing() {
     let dir = Workspace::empty();
     // A directory that is not a prepared workspace, and a typo'd one that does not exist.
     let err = dir.redact(&dir.fails(&["import"]));
-    insta::assert_snapshot!(err.trim_end(), @"evidence-store: import of <W> failed; the store is unchanged: required JSON file is missing: <W>/metadata.json");
+    insta::assert_snapshot!(err.trim_end(), @"evidence-store: import of <W> failed; the store is unchanged: required JSON file is missing: <W>/metadata.json; this is not a prepared workspace; name one with `--workspace DIR` or `PROMPT_DIARY_WORKSPACE=DIR`, or make one with `prompt-diary prepare`");
     let typo = dir.path("example/workspace");
     let out = Command::new(BIN)
         .args(["import", "--workspace"])

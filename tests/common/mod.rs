@@ -29,11 +29,11 @@ impl Workspace {
         }
     }
 
-    /// A copy of the example workspace's own files: a store that the README's import
-    /// left in `examples/workspace/.evidence-store` is not copied.
+    /// A copy of the example workspace's own files: what the README's commands write
+    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        copy_workspace(
+        copy_example(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
             dir.path(),
         );
@@ -166,6 +166,34 @@ impl Workspace {
     /// Replaces `root` in text with `<W>`, so snapshots do not depend on the temp dir.
     pub fn redact(&self, text: &str) -> String {
         text.replace(&self.root().display().to_string(), "<W>")
+    }
+}
+
+/// Copies the files of `from` that git tracks (as they are in the work tree), so that
+/// nothing a command wrote into the example reaches a test; without git (a source copy
+/// outside a checkout), the whole tree but its store directories.
+pub fn copy_example(from: &Path, to: &Path) {
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(from)
+        .args(["ls-files", "-z", "--", "."])
+        .output()
+        .ok()
+        .filter(|out| out.status.success() && !out.stdout.is_empty());
+    let Some(listed) = listed else {
+        return copy_workspace(from, to);
+    };
+    std::fs::create_dir_all(to).expect("mkdir");
+    for rel in listed.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(rel).expect("UTF-8 path"));
+        let source = from.join(rel);
+        // Tracked but deleted in the work tree: not part of the example now.
+        if !source.is_file() {
+            continue;
+        }
+        let target = to.join(rel);
+        std::fs::create_dir_all(target.parent().expect("has parent")).expect("mkdir");
+        std::fs::copy(&source, &target).expect("copy");
     }
 }
 

@@ -1,0 +1,392 @@
+//! What a new user meets in the first hour, through the real binary: the messages of
+//! the usual first mistakes, `--version`, `dump`'s views, `run` without prompt-diary,
+//! Ctrl-C during an import, and the example workspace the README's commands write into.
+
+mod common;
+mod terminal;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{BIN, PROJECT, Workspace};
+use serde_json::Value;
+
+/// The binary in `cwd`, with neither `--workspace` nor `PROMPT_DIARY_WORKSPACE`.
+fn in_dir(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn import_outside_a_workspace_says_how_to_name_or_make_one() {
+    let dir = Workspace::empty();
+    let out = in_dir(dir.root(), &["import"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    for hint in [
+        "--workspace DIR",
+        "PROMPT_DIARY_WORKSPACE",
+        "prompt-diary prepare",
+    ] {
+        assert!(err.contains(hint), "{hint} missing: {err}");
+    }
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.root()).unwrap().count(),
+        0,
+        "nothing is created outside a workspace"
+    );
+}
+
+#[test]
+fn verify_without_a_store_says_to_import_first() {
+    let ws = Workspace::example();
+    let err = ws.redact(&ws.fails(&["verify"]));
+    assert_eq!(
+        err,
+        "evidence-store: no store at <W>/.evidence-store/store.redb: run `evidence-store import` first\n"
+    );
+}
+
+#[test]
+fn refs_that_are_not_found_list_the_valid_ones() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let err = ws.fails(&["dump", "turn", PROJECT, "S0001", "T001"]);
+    assert_eq!(
+        err,
+        format!(
+            "evidence-store: no such turn \"T001\" in the store; turns of {PROJECT}/S0001: T0001, T0002\n"
+        )
+    );
+    let err = ws.fails(&["dump", "session", PROJECT, "S1"]);
+    assert_eq!(
+        err,
+        format!(
+            "evidence-store: no such session \"{PROJECT}/S1\" in the store; sessions of {PROJECT}: S0001, S0002\n"
+        )
+    );
+    let err = ws.fails(&["dump", "lines", "Demo", "S0001", "1", "2"]);
+    assert_eq!(
+        err,
+        format!("evidence-store: no such project \"Demo\" in the store; projects: {PROJECT}\n")
+    );
+    let err = ws.fails(&["dump", "project", "Demo"]);
+    assert!(err.ends_with(&format!("projects: {PROJECT}\n")), "{err}");
+    let err = ws.fails(&["dump", "citations", "Demo"]);
+    assert!(err.ends_with(&format!("projects: {PROJECT}\n")), "{err}");
+}
+
+#[test]
+fn dump_turn_help_shows_a_turn_ref_as_the_index_writes_it() {
+    let ws = Workspace::empty();
+    let help = ws.ok(&["dump", "turn", "--help"]);
+    assert!(help.contains("(e.g. T0001)"), "{help}");
+    assert!(!help.contains("T001)"), "{help}");
+}
+
+#[test]
+fn dump_lines_shows_the_text_or_the_compact_record_on_request() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["dump", "--json", "lines", PROJECT, "S0002"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&ws.ok(&all)).expect("JSON")
+    };
+    let file = String::from_utf8(ws.read(&format!("projects/{PROJECT}/sessions/codex/x1.jsonl")))
+        .expect("UTF-8");
+    let file_lines: Vec<&str> = file.lines().collect();
+
+    let plain = json(&["4", "5"]);
+    assert!(plain["lines"][0].get("text").is_none());
+    assert!(plain["lines"][0].get("compact").is_none());
+
+    let text = json(&["4", "5", "--text"]);
+    assert_eq!(text["lines"][0]["text"], file_lines[3]);
+    assert_eq!(text["lines"][1]["text"], file_lines[4]);
+    assert_eq!(text["lines"][1]["offset"], plain["lines"][1]["offset"]);
+
+    let compact = json(&["5", "5", "--compact"]);
+    let record = &compact["lines"][0]["compact"];
+    assert_eq!(record["line"], 5);
+    assert_eq!(record["tool_results"][0]["truncated"], true);
+    let handle = record["tool_results"][0]["handle"]
+        .as_str()
+        .expect("a handle");
+    // The handle is the one `dump handles` lists for that line.
+    let handles = ws.ok(&["dump", "handles", PROJECT, "S0002", "5"]);
+    assert!(handles.contains(handle), "{handles}");
+
+    // As text for people too.
+    let shown = ws.ok(&["dump", "lines", PROJECT, "S0002", "7", "7", "--text"]);
+    assert!(
+        shown.contains(&format!("text: {}", file_lines[6])),
+        "{shown}"
+    );
+    let err = ws.fails(&[
+        "dump",
+        "lines",
+        PROJECT,
+        "S0002",
+        "1",
+        "1",
+        "--text",
+        "--compact",
+    ]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn dump_names_the_store_schema_apart_from_the_workspace_schema() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let tables: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
+    assert_eq!(
+        tables["store_schema"],
+        evidence_store::store::SCHEMA_VERSION
+    );
+    assert_eq!(tables["workspace_schema"], 2);
+    assert!(tables.get("schema_version").is_none(), "{tables}");
+    let text = ws.ok(&["dump"]);
+    assert!(text.contains("\nworkspace_schema: 2\n"), "{text}");
+    assert!(!text.contains("schema_version"), "{text}");
+
+    let ws7 = Workspace::example();
+    ws7.to_schema_7();
+    ws7.ok(&["import"]);
+    let stats = ws7.ok(&["dump", "--stats"]);
+    assert!(stats.contains("(workspace_schema 7)"), "{stats}");
+    assert!(
+        stats.contains(&format!(
+            "store schema    {}\n",
+            evidence_store::store::SCHEMA_VERSION
+        )),
+        "{stats}"
+    );
+}
+
+/// An export that cannot write says "export failed" and names the workspace by its
+/// absolute path, even when it was given as a relative one.
+#[test]
+fn a_failed_export_names_the_absolute_workspace() {
+    let parent = Workspace::empty();
+    common::copy_example(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
+        &parent.path("ws"),
+    );
+    std::fs::write(parent.path("ws/daily-report.json"), "{}\n").unwrap();
+    let out = in_dir(parent.root(), &["--workspace", "ws", "import"]);
+    assert!(out.status.success(), "{out:?}");
+    // The report's place is taken by a directory: the write fails (also for root,
+    // whom a read-only mode would not stop).
+    std::fs::remove_file(parent.path("ws/daily-report.json")).unwrap();
+    std::fs::create_dir(parent.path("ws/daily-report.json")).unwrap();
+    let out = in_dir(parent.root(), &["--workspace", "ws", "export"]);
+    assert_eq!(out.status.code(), Some(1));
+    let absolute = parent.root().join("ws");
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "evidence-store: export to {} failed: ",
+            absolute.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `run -- prompt-diary ...` without prompt-diary on PATH: the shell's 127 and what to
+/// install; a command that is not executable: 126.
+#[test]
+fn run_without_the_command_exits_as_a_shell_does_with_a_hint() {
+    let ws = Workspace::empty();
+    let empty_path = ws.path("nothing-here");
+    std::fs::create_dir(&empty_path).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("run")
+            .arg("--")
+            .args(args)
+            .current_dir(ws.root())
+            .env("PATH", &empty_path)
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("run starts")
+    };
+    let out = run(&["prompt-diary", "generate", "--today"]);
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("`prompt-diary` was not found on PATH")
+            && err.contains("pip install prompt-diary")
+            && err.contains("activate its venv"),
+        "{err}"
+    );
+    let out = run(&["no-such-command"]);
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    assert!(
+        stderr(&out).contains("`no-such-command` was not found on PATH"),
+        "{out:?}"
+    );
+    let out = run(&["/nonexistent/cmd"]);
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    ws.write("not-executable", "#!/bin/sh\n");
+    let out = run(&[ws.path("not-executable").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(stderr(&out).contains("cannot run "), "{out:?}");
+}
+
+/// On a terminal, `run`'s last line (what it exported) ends with a newline, so the
+/// shell's prompt starts on a line of its own.
+#[test]
+fn run_on_a_terminal_ends_its_last_line_with_a_newline() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "--workspace"])
+        .arg(ws.root())
+        .args(["--", "true"])
+        .env("RUST_LOG", "off");
+    let (status, shown) = terminal::run(command);
+    assert!(status.success(), "{shown}");
+    let expected = format!(
+        "evidence-store: exported {}: 0 file(s) written, 0 already current\r\n",
+        ws.root().display()
+    );
+    assert!(shown.ends_with(&expected), "{shown:?}");
+}
+
+/// SIGINT while an import works (here: stopped just before its commit) ends it with
+/// 130 and the message, and nothing of it is committed: the next import indexes the
+/// new session file again.
+#[test]
+fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
+    use std::io::BufRead;
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    ws.add_large_session();
+    let mut child = Command::new(BIN)
+        .args(["import", "--workspace"])
+        .arg(ws.root())
+        .env("EVIDENCE_STORE_PAUSE_AT", "before-commit")
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Held open until the import has exited: `wait` would close it, and the end of
+    // stdin releases the pause.
+    let _stdin = child.stdin.take().expect("piped");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("reads stderr");
+    assert_eq!(line, "evidence-store: paused at before-commit\n");
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT sent");
+    let status = child.wait().expect("waits");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert_eq!(
+        rest,
+        "evidence-store: interrupted; the store is unchanged\n"
+    );
+
+    let sessions: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
+    assert_eq!(sessions["tables"]["sessions"], 2, "{sessions}");
+    let out = ws.ok(&["import"]);
+    assert!(
+        out.contains("1 file(s) indexed") && out.contains("2 unchanged"),
+        "{out}"
+    );
+}
+
+/// `--version`: the package version, the commit built from (what git says here; a
+/// build outside a checkout says "unknown") and the prompt-diary releases served.
+#[test]
+fn version_names_the_commit_and_the_prompt_diary_releases() {
+    let ws = Workspace::empty();
+    let version = ws.ok(&["--version"]);
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_owned(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_owned()
+        });
+    assert_eq!(
+        version,
+        format!(
+            "evidence-store {} (commit {commit}; serves prompt-diary 0.2.10 and 0.2.20)\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+/// What the README's commands write into `examples/workspace` is ignored by git, and
+/// the tests copy only what git tracks there: `build`, `export` or `run` on the example
+/// cannot change what the tests see.
+#[test]
+fn the_example_outputs_are_ignored_and_never_copied_into_tests() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace");
+    let git = |args: &[&str], dir: &Path| {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs")
+    };
+    let ignored = |rel: &str| {
+        git(&["check-ignore", "-q", "--no-index", rel], &example)
+            .status
+            .success()
+    };
+    for output in [
+        "daily-report.json",
+        ".evidence-store/store.redb",
+        ".evidence-store/documents.lock",
+        &format!("projects/{PROJECT}/evidence/S0001.json"),
+        &format!("projects/{PROJECT}/project-synthesis.json"),
+        &format!("projects/{PROJECT}/receipts/evidence-S0001-T0001.json"),
+    ] {
+        assert!(ignored(output), "{output} is not ignored");
+    }
+    for input in [
+        "metadata.json",
+        &format!("projects/{PROJECT}/project.json"),
+        &format!("projects/{PROJECT}/sessions.index.jsonl"),
+        &format!("projects/{PROJECT}/sessions/codex/new.jsonl"),
+    ] {
+        assert!(!ignored(input), "{input} is ignored");
+    }
+
+    // In a repository of its own: tracked files are copied, others are not.
+    let repo = Workspace::empty();
+    assert!(git(&["init", "-q"], repo.root()).status.success());
+    repo.write("metadata.json", "{}");
+    repo.write("projects/P/sessions.index.jsonl", "");
+    assert!(git(&["add", "."], repo.root()).status.success());
+    repo.write("daily-report.json", "written by build");
+    repo.write("projects/P/evidence/S0001.json", "written by export");
+    let copy = Workspace::empty();
+    common::copy_example(repo.root(), copy.root());
+    assert!(copy.path("metadata.json").exists());
+    assert!(copy.path("projects/P/sessions.index.jsonl").exists());
+    assert!(!copy.path("daily-report.json").exists());
+    assert!(!copy.path("projects/P/evidence").exists());
+}
