@@ -62,8 +62,20 @@ pub fn truncate(payload: &str, cap: usize) -> String {
 }
 
 /// The fallback form: `WARNING: tool_output fallback to truncate (<reason>).` on its own
-/// line, then the truncated payload; the whole answer stays within `cap`.
+/// line, then the truncated payload; the whole answer stays within `cap`. The warning line
+/// takes at most half of `cap`: a longer reason is cut on a character boundary and ends
+/// with `…`, so the payload always keeps the other half.
 pub fn truncate_fallback(payload: &str, reason: &str, cap: usize) -> String {
+    const FRAME: usize = "WARNING: tool_output fallback to truncate ().\n".len();
+    let room = (cap / 2).saturating_sub(FRAME);
+    let cut;
+    let reason = if reason.len() <= room {
+        reason
+    } else {
+        let end = floor_boundary(reason, room.saturating_sub("…".len()));
+        cut = format!("{}…", &reason[..end]);
+        cut.as_str()
+    };
     let prefix = format!("WARNING: tool_output fallback to truncate ({reason}).\n");
     let rest = cap.saturating_sub(prefix.len());
     let mut out = prefix;
@@ -140,5 +152,22 @@ mod tests {
             truncate_fallback("ok", "r", 200),
             "WARNING: tool_output fallback to truncate (r).\nok"
         );
+    }
+
+    #[test]
+    fn a_long_reason_is_cut_so_the_answer_stays_within_cap() {
+        let reason = "é".repeat(2000);
+        for cap in [0, 10, 100, 1024, 4000] {
+            let got = truncate_fallback(&"z".repeat(5000), &reason, cap);
+            assert!(got.len() <= cap.max(60), "cap {cap}: {} bytes", got.len());
+            let warning = got.split('\n').next().unwrap_or_default();
+            assert!(warning.len() <= (cap / 2).max(60), "cap {cap}: {warning}");
+        }
+        let got = truncate_fallback("payload", &"r".repeat(600), 1024);
+        assert!(got.starts_with(&format!(
+            "WARNING: tool_output fallback to truncate ({}…).\n",
+            "r".repeat(512 - 46 - 3)
+        )));
+        assert!(got.ends_with("\npayload"));
     }
 }

@@ -11,7 +11,6 @@
 //! N s`, `connection refused`, `HTTP 400: <the body's first 200 bytes>`.
 
 use std::error::Error as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -61,6 +60,10 @@ pub fn reply_cap(max_tokens: u32) -> usize {
         .max(REPLY_FLOOR_BYTES)
 }
 
+/// Query values at least this long are treated as secrets (shorter ones, such as
+/// `api-version=1`, would scrub ordinary text).
+const MIN_QUERY_SECRET: usize = 6;
+
 /// A configured endpoint.
 pub struct Endpoint {
     config: EndpointConfig,
@@ -77,8 +80,6 @@ pub struct Endpoint {
     secrets: Vec<String>,
     client: reqwest::Client,
     published: tokio::sync::OnceCell<Option<PublishedContext>>,
-    /// The context size a context-size error stated (0: none yet).
-    learned: AtomicUsize,
 }
 
 /// `text` (a URL) with anything between `://` and the host's `@` shown as `***`.
@@ -143,17 +144,40 @@ impl Endpoint {
             parsed.set_password(None).map_err(|()| bad())?;
             Some((user, password))
         };
-        let base = parsed.as_str().trim_end_matches('/').to_string();
-        let url = format!("{base}/chat/completions");
+        // The query (e.g. `?api-version=…&key=…`) stays on every request URL, after the
+        // path; its values may be secrets, so logs show it as `?***` and reasons scrub them.
+        if let Some(query) = parsed.query().filter(|q| !q.is_empty()) {
+            secrets.push(query.to_string());
+            for (_, value) in parsed.query_pairs() {
+                if value.len() >= MIN_QUERY_SECRET {
+                    secrets.push(value.into_owned());
+                }
+            }
+        }
+        parsed.set_fragment(None);
+        let mut chat = parsed.clone();
+        chat.path_segments_mut()
+            .map_err(|()| bad())?
+            .pop_if_empty()
+            .extend(["chat", "completions"]);
+        let url = chat.to_string();
+        let mut bare = parsed.clone();
+        bare.set_query(None);
+        let base = bare.as_str().trim_end_matches('/').to_string();
         let root = base.strip_suffix("/v1").unwrap_or(&base).to_string();
+        let mut shown_url = chat.clone();
+        if shown_url.query().is_some() {
+            shown_url.set_query(Some("***"));
+        }
+        let shown_url = shown_url.to_string();
         let shown = if basic.is_some() {
             redact_url(&format!(
                 "{}://user@{}",
                 parsed.scheme(),
-                &url[parsed.scheme().len() + 3..]
+                &shown_url[parsed.scheme().len() + 3..]
             ))
         } else {
-            url.clone()
+            shown_url
         };
         let key = match &config.api_key_env {
             Some(name) => Some(
@@ -184,7 +208,6 @@ impl Endpoint {
             secrets,
             client,
             published: tokio::sync::OnceCell::new(),
-            learned: AtomicUsize::new(0),
         })
     }
 
@@ -294,10 +317,9 @@ impl Endpoint {
         let text = String::from_utf8_lossy(&bytes);
         if !(200..300).contains(&status) {
             let quoted = head(&text, QUOTED_BYTES).to_string();
+            // The error's numbers size this call's one retry only: an endpoint that once
+            // states a tiny context must not shrink every later call.
             if let Some((n_prompt_tokens, n_ctx)) = context_exceeded(status, &text) {
-                if let Some(n) = n_ctx.and_then(|n| usize::try_from(n).ok()) {
-                    self.learned.store(n, Ordering::Relaxed);
-                }
                 return Err(ModelError::ContextExceeded {
                     status,
                     body: quoted,
@@ -566,14 +588,6 @@ impl Model for Endpoint {
 
     fn published_context(&self) -> BoxFuture<'_, Option<PublishedContext>> {
         Box::pin(async move {
-            let learned = self.learned.load(Ordering::Relaxed);
-            if learned > 0 {
-                return Some(PublishedContext {
-                    tokens: learned,
-                    source: "the endpoint's context-size error".into(),
-                    limit_only: false,
-                });
-            }
             self.published
                 .get_or_init(|| async {
                     let found = self.probe_context().await;
@@ -689,6 +703,30 @@ mod tests {
         assert_eq!(
             e.scrub("me:p%40ss p@ss http://me:p%40ss@x/"),
             "*** *** http://***@x/"
+        );
+    }
+
+    #[test]
+    fn a_query_stays_after_the_path_and_its_values_are_never_shown() {
+        let e = Endpoint::new(EndpointConfig {
+            base_url: "http://127.0.0.1:1/v1/?api-version=2024-02-01&key=s3cr3tvalue#frag".into(),
+            model: "m".into(),
+            api_key_env: None,
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        assert_eq!(
+            e.url,
+            "http://127.0.0.1:1/v1/chat/completions?api-version=2024-02-01&key=s3cr3tvalue"
+        );
+        assert_eq!(e.root, "http://127.0.0.1:1");
+        assert_eq!(
+            e.describe(),
+            "http://127.0.0.1:1/v1/chat/completions?*** model m"
+        );
+        assert_eq!(
+            e.scrub("GET /v1/chat/completions?api-version=2024-02-01&key=s3cr3tvalue failed: s3cr3tvalue"),
+            "GET /v1/chat/completions?*** failed: ***"
         );
     }
 
