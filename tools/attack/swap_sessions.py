@@ -43,6 +43,10 @@ AT_FDCWD = -100
 IN_ACCESS, IN_OPEN = 0x1, 0x20
 IN_NONBLOCK = 0o4000
 
+# What a refusal caused by the swap says (anything else is about the turn itself).
+SWAP_WORDS = ("regular file", "outside the workspace", "symlink", "missing", "changed", "could not be read",
+              "could not read")
+
 # Longer than the document lock's bounded wait: a request still unanswered then is stuck.
 ANSWER_TIMEOUT = 60.0
 
@@ -157,8 +161,10 @@ def reader_loop(raw: Raw, project: str, session_ref: str, handle: str | None, de
 
 
 def writer_loop(raw: Raw, schema: int, project: str, row: dict, deadline: float, tally: Tally) -> None:
-    turns = list(row["turns"])
+    # The last turn never gets a chain, so that gap work items can cover it.
+    turns = list(row["turns"][:-1])
     n = 0
+    items = 0
     while time.time() < deadline:
         n += 1
         if turns:
@@ -169,10 +175,18 @@ def writer_loop(raw: Raw, schema: int, project: str, row: dict, deadline: float,
             answered(tally, "write_evidence", got, '"appended"')
             if got is not None and '"appended"' in got[1]:
                 turns.pop(0)
+            elif got is not None and not any(w in got[1] for w in SWAP_WORDS):
+                # Refused for what the turn is (a generated edge case), not for the swap.
+                tally.sample("write_evidence (turn skipped)", got[1])
+                turns.pop(0)
         else:
+            # Work item refs must run W0001, W0002, ... in the project.
+            items += 1
             got = raw.tool("write_work_item", {"project_key": project, "work_item": gap_item(
-                f"W{n:05d}", row["session_ref"], row["turns"][0]["turn_ref"])}, timeout=ANSWER_TIMEOUT)
+                f"W{items:04d}", row["session_ref"], row["turns"][-1]["turn_ref"])}, timeout=ANSWER_TIMEOUT)
             answered(tally, "write_work_item", got, '"appended"')
+            if got is None or '"appended"' not in got[1]:
+                items -= 1
 
 
 def first_handle(binary: Path, ws: Path, project: str, rows: list[dict]) -> tuple[dict, str | None]:
