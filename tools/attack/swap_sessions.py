@@ -6,8 +6,8 @@ For `--seconds` (default 60), on a generated workspace of schema 2 or 7 (with ag
 citations, so that export writes receipts from the session files):
 - a swapper exchanges the session file (renameat2 RENAME_EXCHANGE) with a FIFO, then with
   a symlink to an outside copy of the same bytes, then puts it back, every few ms;
-- one loop runs `import --rehash` and `export` (every file opened and hashed again,
-  receipts read from the session lines), each with a timeout;
+- one loop runs `import --rehash`, `export`, `verify` and `verify-citations` (every file
+  opened and hashed again, receipts read from the session lines), each with a timeout;
 - one `serve` reads the session (compact and full) and its handle (`tool_output_read`);
 - another `serve` writes evidence chains for the session's turns (`write_evidence`, which
   on schema 7 reads the trigger line), then work items once the turns are used up.
@@ -124,7 +124,8 @@ def command_loop(binary: Path, ws: Path, deadline: float, tally: Tally) -> None:
     n = 0
     while time.time() < deadline:
         n += 1
-        args = ("export",) if n % 3 == 0 else ("import", "--rehash")
+        args = [("import", "--rehash"), ("export",), ("import", "--rehash"), ("verify",),
+                ("verify-citations",)][n % 5]
         name = args[0]
         try:
             done = cli(binary, ws, *args, timeout=ANSWER_TIMEOUT)
@@ -200,7 +201,7 @@ def first_handle(binary: Path, ws: Path, project: str, rows: list[dict]) -> tupl
     return rows[0], None
 
 
-def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
+def run(binary: Path, schema: int, seconds: float, work: Path, swap: str = "file") -> int:
     base = make_workspace(work / f"ws{schema}", schema, turns=20)
     add_citations(base)
     ws = base
@@ -214,8 +215,17 @@ def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
     out = work / f"OUT{schema}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    copy = out / path.name
-    copy.write_bytes(path.read_bytes())
+    if swap == "file":
+        copy = out / path.name
+        copy.write_bytes(path.read_bytes())
+    else:
+        # A directory on the file's way (its sessions/<source> directory, or the project
+        # directory) swapped with a symlink to an outside copy of it, and with a FIFO.
+        level = path.parent if swap == "sessions-dir" else ws / "projects" / project
+        copy_dir = out / level.name
+        shutil.copytree(level, copy_dir, symlinks=True)
+        copy = copy_dir / path.relative_to(level)
+        path = level
     watch = OpenWatch(copy)
     fifo = path.with_name(path.name + ".fifo")
     link = path.with_name(path.name + ".link")
@@ -223,7 +233,7 @@ def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
         if p.exists() or p.is_symlink():
             p.unlink()
     os.mkfifo(fifo)
-    os.symlink(copy, link)
+    os.symlink(copy if swap == "file" else copy_dir, link)
 
     tally = Tally()
     readers = Raw(binary, ws)
@@ -281,7 +291,8 @@ def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
     if watch.opens or watch.reads:
         tally.fail(f"the outside copy was opened {watch.opens} times and read {watch.reads} times")
 
-    print(f"schema {schema}: {ran:.0f} s, session {row['session_ref']} ({path.stat().st_size} bytes), "
+    print(f"schema {schema}, swapping the {swap}: {ran:.0f} s, session {row['session_ref']} "
+          f"({copy.stat().st_size} bytes), "
           f"handle {'yes' if handle else 'no'}")
     for key in sorted(tally.counts):
         print(f"  {key}: {tally.counts[key]}")
@@ -300,8 +311,10 @@ def main() -> int:
     parser.add_argument("--schema", type=int, choices=(2, 7), default=7)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap"))
+    parser.add_argument("--swap", choices=("file", "sessions-dir", "project-dir"), default="file",
+                        help="what is swapped: the session file, its sessions/<source> directory, or the project directory")
     args = parser.parse_args()
-    return run(args.bin.resolve(), args.schema, args.seconds, args.work)
+    return run(args.bin.resolve(), args.schema, args.seconds, args.work, args.swap)
 
 
 if __name__ == "__main__":
