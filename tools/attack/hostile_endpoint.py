@@ -70,7 +70,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _parts(self):
-        parts = self.path.split("/")
+        if "?" in self.path:
+            STATE.hit(f"query seen: {self.path[:120]}")
+        parts = self.path.split("?")[0].split("/")
         mode = parts[1] if len(parts) > 1 else ""
         tail = "/".join(parts[2:])
         return mode, tail
@@ -397,6 +399,10 @@ def cases(port: int) -> list[Case]:
         *[Case(m, m, budget=25) for m in ("ctx_forever", "ctx_zero", "ctx_one", "ctx_big", "ctx_tiny_prompt",
                                          "ctx_huge_prompt", "ctx_nonum")],
         Case("ctx_once", "ctx_once", budget=25, calls=3),
+        # A base URL with a query (Azure's `?api-version=`, a `?key=` secret): where do the
+        # requests go, and is the query logged?
+        Case("query_url", "ok", budget=10, expect="found 3 errors", log="info",
+             url=f"http://127.0.0.1:{port}/ok/v1?api-version=2024-06-01&key={SECRET_KEY}"),
         Case("deadline_huge", "hang", budget=12, env={"EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": str(2**64 - 1)},
              expect="timed out"),
         Case("deadline_huge_timeout_huge", "ok", budget=12,

@@ -201,7 +201,7 @@ def first_handle(binary: Path, ws: Path, project: str, rows: list[dict]) -> tupl
     return rows[0], None
 
 
-def run(binary: Path, schema: int, seconds: float, work: Path, swap: str = "file") -> int:
+def run(binary: Path, schema: int, seconds: float, work: Path, target: str = "file") -> int:
     base = make_workspace(work / f"ws{schema}", schema, turns=20)
     add_citations(base)
     ws = base
@@ -215,13 +215,13 @@ def run(binary: Path, schema: int, seconds: float, work: Path, swap: str = "file
     out = work / f"OUT{schema}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    if swap == "file":
+    if target == "file":
         copy = out / path.name
         copy.write_bytes(path.read_bytes())
     else:
         # A directory on the file's way (its sessions/<source> directory, or the project
         # directory) swapped with a symlink to an outside copy of it, and with a FIFO.
-        level = path.parent if swap == "sessions-dir" else ws / "projects" / project
+        level = path.parent if target == "sessions-dir" else ws / "projects" / project
         copy_dir = out / level.name
         shutil.copytree(level, copy_dir, symlinks=True)
         copy = copy_dir / path.relative_to(level)
@@ -233,7 +233,7 @@ def run(binary: Path, schema: int, seconds: float, work: Path, swap: str = "file
         if p.exists() or p.is_symlink():
             p.unlink()
     os.mkfifo(fifo)
-    os.symlink(copy if swap == "file" else copy_dir, link)
+    os.symlink(copy if target == "file" else copy_dir, link)
 
     tally = Tally()
     readers = Raw(binary, ws)
@@ -291,7 +291,7 @@ def run(binary: Path, schema: int, seconds: float, work: Path, swap: str = "file
     if watch.opens or watch.reads:
         tally.fail(f"the outside copy was opened {watch.opens} times and read {watch.reads} times")
 
-    print(f"schema {schema}, swapping the {swap}: {ran:.0f} s, session {row['session_ref']} "
+    print(f"schema {schema}, swapping the {target}: {ran:.0f} s, session {row['session_ref']} "
           f"({copy.stat().st_size} bytes), "
           f"handle {'yes' if handle else 'no'}")
     for key in sorted(tally.counts):
