@@ -227,8 +227,12 @@ def run(binary: Path, schema: int, seconds: float, work: Path, target: str = "fi
         copy = copy_dir / path.relative_to(level)
         path = level
     watch = OpenWatch(copy)
-    fifo = path.with_name(path.name + ".fifo")
-    link = path.with_name(path.name + ".link")
+    # The FIFO and the symlink wait beside the file, or for a directory outside the
+    # workspace on the same filesystem (a project directory's neighbours are projects).
+    aux = path.parent if target == "file" else work / f"aux{schema}"
+    aux.mkdir(exist_ok=True)
+    fifo = aux / (path.name + ".fifo")
+    link = aux / (path.name + ".link")
     for p in (fifo, link):
         if p.exists() or p.is_symlink():
             p.unlink()
