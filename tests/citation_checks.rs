@@ -685,3 +685,124 @@ fn a_file_cited_under_many_spellings_is_read_once() {
         }
     }
 }
+
+/// Python's `len(bytes.decode("utf-8", errors="replace").splitlines())`, written out
+/// character by character here, apart from the binary's own line finder.
+fn python_line_count(bytes: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars = text.chars().peekable();
+    let (mut lines, mut open) = (0, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                lines += 1;
+                open = false;
+            }
+            '\n' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => {
+                lines += 1;
+                open = false;
+            }
+            _ => open = true,
+        }
+    }
+    lines + u64::from(open)
+}
+
+/// A cited file of invalid UTF-8, with line breaks of every kind (some straddling the
+/// binary's 1 MiB read chunks), gets the digest of its raw bytes and Python's line count
+/// of its lossy decoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cited_file_of_invalid_utf8_is_counted_as_python_counts_it() {
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().join("proj");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let pieces: [&[u8]; 9] = [
+        b"\xff\xfe bad\r\n",
+        b"\xe2\x80\n",
+        "ls\u{2028}ps\u{2029}nel\u{85}".as_bytes(),
+        b"\xe2\x80\xe2\x80\xa8\xf0\xc2\x85",
+        b"\x0b\x0c\x1c\x1d\x1e",
+        b"\r\r\n\n",
+        b"\xc2",
+        b"plain text ",
+        b"\xed\xa0\x80 surrogate\n",
+    ];
+    let mut bytes = Vec::new();
+    let mut i = 0;
+    while bytes.len() < (3 << 20) + 77 {
+        bytes.extend_from_slice(pieces[i % pieces.len()]);
+        i += 1;
+    }
+    // Breaks split across the 1 MiB chunks: `\r\n`, LS and NEL.
+    for (at, piece) in [
+        ((1 << 20) - 1, &b"\r\n"[..]),
+        ((2 << 20) - 2, "\u{2028}".as_bytes()),
+        ((3 << 20) - 1, "\u{85}".as_bytes()),
+    ] {
+        bytes[at..at + piece.len()].copy_from_slice(piece);
+    }
+    bytes.extend_from_slice(b"\xff last line, no break \xe2\x80");
+    std::fs::write(project.join("bad.txt"), &bytes).expect("write");
+    let lines = python_line_count(&bytes);
+    let ws = workspace(&[(
+        "S0001",
+        "claude-code",
+        claude(
+            &project.display().to_string(),
+            &format!(
+                "**Evidence**: bad.txt:{lines}\n**Evidence**: bad.txt:{}",
+                lines + 1
+            ),
+        ),
+    )]);
+    ws.ok(&["import"]);
+    let found = verifications_of(&ws, "S0001").await;
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (v, status) in [(&found[0].1, "ok"), (&found[1].1, "line_out_of_range")] {
+        assert_eq!(v["status"], status, "{v}");
+        assert_eq!(v["file_lines"], lines, "{v}");
+        assert_eq!(v["sha256"], json!(hex_sha256(&bytes)), "{v}");
+    }
+}
+
+/// A cited file at the size limit (64 MiB) of invalid UTF-8 is read in chunks, not
+/// decoded whole: `import` under a 256 MiB address-space limit (`ulimit -v`) finishes
+/// and checks it (decoding it whole took over 400 MB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_cited_file_of_invalid_utf8_imports_within_256_mib() {
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().join("proj");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let bytes = vec![0xFFu8; 64 << 20];
+    std::fs::write(project.join("big.txt"), &bytes).expect("write");
+    let ws = workspace(&[(
+        "S0001",
+        "claude-code",
+        claude(&project.display().to_string(), "**Evidence**: big.txt:1"),
+    )]);
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 262144 && exec \"$0\" import --workspace \"$1\"")
+        .arg(BIN)
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "import under ulimit -v 256 MiB: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = verifications_of(&ws, "S0001").await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    let v = &found[0].1;
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["file_lines"], 1, "{v}");
+    assert_eq!(v["sha256"], json!(hex_sha256(&bytes)), "{v}");
+}
