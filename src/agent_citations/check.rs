@@ -9,8 +9,19 @@
 //! are counted from that same descriptor. Nothing is ever opened by a name resolved
 //! earlier.
 //!
-//! - A path that leads outside (absolute, `..` above the directory, a symlink that leaves
-//!   it, even one that dangles) is `outside_project` and nothing outside is opened.
+//! - The cited path is first joined to the project directory and normalised by name (`.`
+//!   and repeated `/` dropped, each `..` taking away the component before it, as Python's
+//!   `os.path.normpath`); what lies inside the directory (by its real location or as
+//!   written) is opened by its part below it, so an absolute path inside, or one that
+//!   leaves with `..` and comes back, is checked like the plain relative one.
+//! - A path that leads outside (absolute elsewhere, `..` above the directory, a symlink
+//!   that leaves it, even one that dangles) is `outside_project` and nothing outside is
+//!   opened.
+//! - A file is read at most once per checker, whatever path names it: results are kept by
+//!   the normalised path, digests by the file's identity (`fstat`: device, inode, size,
+//!   modification time). It is read in 1 MiB chunks: the SHA-256 of its raw bytes and its
+//!   line count (Python's `splitlines` over its lossy UTF-8 decoding) never need the
+//!   whole file in memory.
 //! - A final symlink is followed by reading it and opening its target beneath the
 //!   directory again; an absolute one is followed only when it names a place inside.
 //! - A working directory that is `/`, or under `/proc`, `/sys`, `/dev`, `/etc`, `/boot`
@@ -515,6 +526,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A working directory written through a symlink: a cited path is inside when it is
+    /// below the directory as written or below where it really is.
+    #[test]
+    fn paths_below_the_written_or_the_real_directory_are_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap().join("real");
+        std::fs::create_dir_all(real.join("src")).unwrap();
+        std::fs::write(real.join("src/a.py"), "1\n2\n").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let cwd = link.to_str().unwrap();
+        let mut checker = Checker::default();
+        let mut check = |cited: String| checker.check("file", &cited, Some(cwd));
+        for cited in [
+            format!("{}/src/a.py:2", link.display()),
+            format!("{}/src/a.py:2", real.display()),
+            "../link/src/a.py:2".to_owned(),
+            "../real/src/a.py:2".to_owned(),
+        ] {
+            let got = check(cited.clone());
+            assert_eq!(got.status, Status::Ok, "{cited}: {got:?}");
+            assert_eq!(got.file_lines, Some(2), "{cited}");
+        }
+        assert_eq!(
+            check("../other/src/a.py:1".to_owned()).status,
+            Status::OutsideProject
+        );
+        // With `..` in the working directory, only its real location counts.
+        let dotted = format!("{}/../link", real.display());
+        let got = checker.check(
+            "file",
+            &format!("{}/src/a.py:1", real.display()),
+            Some(&dotted),
+        );
+        assert_eq!(got.status, Status::Ok, "{got:?}");
     }
 
     #[test]
