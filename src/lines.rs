@@ -184,7 +184,7 @@ pub fn hex(digest: &[u8; 32]) -> String {
 /// How many trailing bytes of `bytes` must wait for more input before they can be split:
 /// a final `\r` (it may be the first half of `\r\n`) or an incomplete UTF-8 sequence (it
 /// may complete into a NEL, LS or PS, or decode differently once whole).
-fn held_back(bytes: &[u8]) -> usize {
+pub fn held_back(bytes: &[u8]) -> usize {
     match bytes.last() {
         None => return 0,
         Some(b'\r') => return 1,

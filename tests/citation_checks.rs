@@ -107,10 +107,15 @@ impl Trace {
 
     /// Runs the binary with `args` under strace; returns its stdout and the trace.
     fn run(&mut self, ws: &Workspace, args: &[&str]) -> (String, String) {
+        self.run_tracing(ws, args, "trace=openat,openat2,?open")
+    }
+
+    /// [`Trace::run`], tracing the system calls `calls` names (an strace `-e` argument).
+    fn run_tracing(&mut self, ws: &Workspace, args: &[&str], calls: &str) -> (String, String) {
         self.runs += 1;
         let log = self.dir.path().join(format!("trace.{}", self.runs));
         let out = Command::new("strace")
-            .args(["-f", "-y", "-qq", "-e", "trace=openat,openat2,?open", "-o"])
+            .args(["-f", "-y", "-qq", "-e", calls, "-o"])
             .arg(&log)
             .arg(BIN)
             .args(args)
@@ -511,4 +516,293 @@ fn a_directory_swapped_for_a_symlink_never_gives_an_outside_file() {
         out.contains(&format!("(line_out_of_range {SWAPPED_FILES})")),
         "{out}"
     );
+}
+
+/// Each citation of one session with its whole verification, as the tool answers.
+async fn verifications_of(ws: &Workspace, session_ref: &str) -> Vec<(String, Value)> {
+    let client = connect(ws).await;
+    let answer = call_ok(
+        &client,
+        "read_agent_citations",
+        json!({"project_key": P, "session_ref": session_ref}),
+    )
+    .await;
+    client.cancel().await.expect("server stops");
+    answer["citations"]
+        .as_array()
+        .expect("citations")
+        .iter()
+        .map(|c| {
+            (
+                c["reference"].as_str().unwrap_or_default().to_owned(),
+                c["verification"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A cited path that is absolute, or that leaves the project with `..` and comes back,
+/// names a file inside the project: it is checked like the plain relative path (`ok`, the
+/// file's line count and digest), opened beneath the held project directory by its
+/// relative part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absolute_and_dotdot_spellings_inside_the_project_are_checked() {
+    let mut trace = Trace::new();
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().canonicalize().expect("real").join("proj");
+    std::fs::create_dir_all(project.join("src")).expect("mkdir");
+    let bytes = b"1\n2\n3\n4\n";
+    std::fs::write(project.join("src/a.py"), bytes).expect("write");
+    let cited = [
+        "src/a.py:2".to_owned(),
+        format!("{}:2", project.join("src/a.py").display()),
+        "src/../../proj/src/a.py:2".to_owned(),
+        format!("{}//./src/../src/a.py:3", project.display()),
+        "./src//a.py:4".to_owned(),
+    ];
+    let text: String = cited
+        .iter()
+        .map(|c| format!("**Evidence**: {c}\n"))
+        .collect();
+    let ws = workspace(&[(
+        "S0001",
+        "claude-code",
+        claude(&project.display().to_string(), &text),
+    )]);
+    let (_, import) = run(&mut trace, &ws, &["import"]);
+    let found = verifications_of(&ws, "S0001").await;
+    assert_eq!(found.len(), cited.len(), "{found:?}");
+    for ((reference, v), want) in found.iter().zip(&cited) {
+        assert_eq!(reference, want);
+        assert_eq!(v["status"], "ok", "{reference}: {v}");
+        assert_eq!(v["file_lines"], 4, "{reference}: {v}");
+        assert_eq!(v["sha256"], json!(hex_sha256(bytes)), "{reference}");
+    }
+    let out = ws.ok(&["verify-citations"]);
+    assert!(out.contains("0 changed"), "{out}");
+    if trace.is_some() {
+        for (line, path) in opened(&import) {
+            if Path::new(path) == project.join("src/a.py") {
+                assert!(
+                    line.contains(&format!("<{}>, \"src/a.py\"", project.display())),
+                    "opened by its part beneath the project: {line}"
+                );
+                assert!(line.contains("RESOLVE_BENEATH"), "{line}");
+            }
+        }
+    }
+}
+
+/// Bytes read from `path` in a trace of `read` calls (strace `-y` names each descriptor).
+fn bytes_read(trace: &str, path: &Path) -> u64 {
+    let fd_tag = format!("<{}>", path.display());
+    trace
+        .lines()
+        .filter(|line| line.contains("read(") && line.contains(&fd_tag))
+        .filter_map(|line| line.rsplit_once(") = ")?.1.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// One file cited under many spellings of its path (and of the working directory) is
+/// opened once per distinct normalised path and read once per run, whatever it is
+/// called: the checker remembers it by its path beneath the project and by its identity.
+#[test]
+fn a_file_cited_under_many_spellings_is_read_once() {
+    let mut trace = Trace::new();
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().canonicalize().expect("real").join("proj");
+    std::fs::create_dir_all(project.join("src")).expect("mkdir");
+    // `d` is the project itself: `d/big.txt` is another path to the same file.
+    std::os::unix::fs::symlink(".", project.join("d")).expect("symlink");
+    let big = project.join("big.txt");
+    let size: usize = 3 << 20;
+    let mut bytes = Vec::with_capacity(size);
+    while bytes.len() < size {
+        bytes.extend_from_slice(b"some line of text\n");
+    }
+    bytes.truncate(size);
+    std::fs::write(&big, &bytes).expect("write");
+    let mut spellings = vec![
+        "big.txt".to_owned(),
+        "./big.txt".to_owned(),
+        ".//big.txt".to_owned(),
+        "src/../big.txt".to_owned(),
+        "../proj/big.txt".to_owned(),
+        format!("{}", big.display()),
+        format!("{}/./big.txt", project.display()),
+    ];
+    for i in 1..=6 {
+        spellings.push(format!("d{}big.txt", "/".repeat(i)));
+        spellings.push(format!("d/.{}big.txt", "/".repeat(i)));
+    }
+    let text: String = spellings
+        .iter()
+        .map(|s| format!("**Evidence**: {s}:1\n"))
+        .collect();
+    let dir = project.display().to_string();
+    let sessions: Vec<(String, Vec<Value>)> = [
+        dir.clone(),
+        format!("{dir}/"),
+        format!("/{dir}"),
+        format!("{dir}/."),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, cwd)| (format!("S000{}", i + 1), claude(&cwd, &text)))
+    .collect();
+    let sessions: Vec<(&str, &str, Vec<Value>)> = sessions
+        .iter()
+        .map(|(s, lines)| (s.as_str(), "claude-code", lines.clone()))
+        .collect();
+    let ws = workspace(&sessions);
+    let mut logs = Vec::new();
+    for args in [&["import"][..], &["verify-citations"][..]] {
+        let (out, log) = match trace.as_mut() {
+            Some(t) => t.run_tracing(&ws, args, "trace=openat,openat2,read"),
+            None => (ws.ok(args), String::new()),
+        };
+        logs.push((args[0], out, log));
+    }
+    let all = spellings.len() * sessions.len();
+    assert!(
+        logs[1].1.contains(&format!("(ok {all})")),
+        "every spelling is ok: {}",
+        logs[1].1
+    );
+    if trace.is_some() {
+        for (command, _, log) in &logs {
+            let opens = opened(log)
+                .into_iter()
+                .filter(|(_, path)| Path::new(path) == big)
+                .count();
+            // `big.txt` and `d/big.txt`: two paths beneath the project, one file.
+            assert_eq!(opens, 2, "{command}: opens of the cited file");
+            assert_eq!(
+                bytes_read(log, &big),
+                size as u64,
+                "{command}: the cited file is read once"
+            );
+        }
+    }
+}
+
+/// Python's `len(bytes.decode("utf-8", errors="replace").splitlines())`, written out
+/// character by character here, apart from the binary's own line finder.
+fn python_line_count(bytes: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars = text.chars().peekable();
+    let (mut lines, mut open) = (0, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                lines += 1;
+                open = false;
+            }
+            '\n' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => {
+                lines += 1;
+                open = false;
+            }
+            _ => open = true,
+        }
+    }
+    lines + u64::from(open)
+}
+
+/// A cited file of invalid UTF-8, with line breaks of every kind (some straddling the
+/// binary's 1 MiB read chunks), gets the digest of its raw bytes and Python's line count
+/// of its lossy decoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cited_file_of_invalid_utf8_is_counted_as_python_counts_it() {
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().join("proj");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let pieces: [&[u8]; 9] = [
+        b"\xff\xfe bad\r\n",
+        b"\xe2\x80\n",
+        "ls\u{2028}ps\u{2029}nel\u{85}".as_bytes(),
+        b"\xe2\x80\xe2\x80\xa8\xf0\xc2\x85",
+        b"\x0b\x0c\x1c\x1d\x1e",
+        b"\r\r\n\n",
+        b"\xc2",
+        b"plain text ",
+        b"\xed\xa0\x80 surrogate\n",
+    ];
+    let mut bytes = Vec::new();
+    let mut i = 0;
+    while bytes.len() < (3 << 20) + 77 {
+        bytes.extend_from_slice(pieces[i % pieces.len()]);
+        i += 1;
+    }
+    // Breaks split across the 1 MiB chunks: `\r\n`, LS and NEL.
+    for (at, piece) in [
+        ((1 << 20) - 1, &b"\r\n"[..]),
+        ((2 << 20) - 2, "\u{2028}".as_bytes()),
+        ((3 << 20) - 1, "\u{85}".as_bytes()),
+    ] {
+        bytes[at..at + piece.len()].copy_from_slice(piece);
+    }
+    bytes.extend_from_slice(b"\xff last line, no break \xe2\x80");
+    std::fs::write(project.join("bad.txt"), &bytes).expect("write");
+    let lines = python_line_count(&bytes);
+    let ws = workspace(&[(
+        "S0001",
+        "claude-code",
+        claude(
+            &project.display().to_string(),
+            &format!(
+                "**Evidence**: bad.txt:{lines}\n**Evidence**: bad.txt:{}",
+                lines + 1
+            ),
+        ),
+    )]);
+    ws.ok(&["import"]);
+    let found = verifications_of(&ws, "S0001").await;
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (v, status) in [(&found[0].1, "ok"), (&found[1].1, "line_out_of_range")] {
+        assert_eq!(v["status"], status, "{v}");
+        assert_eq!(v["file_lines"], lines, "{v}");
+        assert_eq!(v["sha256"], json!(hex_sha256(&bytes)), "{v}");
+    }
+}
+
+/// A cited file at the size limit (64 MiB) of invalid UTF-8 is read in chunks, not
+/// decoded whole: `import` under a 256 MiB address-space limit (`ulimit -v`) finishes
+/// and checks it (decoding it whole took over 400 MB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_cited_file_of_invalid_utf8_imports_within_256_mib() {
+    let code = tempfile::tempdir().expect("temp dir");
+    let project = code.path().join("proj");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let bytes = vec![0xFFu8; 64 << 20];
+    std::fs::write(project.join("big.txt"), &bytes).expect("write");
+    let ws = workspace(&[(
+        "S0001",
+        "claude-code",
+        claude(&project.display().to_string(), "**Evidence**: big.txt:1"),
+    )]);
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 262144 && exec \"$0\" import --workspace \"$1\"")
+        .arg(BIN)
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "import under ulimit -v 256 MiB: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = verifications_of(&ws, "S0001").await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    let v = &found[0].1;
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["file_lines"], 1, "{v}");
+    assert_eq!(v["sha256"], json!(hex_sha256(&bytes)), "{v}");
 }

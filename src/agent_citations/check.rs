@@ -9,8 +9,19 @@
 //! are counted from that same descriptor. Nothing is ever opened by a name resolved
 //! earlier.
 //!
-//! - A path that leads outside (absolute, `..` above the directory, a symlink that leaves
-//!   it, even one that dangles) is `outside_project` and nothing outside is opened.
+//! - The cited path is first joined to the project directory and normalised by name (`.`
+//!   and repeated `/` dropped, each `..` taking away the component before it, as Python's
+//!   `os.path.normpath`); what lies inside the directory (by its real location or as
+//!   written) is opened by its part below it, so an absolute path inside, or one that
+//!   leaves with `..` and comes back, is checked like the plain relative one.
+//! - A path that leads outside (absolute elsewhere, `..` above the directory, a symlink
+//!   that leaves it, even one that dangles) is `outside_project` and nothing outside is
+//!   opened.
+//! - A file is read at most once per checker, whatever path names it: results are kept by
+//!   the normalised path, digests by the file's identity (`fstat`: device, inode, size,
+//!   modification time). It is read in 1 MiB chunks: the SHA-256 of its raw bytes and its
+//!   line count (Python's `splitlines` over its lossy UTF-8 decoding) never need the
+//!   whole file in memory.
 //! - A final symlink is followed by reading it and opening its target beneath the
 //!   directory again; an absolute one is followed only when it names a place inside.
 //! - A working directory that is `/`, or under `/proc`, `/sys`, `/dev`, `/etc`, `/boot`
@@ -84,14 +95,28 @@ enum Resolved {
     Unchecked(String),
 }
 
+/// A cited file's identity from `fstat` of its descriptor: device, inode, size and
+/// modification time. Two paths to one unchanged file have the same.
+type FileId = (u64, u64, u64, i64, i64);
+
 /// Checks file citations, remembering each file it read for the life of the checker (one
-/// import or one re-verification), so a file cited many times is read once. Only the last
+/// import or one re-verification), so a file cited many times is read once: results are
+/// kept by the project's real location and the cited path normalised beneath it, and
+/// digests by the identity of the file opened, whatever path led to it. Only the last
 /// project directory is held open (a session has one, usually), so a workspace of many
 /// projects never holds many descriptors.
 #[derive(Default)]
 pub struct Checker {
-    project: Option<(String, Result<HeldDir, String>)>,
-    files: HashMap<(String, String), Resolved>,
+    project: Option<(String, Result<Project, String>)>,
+    paths: HashMap<(PathBuf, PathBuf), Resolved>,
+    files: HashMap<FileId, ([u8; 32], u64)>,
+}
+
+/// A project directory: held open, with its location as written (normalised, when that
+/// is a name for it without `..`).
+struct Project {
+    dir: HeldDir,
+    written: Option<PathBuf>,
 }
 
 impl Checker {
@@ -106,21 +131,31 @@ impl Checker {
         let Some(cwd) = cwd else {
             return Checked::unchecked("the session records no working directory");
         };
-        let key = (cwd.to_owned(), file_ref.path.to_owned());
-        let resolved = match self.files.get(&key) {
-            Some(resolved) => resolved.clone(),
-            None => {
-                if self.project.as_ref().is_none_or(|(held, _)| held != cwd) {
-                    self.project = Some((cwd.to_owned(), project_dir(cwd)));
+        if self.project.as_ref().is_none_or(|(held, _)| held != cwd) {
+            self.project = Some((cwd.to_owned(), project_dir(cwd)));
+        }
+        let resolved = match self.project.as_ref().map(|(_, project)| project) {
+            Some(Ok(project)) => match beneath(project, file_ref.path) {
+                Some(rel) => {
+                    let key = (project.dir.real_path().to_path_buf(), rel);
+                    match self.paths.get(&key) {
+                        Some(resolved) => resolved.clone(),
+                        None => {
+                            let resolved = resolve_and_read(
+                                &project.dir,
+                                &key.1,
+                                file_ref.path,
+                                &mut self.files,
+                            );
+                            self.paths.insert(key, resolved.clone());
+                            resolved
+                        }
+                    }
                 }
-                let resolved = match self.project.as_ref().map(|(_, dir)| dir) {
-                    Some(Ok(dir)) => resolve_and_read(dir, file_ref.path),
-                    Some(Err(why)) => Resolved::Unchecked(why.clone()),
-                    None => Resolved::Unchecked("no project directory".to_owned()),
-                };
-                self.files.insert(key, resolved.clone());
-                resolved
-            }
+                None => Resolved::Status(Status::OutsideProject),
+            },
+            Some(Err(why)) => Resolved::Unchecked(why.clone()),
+            None => Resolved::Unchecked("no project directory".to_owned()),
         };
         match resolved {
             Resolved::Read { sha256, lines } => Checked {
@@ -153,13 +188,14 @@ fn system_dir(cwd: &str, dir: &Path) -> Option<String> {
 }
 
 /// The working directory, opened and held, when it can be a project directory.
-fn project_dir(cwd: &str) -> Result<HeldDir, String> {
+fn project_dir(cwd: &str) -> Result<Project, String> {
     let path = Path::new(cwd);
     if !path.is_absolute() {
         return Err(format!("the working directory {cwd} is not absolute"));
     }
     // As written: a system directory is refused before anything in it is opened.
-    if let Some(why) = system_dir(cwd, &lexical(path)) {
+    let written = lexical(path);
+    if let Some(why) = system_dir(cwd, &written) {
         return Err(why);
     }
     let dir = HeldDir::open(path).map_err(|e| match e.raw_os_error() {
@@ -176,8 +212,35 @@ fn project_dir(cwd: &str) -> Result<HeldDir, String> {
                 "the working directory {cwd} is on a proc or sysfs filesystem; files are checked only inside a project directory"
             ))
         }
-        _ => Ok(dir),
+        _ => Ok(Project {
+            dir,
+            // With `..` in it, the written name and the directory opened can differ.
+            written: (!path.components().any(|c| c == Component::ParentDir)).then_some(written),
+        }),
     }
+}
+
+/// The cited path beneath the project directory: joined to it and normalised without
+/// looking at the filesystem (`.` and repeated `/` dropped, each `..` taking away the
+/// component before it), then taken below the directory's real location, or else below
+/// its location as written. `None` when it lies outside both. The project directory
+/// itself is `.`.
+fn beneath(project: &Project, cited: &str) -> Option<PathBuf> {
+    let real = project.dir.real_path();
+    [Some(real), project.written.as_deref()]
+        .into_iter()
+        .flatten()
+        .find_map(|root| {
+            let rel = lexical(&root.join(cited))
+                .strip_prefix(root)
+                .ok()?
+                .to_path_buf();
+            Some(if rel.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                rel
+            })
+        })
 }
 
 /// `path` with `.` removed and each `..` taking away the component before it, without
@@ -196,16 +259,20 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-fn resolve_and_read(dir: &HeldDir, cited: &str) -> Resolved {
+/// Opens `rel` (normalised, beneath the project directory) and reads it, unless a file of
+/// the same identity was read already (`files`).
+fn resolve_and_read(
+    dir: &HeldDir,
+    rel: &Path,
+    cited: &str,
+    files: &mut HashMap<FileId, ([u8; 32], u64)>,
+) -> Resolved {
     let root = dir.real_path();
-    if !lexical(&root.join(cited)).starts_with(root) {
-        return Resolved::Status(Status::OutsideProject);
-    }
-    let mut rel = PathBuf::from(cited);
+    let mut rel = rel.to_path_buf();
     let mut again = 0;
     for _ in 0..=MAX_SYMLINKS {
         match dir.open_beneath(&rel, OPEN_FLAGS) {
-            Ok(fd) => return read_file(File::from(fd), cited),
+            Ok(fd) => return read_file(File::from(fd), cited, files),
             Err(Errno::NOENT | Errno::NOTDIR) => return Resolved::Status(Status::MissingFile),
             Err(Errno::LOOP) => {
                 // The last component is a symlink: its target, opened beneath again.
@@ -269,8 +336,10 @@ fn escaped(root: &Path, rel: &Path) -> Resolved {
 }
 
 /// The digest and line count of an opened file, when it is a regular file within the
-/// size limit; everything is read from this descriptor.
-fn read_file(mut file: File, cited: &str) -> Resolved {
+/// size limit; everything is read from this descriptor, and only when no file of the same
+/// identity was read before.
+fn read_file(file: File, cited: &str, files: &mut HashMap<FileId, ([u8; 32], u64)>) -> Resolved {
+    use std::os::unix::fs::MetadataExt;
     let meta = match file.metadata() {
         Ok(meta) => meta,
         Err(e) => return Resolved::Unchecked(format!("cannot stat {cited}: {e}")),
@@ -287,18 +356,74 @@ fn read_file(mut file: File, cited: &str) -> Resolved {
     if meta.len() > MAX_FILE_BYTES {
         return too_large();
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    if let Err(e) = (&mut file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-        return Resolved::Unchecked(format!("cannot read {cited}: {e}"));
+    let id = (
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    if let Some(&(sha256, lines)) = files.get(&id) {
+        return Resolved::Read { sha256, lines };
     }
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return too_large();
+    match digest_and_lines(file.take(MAX_FILE_BYTES + 1), CHUNK) {
+        Err(e) => Resolved::Unchecked(format!("cannot read {cited}: {e}")),
+        Ok((_, _, read)) if read > MAX_FILE_BYTES => too_large(),
+        Ok((sha256, lines, _)) => {
+            files.insert(id, (sha256, lines));
+            Resolved::Read { sha256, lines }
+        }
     }
-    let lines = crate::lines::splitlines(&crate::lines::decode(&bytes)).count() as u64;
-    Resolved::Read {
-        sha256: Sha256::digest(&bytes).into(),
-        lines,
+}
+
+/// How much of a cited file is held at once while it is read.
+const CHUNK: usize = 1 << 20;
+
+/// Streams `reader` in chunks of `chunk` bytes: the SHA-256 of its raw bytes, its line
+/// count as Python counts `bytes.decode("utf-8", errors="replace").splitlines()`, and how
+/// many bytes were read. Line boundaries are found in the raw bytes (they decode to the
+/// same boundaries); a `\r` or an incomplete character at the end of a chunk waits for the
+/// next one, so a boundary split between two chunks is seen whole.
+fn digest_and_lines(mut reader: impl Read, chunk: usize) -> std::io::Result<([u8; 32], u64, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; chunk.max(4)];
+    let (mut filled, mut total, mut lines) = (0, 0u64, 0u64);
+    // Whether bytes were seen since the last boundary: a last line without one counts.
+    let mut open_line = false;
+    loop {
+        let read = match reader.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[filled..filled + read]);
+        total += read as u64;
+        filled += read;
+        let eof = read == 0;
+        let usable = if eof {
+            filled
+        } else {
+            filled - crate::lines::held_back(&buf[..filled])
+        };
+        let data = &buf[..usable];
+        let mut start = 0;
+        while let Some((pos, len)) = crate::lines::find_boundary(data, start) {
+            lines += 1;
+            open_line = false;
+            start = pos + len;
+        }
+        open_line |= start < usable;
+        if eof {
+            break;
+        }
+        buf.copy_within(usable..filled, 0);
+        filled -= usable;
     }
+    Ok((
+        hasher.finalize().into(),
+        lines + u64::from(open_line),
+        total,
+    ))
 }
 
 #[cfg(test)]
@@ -327,6 +452,13 @@ mod tests {
         assert_eq!(status("src/a.py:3"), Status::Ok);
         assert_eq!(status("src/a.py:1-3"), Status::Ok);
         assert_eq!(status("./src/../src/a.py:2"), Status::Ok);
+        let real = project.canonicalize().unwrap();
+        assert_eq!(
+            status(&format!("{}/src/a.py:2", real.display())),
+            Status::Ok
+        );
+        assert_eq!(status("src/../../proj/src/a.py:2"), Status::Ok);
+        assert_eq!(status("src/./x/../../../proj//src/a.py:3"), Status::Ok);
         assert_eq!(status("inside.py:1"), Status::Ok);
         assert_eq!(status("src/a.py:4"), Status::LineOutOfRange);
         assert_eq!(status("src/b.py:1"), Status::MissingFile);
@@ -363,6 +495,74 @@ mod tests {
             assert_eq!(at_root.status, Status::Unchecked, "{root}");
             assert_eq!(at_root.sha256, None);
         }
+    }
+
+    /// Streaming in chunks of any size gives the digest of the raw bytes and the line
+    /// count of Python's `splitlines` over the lossily decoded whole, also when a `\r\n`,
+    /// a NEL or an LS/PS is split between two chunks, or bytes are invalid UTF-8.
+    #[test]
+    fn streamed_lines_and_digest_match_the_whole_file() {
+        let samples: [&[u8]; 10] = [
+            b"",
+            b"a",
+            b"a\r\nb\rc\n\n",
+            b"\r\r\n\n\x0b\x0c\x1c\x1d\x1ex",
+            "x\u{85}y\u{2028}z\u{2029}".as_bytes(),
+            b"\xff\xfe\r\n\xe2\x80\n\xe2\x80\xa8\xc2",
+            b"\xe2\x80\xe2\x80\xa9\xf0\xc2\x85end",
+            b"\xe2\x80",
+            b"\r",
+            b"no break at all \xff",
+        ];
+        for bytes in samples {
+            let lines = crate::lines::splitlines(&crate::lines::decode(bytes)).count() as u64;
+            let sha: [u8; 32] = Sha256::digest(bytes).into();
+            for chunk in 1..=9 {
+                let got = digest_and_lines(bytes, chunk).unwrap();
+                assert_eq!(
+                    got,
+                    (sha, lines, bytes.len() as u64),
+                    "{bytes:?} by {chunk}"
+                );
+            }
+        }
+    }
+
+    /// A working directory written through a symlink: a cited path is inside when it is
+    /// below the directory as written or below where it really is.
+    #[test]
+    fn paths_below_the_written_or_the_real_directory_are_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap().join("real");
+        std::fs::create_dir_all(real.join("src")).unwrap();
+        std::fs::write(real.join("src/a.py"), "1\n2\n").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let cwd = link.to_str().unwrap();
+        let mut checker = Checker::default();
+        let mut check = |cited: String| checker.check("file", &cited, Some(cwd));
+        for cited in [
+            format!("{}/src/a.py:2", link.display()),
+            format!("{}/src/a.py:2", real.display()),
+            "../link/src/a.py:2".to_owned(),
+            "../real/src/a.py:2".to_owned(),
+        ] {
+            let got = check(cited.clone());
+            assert_eq!(got.status, Status::Ok, "{cited}: {got:?}");
+            assert_eq!(got.file_lines, Some(2), "{cited}");
+        }
+        assert_eq!(
+            check("../other/src/a.py:1".to_owned()).status,
+            Status::OutsideProject
+        );
+        // With `..` in the working directory, only its real location counts.
+        let dotted = format!("{}/../link", real.display());
+        let got = checker.check(
+            "file",
+            &format!("{}/src/a.py:1", real.display()),
+            Some(&dotted),
+        );
+        assert_eq!(got.status, Status::Ok, "{got:?}");
     }
 
     #[test]
