@@ -2070,3 +2070,130 @@ async fn read_grep_offers_no_tools_past_the_call_limit() {
         "{messages:?}"
     );
 }
+
+/// Sixteen calls waiting at a model that never answers take every slot; the server still
+/// reads stdin: their cancels stop them and a ping is answered long before the deadline.
+#[tokio::test]
+async fn with_every_slot_taken_cancels_and_a_ping_are_still_read() {
+    use std::sync::atomic::Ordering;
+    const CALLS: usize = 16;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let client = serve_with(
+        &s,
+        (),
+        &[
+            ("EVIDENCE_STORE_MODEL_URL", &model.url),
+            ("EVIDENCE_STORE_MODEL", "m"),
+            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
+            ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "100"),
+        ],
+    )
+    .await;
+    let mut calls = Vec::new();
+    for _ in 0..CALLS {
+        calls.push(
+            client
+                .peer()
+                .send_cancellable_request(
+                    call_request(
+                        "tool_output",
+                        json!({"handle": "small", "extract": "errors"}),
+                    ),
+                    rmcp::service::PeerRequestOptions::no_options(),
+                )
+                .await
+                .expect("sent"),
+        );
+    }
+    assert!(
+        eventually(20, || model.received.load(Ordering::SeqCst) == CALLS).await,
+        "every call reached the model: {} of {CALLS}",
+        model.received.load(Ordering::SeqCst)
+    );
+    for call in calls {
+        call.cancel(Some("test".into())).await.expect("cancel sent");
+    }
+    let ping = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        client.call_tool(CallToolRequestParams::new("prompt_diary_ping")),
+    )
+    .await
+    .expect("ping answered within 20 s, long before the 100 s deadline");
+    assert!(ping.is_ok());
+    assert!(
+        eventually(20, || model.closed.load(Ordering::SeqCst) == CALLS).await,
+        "every cancelled call dropped its model request: {} of {CALLS}",
+        model.closed.load(Ordering::SeqCst)
+    );
+    client.cancel().await.ok();
+}
+
+/// Closing stdin while sixteen calls wait at a model that never answers ends `serve`
+/// promptly (after the grace, with an error), not at the calls' deadline.
+#[test]
+fn closing_stdin_with_every_slot_taken_ends_serve_promptly() {
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::Ordering;
+    const CALLS: usize = 16;
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = hanging_endpoint();
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .env("PROMPT_DIARY_WORKSPACE", s.ws.root())
+        .env("EVIDENCE_STORE_TEST_PAYLOADS", s.payloads.path())
+        .env("RUST_LOG", "off")
+        .env("EVIDENCE_STORE_MODEL_URL", &model.url)
+        .env("EVIDENCE_STORE_MODEL", "m")
+        .env("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300")
+        .env("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "100")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").expect("written");
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    let answer = lines.next().expect("initialize answered").expect("read");
+    assert!(answer.contains("\"result\""), "{answer}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for id in 1..=CALLS {
+        send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "tool_output", "arguments": {"handle": "small", "extract": "errors"}}}),
+        );
+    }
+    let received = || model.received.load(Ordering::SeqCst);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while received() < CALLS && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(received(), CALLS, "every call reached the model");
+    drop(send);
+    drop(stdin);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > end {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let status =
+        status.expect("serve ended within 20 s of stdin closing, not at the 100 s deadline");
+    assert!(
+        !status.success(),
+        "calls left unanswered end serve with an error"
+    );
+}

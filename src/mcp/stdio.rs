@@ -6,8 +6,13 @@
 //! writes every outgoing message whole, one line each, in the order sent.
 //!
 //! Memory is bounded by backpressure: each line that needs an answer takes one of
-//! [`IN_FLIGHT_MAX`] slots, given back once its answer is written, and the reader reads
-//! nothing while every slot is taken. A cancelled request gives its slot back at once if
+//! [`IN_FLIGHT_MAX`] slots, given back once its answer is written. While every slot is
+//! taken the reader keeps reading: responses (a client's answers to this server's
+//! sampling requests) and notifications (cancels) go on at once, the end of input starts
+//! the end at once, and lines that need a slot are held, in order, at most [`HELD_MAX`] of
+//! them (each at most [`LINE_MAX`] bytes of input); with that many held the reader reads
+//! nothing more until a slot is given back. A cancel for a held request drops it unstarted
+//! and unanswered. A cancelled request gives its slot back at once if
 //! its work has not started (it will not start: [`Streamer::begin`]), else when the work
 //! ends ([`Running`]): a cancel cannot stop a tool that runs on a blocking thread, so a
 //! client that cancels every call must not make room for more of them. So at most that
@@ -19,7 +24,7 @@
 //! is ready in time is written before `serve` returns, and a failed write or an answer
 //! abandoned after the grace is reported as an error.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -35,6 +40,9 @@ use tokio::sync::{mpsc, oneshot};
 /// Most requests taken from stdin and not yet answered; the reader waits while this many
 /// are unanswered.
 pub const IN_FLIGHT_MAX: usize = 16;
+/// Most lines that need a slot held unread by rmcp while every slot is taken; the reader
+/// reads nothing more while this many are held.
+pub const HELD_MAX: usize = IN_FLIGHT_MAX;
 /// Longest line (one message) read; a longer one is drained without being held and
 /// answered as an invalid request.
 pub const LINE_MAX: usize = 16 << 20;
@@ -73,6 +81,10 @@ struct GateState {
     cancelled: HashSet<RequestId>,
     /// Requests left unanswered when the input ended and their work outlasted the grace.
     abandoned: usize,
+    /// Lines that need a slot, read while every slot was taken, in the order read.
+    held: VecDeque<Decoded>,
+    /// The input ended, or rmcp no longer listens: nothing held is handed on any more.
+    ended: bool,
 }
 
 /// Which slot a written message gives back.
@@ -89,16 +101,68 @@ impl Gate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for a free slot; false when the output has failed.
-    fn wait_for_room(&self) -> bool {
+    /// Waits until fewer than [`HELD_MAX`] lines are held; false when the output has
+    /// failed or the reading has ended.
+    fn wait_to_hold(&self) -> bool {
         let mut state = self.lock();
-        while state.taken >= IN_FLIGHT_MAX && !state.failed {
+        while state.held.len() >= HELD_MAX && !state.failed && !state.ended {
             state = self
                 .changed
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        !state.failed
+        !state.failed && !state.ended
+    }
+
+    /// Holds `decoded` if a line is held already or every slot is taken; else gives it
+    /// back to be handed on now.
+    fn hold_if_full(&self, decoded: Decoded) -> Option<Decoded> {
+        let mut state = self.lock();
+        if state.held.is_empty() && state.taken < IN_FLIGHT_MAX {
+            return Some(decoded);
+        }
+        state.held.push_back(decoded);
+        None
+    }
+
+    /// Waits until a held line can take a slot; false when the output has failed or
+    /// the reading has ended.
+    fn wait_for_held_and_room(&self) -> bool {
+        let mut state = self.lock();
+        while !state.failed
+            && !state.ended
+            && (state.held.is_empty() || state.taken >= IN_FLIGHT_MAX)
+        {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        !state.failed && !state.ended
+    }
+
+    /// The first held line, if a slot is free for it.
+    fn take_held(&self) -> Option<Decoded> {
+        let mut state = self.lock();
+        if state.taken >= IN_FLIGHT_MAX {
+            return None;
+        }
+        let decoded = state.held.pop_front();
+        drop(state);
+        // The reader may hold another line now.
+        self.changed.notify_all();
+        decoded
+    }
+
+    /// Nothing held is handed on any more; what is held is dropped.
+    fn end_input(&self) {
+        let held = {
+            let mut state = self.lock();
+            state.ended = true;
+            std::mem::take(&mut state.held)
+        };
+        drop(held);
+        self.changed.notify_all();
     }
 
     /// Waits until every slot is given back, the output fails, or `grace` has passed;
@@ -156,6 +220,10 @@ impl Gate {
     /// given back now, or when its running work ends.
     fn cancel(&self, id: RequestId) {
         let mut state = self.lock();
+        // A held request has not started: it is dropped, and never answered.
+        state
+            .held
+            .retain(|held| !matches!(held, Decoded::Message(m) if matches!(m.as_ref(), JsonRpcMessage::Request(r) if r.id == id)));
         state.streams.remove(&id);
         if state.running.contains_key(&id) {
             state.cancelled.insert(id);
@@ -481,7 +549,7 @@ impl Stdio {
         let reader = Reader {
             gate: gate.clone(),
             jobs: jobs.clone(),
-            to_rmcp: tx,
+            to_rmcp: Arc::new(Mutex::new(tx)),
         };
         std::thread::Builder::new()
             .name("evidence-store-reader".into())
@@ -554,11 +622,16 @@ fn closed() -> io::Error {
 }
 
 /// The reading side: stdin to rmcp, answering what rmcp cannot be given.
+#[derive(Clone)]
 struct Reader {
     gate: Arc<Gate>,
     jobs: std::sync::mpsc::Sender<Job>,
-    to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
+    /// Locked while a message is chosen and handed on, so rmcp gets the messages in the
+    /// order read, held lines excepted.
+    to_rmcp: Arc<Mutex<mpsc::Sender<RxJsonRpcMessage<RoleServer>>>>,
 }
+
+type ToRmcp = mpsc::Sender<RxJsonRpcMessage<RoleServer>>;
 
 /// A line read by [`read_line`].
 enum LineRead {
@@ -570,34 +643,50 @@ enum LineRead {
 
 impl Reader {
     fn run(self, read: impl Read) {
+        let dispatcher = self.clone();
+        let dispatcher = std::thread::Builder::new()
+            .name("evidence-store-held".into())
+            .stack_size(STACK_BYTES)
+            .spawn(move || dispatcher.hand_on_held());
+        if let Err(e) = &dispatcher {
+            tracing::error!(error = %e, "cannot start a thread");
+        }
         let mut input = BufReader::with_capacity(64 << 10, read);
         let mut line = Vec::new();
-        loop {
-            if !self.gate.wait_for_room() {
-                break;
-            }
-            match read_line(&mut input, &mut line) {
-                Ok(LineRead::Line) => {
-                    if !self.handle(decode(&line)) {
-                        break;
-                    }
-                }
-                Ok(LineRead::TooLong) => {
-                    self.answer(
-                        INVALID_REQUEST,
-                        &format!("Invalid Request: the message is longer than {LINE_MAX} bytes"),
-                        scan(&line).id,
-                    );
-                }
+        while dispatcher.is_ok() && self.gate.wait_to_hold() {
+            let decoded = match read_line(&mut input, &mut line) {
+                Ok(LineRead::Line) => decode(&line),
+                Ok(LineRead::TooLong) => error(
+                    INVALID_REQUEST,
+                    format!("Invalid Request: the message is longer than {LINE_MAX} bytes"),
+                    scan(&line).id,
+                ),
                 Ok(LineRead::End) => break,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read stdin");
                     break;
                 }
-            }
+            };
             if line.capacity() > 1 << 20 {
                 line = Vec::new();
             }
+            let to_rmcp = self.lock_rmcp();
+            let decoded = if needs_slot(&decoded) {
+                match self.gate.hold_if_full(decoded) {
+                    Some(decoded) => decoded,
+                    None => continue,
+                }
+            } else {
+                decoded
+            };
+            if !self.handle(&to_rmcp, decoded) {
+                break;
+            }
+        }
+        // What is held was never started: the client is gone, or rmcp no longer listens.
+        self.gate.end_input();
+        if let Ok(dispatcher) = dispatcher {
+            let _ = dispatcher.join();
         }
         // Every started answer is written before rmcp learns that the input ended, unless
         // its work outlasts the grace (a model or a client that never answers, a stuck
@@ -613,8 +702,27 @@ impl Reader {
         }
     }
 
+    /// Hands on each held line once a slot is free, until the reading ends.
+    fn hand_on_held(self) {
+        while self.gate.wait_for_held_and_room() {
+            let to_rmcp = self.lock_rmcp();
+            let Some(decoded) = self.gate.take_held() else {
+                continue;
+            };
+            if !self.handle(&to_rmcp, decoded) {
+                drop(to_rmcp);
+                self.gate.end_input();
+                return;
+            }
+        }
+    }
+
+    fn lock_rmcp(&self) -> MutexGuard<'_, ToRmcp> {
+        self.to_rmcp.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// False when rmcp no longer listens.
-    fn handle(&self, decoded: Decoded) -> bool {
+    fn handle(&self, to_rmcp: &ToRmcp, decoded: Decoded) -> bool {
         match decoded {
             Decoded::Skip => true,
             Decoded::Answer { code, message, id } => {
@@ -633,10 +741,10 @@ impl Reader {
                     return true;
                 }
                 if let Some(id) = cancelled_request(&message) {
-                    // rmcp answers a cancelled request no more.
+                    // rmcp answers a cancelled request no more; a held one is dropped.
                     self.gate.cancel(id);
                 }
-                self.to_rmcp.blocking_send(*message).is_ok()
+                to_rmcp.blocking_send(*message).is_ok()
             }
         }
     }
@@ -659,6 +767,16 @@ impl Reader {
         if self.jobs.send(job).is_err() {
             self.gate.release(Release::Slot);
         }
+    }
+}
+
+/// Whether handing `decoded` on takes a slot: a request, or an answer this transport
+/// makes; responses and notifications take none.
+fn needs_slot(decoded: &Decoded) -> bool {
+    match decoded {
+        Decoded::Skip => false,
+        Decoded::Answer { .. } => true,
+        Decoded::Message(message) => matches!(message.as_ref(), JsonRpcMessage::Request(_)),
     }
 }
 
@@ -1252,6 +1370,87 @@ mod tests {
         assert_eq!(gate.lock().taken, 1, "the answer is not written yet");
         gate.release(Release::Id(id));
         assert_eq!(gate.lock().taken, 0);
+    }
+
+    /// The next message the reader hands to rmcp, within a generous bound.
+    fn next_for_rmcp(stdio: &mut Stdio) -> Option<Value> {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            match stdio.incoming.try_recv() {
+                Ok(message) => return Some(serde_json::to_value(message).unwrap()),
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    assert!(std::time::Instant::now() < end, "nothing handed on in 20 s");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
+
+    fn nothing_for_rmcp(stdio: &mut Stdio) -> bool {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        matches!(
+            stdio.incoming.try_recv(),
+            Err(mpsc::error::TryRecvError::Empty)
+        )
+    }
+
+    #[test]
+    fn with_every_slot_taken_responses_and_cancels_still_pass_and_requests_wait() {
+        let (read, mut write) = std::io::pipe().unwrap();
+        let mut stdio = Stdio::new(read, io::sink()).unwrap();
+        let mut send = |line: String| writeln!(write, "{line}").unwrap();
+        let ping = |id: i64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        for id in 0..IN_FLIGHT_MAX as i64 {
+            send(ping(id));
+            assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], id);
+        }
+        // Every slot is taken: these two requests are held.
+        send(ping(100));
+        send(ping(101));
+        // A client's answer and a cancel of a held request go on at once.
+        send(r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#.to_owned());
+        assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], "s1");
+        send(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":101}}"#
+                .to_owned(),
+        );
+        assert_eq!(
+            next_for_rmcp(&mut stdio).unwrap()["method"],
+            "notifications/cancelled"
+        );
+        assert!(nothing_for_rmcp(&mut stdio), "the held request waits");
+        assert_eq!(
+            stdio.gate.lock().held.len(),
+            1,
+            "the cancelled one is dropped"
+        );
+        // A slot given back lets the first held request on; the cancelled one never comes.
+        stdio.gate.release(Release::Id(RequestId::Number(0)));
+        assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], 100);
+        assert!(
+            nothing_for_rmcp(&mut stdio),
+            "the cancelled request never starts"
+        );
+        assert_eq!(stdio.gate.lock().taken, IN_FLIGHT_MAX);
+    }
+
+    #[test]
+    fn the_end_of_input_is_read_with_every_slot_taken() {
+        let (read, mut write) = std::io::pipe().unwrap();
+        let mut stdio = Stdio::new(read, io::sink()).unwrap();
+        for id in 0..IN_FLIGHT_MAX as i64 + 3 {
+            writeln!(write, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        }
+        for _ in 0..IN_FLIGHT_MAX {
+            assert!(next_for_rmcp(&mut stdio).is_some());
+        }
+        drop(write);
+        // The held requests are dropped, the running ones get the grace, then rmcp learns
+        // that the input ended.
+        assert!(next_for_rmcp(&mut stdio).is_none());
+        assert_eq!(stdio.abandoned()(), IN_FLIGHT_MAX);
+        assert!(stdio.gate.lock().held.is_empty());
     }
 
     #[test]
