@@ -2177,7 +2177,6 @@ fn closing_stdin_with_every_slot_taken_ends_serve_promptly() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(received(), CALLS, "every call reached the model");
-    drop(send);
     drop(stdin);
     let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let status = loop {
