@@ -222,9 +222,7 @@ impl Gate {
     fn cancel(&self, id: RequestId) {
         let mut state = self.lock();
         // A held request has not started: it is dropped, and never answered.
-        state
-            .held
-            .retain(|held| !matches!(held, Decoded::Message(m) if matches!(m.as_ref(), JsonRpcMessage::Request(r) if r.id == id)));
+        state.held.retain(|held| held_request_id(held) != Some(&id));
         state.streams.remove(&id);
         if state.running.contains_key(&id) {
             state.cancelled.insert(id);
@@ -697,7 +695,7 @@ impl Reader {
         if left > 0 {
             tracing::warn!(
                 unanswered = left,
-                "stdin is closed and requests are still running after {} s; cancelling them",
+                "stdin is closed and requests are still unanswered after {} s; cancelling them",
                 EOF_GRACE.as_secs()
             );
             self.gate.abandon(left);
@@ -779,6 +777,17 @@ fn needs_slot(decoded: &Decoded) -> bool {
         Decoded::Skip => false,
         Decoded::Answer { .. } => true,
         Decoded::Message(message) => matches!(message.as_ref(), JsonRpcMessage::Request(_)),
+    }
+}
+
+/// The id of a held request (not of an answer this transport owes).
+fn held_request_id(decoded: &Decoded) -> Option<&RequestId> {
+    match decoded {
+        Decoded::Message(message) => match message.as_ref() {
+            JsonRpcMessage::Request(request) => Some(&request.id),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
