@@ -2176,7 +2176,6 @@ fn closing_stdin_with_every_slot_taken_ends_serve_promptly() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(received(), CALLS, "every call reached the model");
-    drop(send);
     drop(stdin);
     let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let status = loop {
@@ -2196,4 +2195,58 @@ fn closing_stdin_with_every_slot_taken_ends_serve_promptly() {
         !status.success(),
         "calls left unanswered end serve with an error"
     );
+}
+
+/// Sixteen calls through the client's sampling take every slot; the client's answers are
+/// still read, so every call ends with its model's answer, long before the deadline.
+#[tokio::test]
+async fn with_every_slot_taken_sampling_answers_are_still_read() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const CALLS: usize = 16;
+    let s = setup(&[("a", "Bash", "alpha\n")]);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let sampler = GatedSampler {
+        script: Mutex::new(
+            (0..CALLS)
+                .map(|_| say("<ai-agent-{N}-FINAL format=\"text\">done"))
+                .collect(),
+        ),
+        asked: asked.clone(),
+        gate: Arc::new(tokio::sync::Semaphore::new(CALLS)),
+    };
+    let client = Arc::new(
+        serve_with(
+            &s,
+            sampler,
+            &[("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "100")],
+        )
+        .await,
+    );
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                tool_output(&client, json!({"handle": "a", "extract": "x"})).await
+            })
+        })
+        .collect();
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut bodies = Vec::new();
+        for call in calls {
+            bodies.push(text_of(&call.await.expect("call task")));
+        }
+        bodies
+    })
+    .await
+    .expect("every call answered within 20 s, long before the 100 s deadline");
+    for body in answered {
+        assert_eq!(
+            body,
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE a, STRATEGY:full-chunked:\n\ndone"
+        );
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), CALLS);
+    if let Ok(client) = Arc::try_unwrap(client) {
+        client.cancel().await.ok();
+    }
 }

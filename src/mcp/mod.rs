@@ -661,7 +661,9 @@ pub enum ServeError {
     Session(#[from] tokio::task::JoinError),
     #[error("stdout failed before every answer was written")]
     OutputFailed,
-    #[error("stdin closed while {0} request(s) were still running; they were cancelled unanswered")]
+    #[error(
+        "stdin closed while {0} request(s) were still running or waiting; they were cancelled unanswered"
+    )]
     Abandoned(usize),
 }
 

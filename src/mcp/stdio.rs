@@ -19,10 +19,11 @@
 //! many requests, their work and their answers are held, whatever the client sends and
 //! however slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
 //! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
-//! request the stream is keyed by. At the end of input the reader waits until every taken slot is given
-//! back, at most [`EOF_GRACE`], then reports the end to rmcp: every started answer that
-//! is ready in time is written before `serve` returns, and a failed write or an answer
-//! abandoned after the grace is reported as an error.
+//! request the stream is keyed by. At the end of input the reader waits until every taken
+//! slot is given back and every held line handed on, at most [`EOF_GRACE`], then reports
+//! the end to rmcp: every answer that is ready in time is written before `serve` returns,
+//! and a failed write or a request abandoned after the grace (running or still held) is
+//! reported as an error.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -154,24 +155,20 @@ impl Gate {
         decoded
     }
 
-    /// Nothing held is handed on any more; what is held is dropped.
+    /// Nothing held is handed on any more.
     fn end_input(&self) {
-        let held = {
-            let mut state = self.lock();
-            state.ended = true;
-            std::mem::take(&mut state.held)
-        };
-        drop(held);
+        self.lock().ended = true;
         self.changed.notify_all();
     }
 
-    /// Waits until every slot is given back, the output fails, or `grace` has passed;
-    /// returns how many slots are still taken (0 when the output failed: nothing more
-    /// can be written anyway).
+    /// Waits until every slot is given back and nothing is held (or can be handed on
+    /// any more), the output fails, or `grace` has passed; returns how many requests are
+    /// still unanswered, held ones included (0 when the output failed: nothing more can
+    /// be written anyway).
     fn wait_until_idle_within(&self, grace: std::time::Duration) -> usize {
         let deadline = std::time::Instant::now() + grace;
         let mut state = self.lock();
-        while state.taken > 0 && !state.failed {
+        while (state.taken > 0 || (!state.held.is_empty() && !state.ended)) && !state.failed {
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 break;
             };
@@ -181,7 +178,11 @@ impl Gate {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        if state.failed { 0 } else { state.taken }
+        if state.failed {
+            0
+        } else {
+            state.taken + state.held.len()
+        }
     }
 
     fn take_slot(&self) {
@@ -221,9 +222,7 @@ impl Gate {
     fn cancel(&self, id: RequestId) {
         let mut state = self.lock();
         // A held request has not started: it is dropped, and never answered.
-        state
-            .held
-            .retain(|held| !matches!(held, Decoded::Message(m) if matches!(m.as_ref(), JsonRpcMessage::Request(r) if r.id == id)));
+        state.held.retain(|held| held_request_id(held) != Some(&id));
         state.streams.remove(&id);
         if state.running.contains_key(&id) {
             state.cancelled.insert(id);
@@ -683,19 +682,20 @@ impl Reader {
                 break;
             }
         }
-        // What is held was never started: the client is gone, or rmcp no longer listens.
+        // Every request read is answered before rmcp learns that the input ended (held
+        // ones are handed on as slots free), unless the work outlasts the grace (a model or
+        // a client that never answers, a stuck file): the client is gone, so the rest is
+        // cancelled, what is still held never starts, and `serve` exits non-zero.
+        let left = self.gate.wait_until_idle_within(EOF_GRACE);
         self.gate.end_input();
         if let Ok(dispatcher) = dispatcher {
             let _ = dispatcher.join();
         }
-        // Every started answer is written before rmcp learns that the input ended, unless
-        // its work outlasts the grace (a model or a client that never answers, a stuck
-        // file): the client is gone, so the rest is cancelled and `serve` exits non-zero.
-        let left = self.gate.wait_until_idle_within(EOF_GRACE);
+        drop(std::mem::take(&mut self.gate.lock().held));
         if left > 0 {
             tracing::warn!(
                 unanswered = left,
-                "stdin is closed and requests are still running after {} s; cancelling them",
+                "stdin is closed and requests are still unanswered after {} s; cancelling them",
                 EOF_GRACE.as_secs()
             );
             self.gate.abandon(left);
@@ -777,6 +777,17 @@ fn needs_slot(decoded: &Decoded) -> bool {
         Decoded::Skip => false,
         Decoded::Answer { .. } => true,
         Decoded::Message(message) => matches!(message.as_ref(), JsonRpcMessage::Request(_)),
+    }
+}
+
+/// The id of a held request (not of an answer this transport owes).
+fn held_request_id(decoded: &Decoded) -> Option<&RequestId> {
+    match decoded {
+        Decoded::Message(message) => match message.as_ref() {
+            JsonRpcMessage::Request(request) => Some(&request.id),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -1446,10 +1457,15 @@ mod tests {
             assert!(next_for_rmcp(&mut stdio).is_some());
         }
         drop(write);
-        // The held requests are dropped, the running ones get the grace, then rmcp learns
-        // that the input ended.
+        // A slot given back during the grace lets a held request on; the rest outlast
+        // the grace and count as unanswered, then rmcp learns that the input ended.
+        stdio.gate.release(Release::Id(RequestId::Number(0)));
+        assert_eq!(
+            next_for_rmcp(&mut stdio).unwrap()["id"],
+            IN_FLIGHT_MAX as i64
+        );
         assert!(next_for_rmcp(&mut stdio).is_none());
-        assert_eq!(stdio.abandoned()(), IN_FLIGHT_MAX);
+        assert_eq!(stdio.abandoned()(), IN_FLIGHT_MAX + 2);
         assert!(stdio.gate.lock().held.is_empty());
     }
 
