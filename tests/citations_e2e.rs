@@ -713,6 +713,44 @@ fn receipt_cleanup_never_follows_a_swapped_receipts_dir() {
     assert!(std::fs::symlink_metadata(&dir).expect("receipts").is_dir());
 }
 
+/// A `receipts/` that is a symlink to an outside directory, on an export that writes no
+/// receipt (every session is skipped, so the cleanup is all it does there): the export
+/// fails naming the directory as outside the workspace, and the temp-named file and the
+/// stale receipt of ours there are both left alone.
+#[test]
+fn receipt_cleanup_refuses_a_receipts_dir_outside() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+    ws.ok(&["export"]);
+    let made = receipts(&ws);
+    let (_, ours) = made.iter().next().expect("export wrote receipts");
+    let mut stale: Value = serde_json::from_slice(ours).expect("receipt");
+    stale["metadata"]["session_ref"] = json!("S9999");
+    let outside = tempfile::tempdir().expect("temp dir");
+    let temp = ".evidence-S0001-T0001.json.99999.1.0123456789abcdef.evidence-store.tmp";
+    let stale_name = "evidence-S9999-T0001.json";
+    std::fs::write(outside.path().join(temp), "not ours to remove").expect("plant");
+    std::fs::write(
+        outside.path().join(stale_name),
+        serde_json::to_vec(&stale).expect("json"),
+    )
+    .expect("plant");
+    std::fs::remove_dir_all(ws.path(&format!("projects/{P}/sessions"))).expect("rm sessions");
+    std::fs::remove_dir_all(ws.path(RECEIPTS)).expect("rm receipts");
+    std::os::unix::fs::symlink(outside.path(), ws.path(RECEIPTS)).expect("symlink");
+
+    let err = ws.fails(&["export"]);
+    assert!(err.contains(RECEIPTS), "{err}");
+    assert!(err.contains("outside the workspace"), "{err}");
+    let mut left: Vec<String> = std::fs::read_dir(outside.path())
+        .expect("outside dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [temp, stale_name]);
+}
+
 /// One count everywhere: a turn whose citations repeat across two content blocks of one
 /// line and across two lines counts each citation once, and the read tool, the search
 /// tool, `dump citations`, `dump --stats` and the receipts all say the same. Each entry
