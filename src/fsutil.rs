@@ -413,6 +413,83 @@ impl HeldRoot {
     }
 }
 
+/// A directory under the workspace root, opened once beneath the root's descriptor and
+/// held: it is listed through that descriptor and every entry is read, removed and the
+/// directory fsynced relative to it, so swapping the directory's path for a symlink
+/// meanwhile redirects none of these.
+#[derive(Debug)]
+pub struct ConfinedDir(Dir);
+
+impl ConfinedDir {
+    /// Opens the directory `<root>/<rel>` beneath the root: `None` when there is none (or
+    /// a non-directory is at its name), an [`Escape`] error naming it when resolving it
+    /// leaves the root (a symlink leading outside).
+    pub fn open(root: &Path, rel: &str) -> io::Result<Option<ConfinedDir>> {
+        let rel_path = plain(rel)?;
+        let root = Root::open(root)?;
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NONBLOCK;
+        match root.open_beneath(rel_path, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(ConfinedDir(Dir {
+                path: root.path.join(rel_path),
+                fd,
+            }))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The names of the directory's entries (without `.` and `..`), read through its
+    /// descriptor.
+    pub fn names(&self) -> io::Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for entry in rfs::Dir::read_from(&self.0.fd)? {
+            let entry = entry?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name != "." && name != ".." {
+                names.push(name.to_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    /// Whether the entry `name` is a regular file (not followed if a symlink).
+    pub fn is_regular(&self, name: &OsStr) -> bool {
+        rfs::statat(&self.0.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile)
+    }
+
+    /// The bytes of the entry `name` if it is a regular file: opened
+    /// `O_NOFOLLOW|O_NONBLOCK` relative to the held directory (a symlink or FIFO there is
+    /// neither followed nor waited on), checked with `fstat`. `None` when it is missing,
+    /// a symlink or not a regular file.
+    pub fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rfs::openat(&self.0.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut file = File::from(fd);
+        if !file.metadata()?.is_file() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
+    }
+
+    /// Removes the entry `name` of the held directory.
+    pub fn remove(&self, name: &OsStr) -> io::Result<()> {
+        self.0.remove(name)
+    }
+
+    /// Flushes the held directory's entries to disk.
+    pub fn sync(&self) -> io::Result<()> {
+        self.0.sync()
+    }
+}
+
 /// Opens `<root>/<rel>` for reading only if it is a regular file reached without leaving
 /// the root and is not itself a symlink: resolved beneath the root's descriptor, opened
 /// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC` (a FIFO planted at the name cannot block the

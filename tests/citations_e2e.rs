@@ -600,6 +600,157 @@ fn receipts_never_leave_the_workspace() {
     assert_eq!(std::fs::read(&target).unwrap(), b"victim");
 }
 
+/// `export` racing a `receipts/` swapped back and forth (atomically, renameat2
+/// `RENAME_EXCHANGE`) with a symlink to an outside directory that holds files named like
+/// our temp files and a stale receipt of ours: nothing outside is ever removed, changed or
+/// added, and every export either succeeds or refuses naming the escape.
+#[test]
+fn receipt_cleanup_never_follows_a_swapped_receipts_dir() {
+    use rustix::fs::{CWD, Mode, OFlags, RenameFlags, renameat_with};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    let ws = workspace();
+    ws.ok(&["import"]);
+    ws.ok(&["export"]);
+    let made = receipts(&ws);
+    let (_, ours) = made.iter().next().expect("export wrote receipts");
+    let outside = tempfile::tempdir().expect("temp dir");
+    // Many files named like our temp files (a wider window for a cleanup that lists one
+    // directory and removes by path in another), and one receipt that is ours by content
+    // (schema and project key) under a turn no receipt is kept for.
+    let mut planted: BTreeMap<String, Vec<u8>> = (1..=200)
+        .map(|n| {
+            (
+                format!(".evidence-S0001-T0001.json.99999.{n}.0123456789abcdef.evidence-store.tmp"),
+                b"not ours to remove\n".to_vec(),
+            )
+        })
+        .collect();
+    let mut stale: Value = serde_json::from_slice(ours).expect("receipt");
+    stale["metadata"]["session_ref"] = json!("S9999");
+    planted.insert(
+        "evidence-S9999-T0001.json".to_owned(),
+        serde_json::to_vec(&stale).expect("json"),
+    );
+    // With every session file gone, each session is skipped and nothing is written, so
+    // every export reaches the cleanup.
+    std::fs::remove_dir_all(ws.path(&format!("projects/{P}/sessions"))).expect("rm sessions");
+    for (name, bytes) in &planted {
+        std::fs::write(outside.path().join(name), bytes).expect("plant");
+    }
+    let dir = ws.path(RECEIPTS);
+    let link = ws.path("receipts.link");
+    std::os::unix::fs::symlink(outside.path(), &link).expect("symlink");
+
+    let real = rustix::fs::open(&dir, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+        .expect("open receipts");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, dir, link) = (stop.clone(), dir.clone(), link.clone());
+        std::thread::spawn(move || {
+            let exchange =
+                || renameat_with(CWD, &dir, CWD, &link, RenameFlags::EXCHANGE).expect("exchange");
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                exchange();
+                std::thread::sleep(Duration::from_millis(1));
+                exchange();
+                swaps += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            swaps
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut runs = 0;
+    let mut failures = Vec::new();
+    while Instant::now() < deadline {
+        // The same temp names left inside by a killed export, put back before each run
+        // through the real directory's descriptor (its path is being swapped): a cleanup
+        // that lists the real directory and then removes by path would remove them outside.
+        for name in planted.keys().filter(|n| n.starts_with('.')) {
+            let fd = rustix::fs::openat(
+                &real,
+                name.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            )
+            .expect("plant inside");
+            drop(fd);
+        }
+        let out = ws.run(&["export"]);
+        runs += 1;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success()
+            && !stderr.contains("outside the workspace")
+            && !stderr.contains("leaves the workspace")
+        {
+            failures.push(stderr);
+        }
+        let now: BTreeMap<String, Vec<u8>> = std::fs::read_dir(outside.path())
+            .expect("outside dir")
+            .flatten()
+            .map(|e| {
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                (e.file_name().to_string_lossy().into_owned(), bytes)
+            })
+            .collect();
+        if now != planted {
+            stop.store(true, Ordering::Relaxed);
+            let _ = swapper.join();
+            panic!(
+                "export run {runs} changed the outside directory: {:?}",
+                now.keys().collect::<Vec<_>>()
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 0 && runs > 0, "{swaps} swaps, {runs} runs");
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(std::fs::symlink_metadata(&dir).expect("receipts").is_dir());
+}
+
+/// A `receipts/` that is a symlink to an outside directory, on an export that writes no
+/// receipt (every session is skipped, so the cleanup is all it does there): the export
+/// fails naming the directory as outside the workspace, and the temp-named file and the
+/// stale receipt of ours there are both left alone.
+#[test]
+fn receipt_cleanup_refuses_a_receipts_dir_outside() {
+    let ws = workspace();
+    ws.ok(&["import"]);
+    ws.ok(&["export"]);
+    let made = receipts(&ws);
+    let (_, ours) = made.iter().next().expect("export wrote receipts");
+    let mut stale: Value = serde_json::from_slice(ours).expect("receipt");
+    stale["metadata"]["session_ref"] = json!("S9999");
+    let outside = tempfile::tempdir().expect("temp dir");
+    let temp = ".evidence-S0001-T0001.json.99999.1.0123456789abcdef.evidence-store.tmp";
+    let stale_name = "evidence-S9999-T0001.json";
+    std::fs::write(outside.path().join(temp), "not ours to remove").expect("plant");
+    std::fs::write(
+        outside.path().join(stale_name),
+        serde_json::to_vec(&stale).expect("json"),
+    )
+    .expect("plant");
+    std::fs::remove_dir_all(ws.path(&format!("projects/{P}/sessions"))).expect("rm sessions");
+    std::fs::remove_dir_all(ws.path(RECEIPTS)).expect("rm receipts");
+    std::os::unix::fs::symlink(outside.path(), ws.path(RECEIPTS)).expect("symlink");
+
+    let err = ws.fails(&["export"]);
+    assert!(err.contains(RECEIPTS), "{err}");
+    assert!(err.contains("outside the workspace"), "{err}");
+    let mut left: Vec<String> = std::fs::read_dir(outside.path())
+        .expect("outside dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [temp, stale_name]);
+}
+
 /// One count everywhere: a turn whose citations repeat across two content blocks of one
 /// line and across two lines counts each citation once, and the read tool, the search
 /// tool, `dump citations`, `dump --stats` and the receipts all say the same. Each entry

@@ -530,7 +530,7 @@ fn a_session_replaced_by_a_symlink_is_refused_on_schema_7() {
 
 /// Code that may open files by path or descriptor, and why; every other module asks
 /// `src/session/` for session files and `fsutil` for other workspace files.
-const MAY_OPEN: [(&str, &str); 9] = [
+const MAY_OPEN: [(&str, &str); 8] = [
     (
         "src/fsutil.rs",
         "the confined opens (openat2 beneath the held-open workspace root) that session/ and every workspace file read go through",
@@ -547,10 +547,6 @@ const MAY_OPEN: [(&str, &str); 9] = [
     (
         "src/agent_citations/check.rs",
         "cited files in the project directory, never session files",
-    ),
-    (
-        "src/agent_citations/receipts.rs",
-        "opens the receipts directory to fsync it after removing stale receipts",
     ),
     ("src/evidence.rs", "a unit test reads its fixture"),
     (

@@ -21,7 +21,6 @@
 //! - Citations on a line outside every turn have no receipt (`dump citations` counts them).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::io;
 use std::path::Path;
 
@@ -270,8 +269,12 @@ fn session_receipts(
     Ok(out)
 }
 
-/// Removes our stale receipts and temp files from `<dir>` (only when its real location is
-/// inside the workspace; a missing directory has nothing to clean).
+/// Removes our stale receipts and temp files from `<dir>`, working only through the
+/// directory as opened once beneath the workspace root: it is listed, each entry read and
+/// removed, and the directory fsynced relative to that descriptor, so a `receipts/`
+/// swapped for a symlink meanwhile redirects nothing. A `receipts/` whose real location is
+/// outside the workspace is refused with an error naming it and nothing is removed; a
+/// missing directory has nothing to clean.
 fn clean(
     root: &Path,
     key: &str,
@@ -281,30 +284,22 @@ fn clean(
     report: &mut ReceiptsReport,
 ) -> Result<(), ReceiptError> {
     let unwritable = |rel: String| move |source| ReceiptError::Unwritable { rel, source };
-    let real_root = fsutil::real_root(root).map_err(unwritable(root.display().to_string()))?;
-    let Ok(real) = root.join(dir).canonicalize() else {
+    let Some(held) = fsutil::ConfinedDir::open(root, dir).map_err(unwritable(dir.to_owned()))?
+    else {
         return Ok(());
     };
-    if !real.starts_with(&real_root) {
-        report.skipped.push(format!(
-            "{dir}: it resolves to {}, outside the workspace",
-            real.display()
-        ));
-        return Ok(());
-    }
-    let Ok(entries) = std::fs::read_dir(&real) else {
+    let Ok(names) = held.names() else {
         return Ok(());
     };
     let mut removed_any = false;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        if !regular {
+    for os_name in names {
+        let name = os_name.to_string_lossy().into_owned();
+        if !held.is_regular(&os_name) {
             continue;
         }
         if fsutil::is_temp_name(&name) {
-            std::fs::remove_file(&path).map_err(unwritable(format!("{dir}/{name}")))?;
+            held.remove(&os_name)
+                .map_err(unwritable(format!("{dir}/{name}")))?;
             report.temp_files_removed += 1;
             removed_any = true;
             continue;
@@ -312,7 +307,7 @@ fn clean(
         if !receipt::is_receipt_name(&name) || kept.contains(&name) {
             continue;
         }
-        let Ok(Some(bytes)) = fsutil::read_confined(root, &format!("{dir}/{name}")) else {
+        let Ok(Some(bytes)) = held.read_regular(&os_name) else {
             continue;
         };
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
@@ -324,15 +319,14 @@ fn clean(
                 .as_str()
                 .is_some_and(|s| !protected.contains(s));
         if ours {
-            std::fs::remove_file(&path).map_err(unwritable(format!("{dir}/{name}")))?;
+            held.remove(&os_name)
+                .map_err(unwritable(format!("{dir}/{name}")))?;
             report.removed += 1;
             removed_any = true;
         }
     }
     if removed_any {
-        File::open(&real)
-            .and_then(|d| d.sync_all())
-            .map_err(unwritable(dir.to_owned()))?;
+        held.sync().map_err(unwritable(dir.to_owned()))?;
     }
     Ok(())
 }
