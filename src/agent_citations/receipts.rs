@@ -10,7 +10,7 @@
 //!   name created `O_EXCL|O_NOFOLLOW` in the real directory, fsync, rename) and only when
 //!   its bytes differ, so an unchanged store exports nothing and a re-export is
 //!   byte-identical. A `receipts/` whose real location is outside the workspace (a
-//!   symlink) is refused and nothing is written through it.
+//!   symlink) is refused and nothing is written or removed through it.
 //! - Stale receipts: a receipt this export did not write is removed when it is ours, that
 //!   is a regular file named `evidence-*.json` whose JSON has `_schema`
 //!   `ralph_gold.evidence.v1` and `metadata.project_key` equal to the project's key (Ralph
