@@ -231,7 +231,7 @@ fn a_version_1_store_is_upgraded_and_keeps_its_line_tables() {
     let markers = r"\n\n**Evidence**: src/parser.py:41-42\n**Evidence**: tests/test_parser.py::test_parse_tokens - PASS";
     let text = String::from_utf8(ws.read(c1)).unwrap();
     assert!(text.contains(markers), "{text}");
-    ws.write(c1, &text.replace(markers, ""));
+    ws.write(c1, text.replace(markers, ""));
     std::fs::create_dir_all(ws.path(".evidence-store")).unwrap();
     std::fs::copy(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v1.redb"),
