@@ -51,16 +51,16 @@ fn imports_the_example_workspace() {
         [
             (
                 971,
-                144,
-                "c86da8356b3890fccfe87947a419ceadb5840118054cf02762cb5d8c358095d9"
+                243,
+                "8d216c26764da3584f3d248cb854b24b122d366d07d02c568e038d3a16c9491f"
             ),
             (
-                1116,
+                1215,
                 69,
                 "790a498b33daa4a9b3eeceb833687d0623470547489ff830ebbfcf54bd9733ef"
             ),
             (
-                1186,
+                1285,
                 61,
                 "4833b6e5fe35876c9d523754d64cda3afb4c9000261a6dd8e4631a4621ddd61c"
             ),

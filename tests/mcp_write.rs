@@ -123,7 +123,8 @@ async fn export_materialises_the_store_and_removes_temp_files() {
     let out = ws.ok(&["export"]);
     assert_eq!(
         out,
-        "exported 1 file(s) (0 already current), removed 1 stale temp file(s)\n"
+        "exported 1 file(s) (0 already current), removed 1 stale temp file(s)\n\
+         receipts: 1 written (0 already current), 0 stale removed, 0 skipped\n"
     );
     assert_eq!(ws.read(CARD), card);
     assert!(!ws.path(ours).exists());
@@ -134,6 +135,7 @@ async fn export_materialises_the_store_and_removes_temp_files() {
     let out = ws.ok(&["export"]);
     assert_eq!(
         out,
-        "exported 0 file(s) (1 already current), removed 0 stale temp file(s)\n"
+        "exported 0 file(s) (1 already current), removed 0 stale temp file(s)\n\
+         receipts: 0 written (1 already current), 0 stale removed, 0 skipped\n"
     );
 }
