@@ -237,12 +237,52 @@ pub fn lock_within(
             );
             said = true;
         }
+        if said {
+            return wait_in_turn(file, &poll, unwritable);
+        }
         if !poll.sleep() {
             return Err(DocumentError::Busy(LockBusy {
                 holder,
                 waited_secs: crate::wait::secs(poll.waited()),
             }));
         }
+    }
+}
+
+/// The rest of a lock wait, in the kernel's queue: a helper thread takes the lock with a
+/// blocking `flock` on a second descriptor of the same open file, and this thread waits
+/// for it at most until the poll's deadline. (Polling alone lets a waiter miss its turn
+/// again and again under contention.) At the deadline the helper is abandoned: when it
+/// gets the lock at last, it closes the last descriptor of that open file, which lets the
+/// lock go at once.
+fn wait_in_turn(
+    file: std::fs::File,
+    poll: &crate::wait::Poll,
+    unwritable: impl Fn(std::io::Error) -> DocumentError,
+) -> Result<DocumentLock, DocumentError> {
+    use std::os::unix::fs::FileExt;
+    let waiter = file.try_clone().map_err(&unwritable)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("evidence-store-lock".into())
+        .spawn(move || {
+            let taken = waiter.lock();
+            let _ = tx.send(taken);
+        })
+        .map_err(&unwritable)?;
+    match rx.recv_timeout(poll.left()) {
+        Ok(Ok(())) => {
+            let line = holder_line();
+            if file.write_at(line.as_bytes(), 0).is_ok() {
+                let _ = file.set_len(line.len() as u64);
+            }
+            Ok(DocumentLock { file })
+        }
+        Ok(Err(e)) => Err(unwritable(e)),
+        Err(_) => Err(DocumentError::Busy(LockBusy {
+            holder: read_holder(&file),
+            waited_secs: crate::wait::secs(poll.waited()),
+        })),
     }
 }
 

@@ -79,6 +79,11 @@ impl Poll {
         self.started.elapsed()
     }
 
+    /// What is left of the wait's bound (zero once it has passed).
+    pub fn left(&self) -> Duration {
+        self.timeout.saturating_sub(self.started.elapsed())
+    }
+
     /// The wait's bound.
     pub fn timeout(&self) -> Duration {
         self.timeout
