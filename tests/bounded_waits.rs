@@ -95,17 +95,8 @@ fn run_bounded(mut cmd: Command, bound: Duration) -> (ExitStatus, String) {
         let _ = err.read_to_string(&mut text);
         text
     });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waits") {
-            break status;
-        }
-        if started.elapsed() > bound {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} still running after {bound:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::exit_or_hang(&mut child, bound) else {
+        panic!("{cmd:?} still running after {bound:?}");
     };
     (status, reader.join().expect("reader"))
 }
@@ -334,16 +325,8 @@ fn closing_stdin_ends_serve_while_a_model_call_never_answers() {
     );
     accepted.recv_timeout(NEVER).expect("the model call starts");
     drop(server.stdin.take());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().expect("waits") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "serve still running 20 s after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    let Some(status) = common::exit_or_hang(&mut server.child, Duration::from_secs(20)) else {
+        panic!("serve still running 20 s after stdin closed");
     };
     assert!(
         !status.success(),

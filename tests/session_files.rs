@@ -111,18 +111,10 @@ fn run_bounded(ws: &Workspace, args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("binary runs");
-    let started = Instant::now();
-    loop {
-        if child.try_wait().expect("waits").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if started.elapsed() > BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`{}` did not end within {BOUND:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if common::exit_or_hang(&mut child, BOUND).is_none() {
+        panic!("`{}` did not end within {BOUND:?}", args.join(" "));
     }
+    child.wait_with_output().expect("output")
 }
 
 fn ok(ws: &Workspace, args: &[&str]) -> String {

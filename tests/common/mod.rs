@@ -450,3 +450,25 @@ pub fn strip_sparse_handles(text: &str) -> (String, usize) {
     let count = member.find_iter(text).count();
     (member.replace_all(text, "").into_owned(), count)
 }
+
+/// Waits for `child` to exit; a child still running after `hang` (a bound far above any
+/// normal run, for tests of things that used to wait for ever) is killed and reaped, and
+/// `None` says so. Not a timing check: callers fail only on a hang.
+#[allow(dead_code)]
+pub fn exit_or_hang(
+    child: &mut std::process::Child,
+    hang: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return Some(status);
+        }
+        if started.elapsed() > hang {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
