@@ -484,7 +484,8 @@ fn a_directory_swapped_for_a_symlink_never_gives_an_outside_file() {
     let started = Instant::now();
     let mut runs = 0;
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    while started.elapsed() < Duration::from_secs(8) || runs < 5 {
+    // At least 5 runs, and more while the swapping lasts (8 s); each run is one command.
+    while runs < 5 || started.elapsed() < Duration::from_secs(8) {
         let (out, log) = run(&mut trace, &ws, &["verify-citations"]);
         let by_status = out
             .split_once("session(s) (")
@@ -501,10 +502,6 @@ fn a_directory_swapped_for_a_symlink_never_gives_an_outside_file() {
         );
         assert_never_opened(&log, &[outside.path()], &[]);
         runs += 1;
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the runs do not finish"
-        );
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().expect("swapper");

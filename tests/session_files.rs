@@ -330,14 +330,7 @@ impl Serve {
     /// Closes stdin; true when the process then ended within the bound.
     fn close(mut self) -> bool {
         drop(self.stdin.take());
-        let started = Instant::now();
-        while started.elapsed() < BOUND {
-            if self.child.try_wait().expect("waits").is_some() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
+        common::exit_or_hang(&mut self.child, BOUND).is_some()
     }
 }
 
