@@ -13,10 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use evidence_store::read::{Mode, ReadRequest, TextForm};
+use evidence_store::read::compact;
+use evidence_store::read::session_lines::TextForm;
+use evidence_store::read::{Mode, ReadRequest};
 use evidence_store::service::Service;
+use evidence_store::util::{lines, pyjson};
 use evidence_store::workspace::WorkspaceRoot;
-use evidence_store::{compact, lines, pyjson};
 
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
 const WIDTH: i64 = 2000;

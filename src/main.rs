@@ -106,8 +106,8 @@ extern "C" fn choose_allocator() {
 const MI_OPTION_ARENA_RESERVE: std::ffi::c_int = 23;
 
 fn main() -> ExitCode {
-    let config = evidence_store::cli::parse();
-    match evidence_store::app::run(config) {
+    let config = evidence_store::cli::args::parse();
+    match evidence_store::cli::app::run(config) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("evidence-store: {}", chain_text(&err));

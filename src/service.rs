@@ -8,21 +8,21 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::agent_citations::query;
-use crate::contract::Contract;
+use crate::citations::query;
+use crate::documents::evidence::{self, Appended, Problem, WriteResult};
+use crate::documents::report::{self, Context, IndexedTurn, ProjectContext, Written};
+use crate::documents::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::documents::{self, DocumentError};
-use crate::evidence::{self, Appended, Problem, WriteResult};
-use crate::handles;
 use crate::import::{self, ImportOptions, Quiet};
-use crate::pages::{self, RawCursor};
-use crate::pyjson::{Value, py_repr};
+use crate::read::pages::{self, RawCursor};
 use crate::read::{self, ReadRequest, ReadResult};
-use crate::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
-use crate::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
+use crate::tool_output::handles;
+use crate::util::pyjson::{Value, py_repr};
 use crate::workspace::Unknown;
 use crate::workspace::WorkspaceRoot;
+use crate::workspace::contract::Contract;
 
 /// The tools' shared state: the store, or the reason there is none.
 ///
@@ -146,7 +146,8 @@ impl Service {
             starting: Mutex::new(()),
         };
         if let Ok(guard) = service.starting.lock() {
-            let _ = crate::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
+            let _ =
+                crate::util::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
         }
         if let Some(problem) = service.current_problem() {
             tracing::warn!(problem = %problem.message, "workspace unavailable; every call will report it");
@@ -257,7 +258,7 @@ impl Service {
         if self.pending.load(Ordering::Acquire)
             && let Ok(guard) = self.starting.try_lock()
         {
-            let _ = crate::wait::within(READ_WAIT, || self.try_start(&guard, Duration::ZERO));
+            let _ = crate::util::wait::within(READ_WAIT, || self.try_start(&guard, Duration::ZERO));
         }
         self.settled()
     }
@@ -270,7 +271,7 @@ impl Service {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            if let Err(busy) = self.try_start(&guard, crate::wait::lock_timeout()) {
+            if let Err(busy) = self.try_start(&guard, crate::util::wait::lock_timeout()) {
                 return Err(NotWritable::Busy(busy));
             }
         }
@@ -322,21 +323,21 @@ impl Service {
 
     pub fn read_session_lines(&self, request: &ReadRequest) -> ReadResult {
         match self.readable() {
-            Ok(store) => read::read_session_lines(store, &self.root.path, request),
+            Ok(store) => read::session_lines::read_session_lines(store, &self.root.path, request),
             Err(problem) => unavailable(&problem),
         }
     }
 
-    /// [`Service::read_session_lines`] as tool-result text ([`read::read_session_text`]).
+    /// [`Service::read_session_lines`] as tool-result text ([`read::session_lines::read_session_text`]).
     pub fn read_session_text(&self, request: &ReadRequest) -> String {
         match self.readable() {
-            Ok(store) => read::read_session_text(store, &self.root.path, request),
+            Ok(store) => read::session_lines::read_session_text(store, &self.root.path, request),
             Err(problem) => unavailable(&problem).to_pretty_json(),
         }
     }
 
     /// One page of a read under the paged contract, as tool-result text
-    /// ([`crate::pages::read_session_page`]).
+    /// ([`crate::read::pages::read_session_page`]).
     pub fn read_session_page(&self, request: &ReadRequest, cursor: Option<RawCursor>) -> String {
         match self.readable() {
             Ok(store) => pages::read_session_page(store, &self.root.path, request, cursor),
@@ -345,22 +346,28 @@ impl Service {
     }
 
     /// [`Service::read_session_text`] in pieces as they are printed
-    /// ([`read::read_session_pieces`]).
+    /// ([`read::session_lines::read_session_pieces`]).
     pub fn read_session_pieces(
         &self,
         request: &ReadRequest,
-        form: read::TextForm,
+        form: read::session_lines::TextForm,
         mut emit: impl FnMut(String) -> bool,
     ) {
         match self.readable() {
-            Ok(store) => read::read_session_pieces(store, &self.root.path, request, form, emit),
+            Ok(store) => read::session_lines::read_session_pieces(
+                store,
+                &self.root.path,
+                request,
+                form,
+                emit,
+            ),
             Err(problem) => {
                 let text = unavailable(&problem).to_pretty_json();
                 emit(match form {
-                    read::TextForm::Text => text,
-                    read::TextForm::JsonString => {
+                    read::session_lines::TextForm::Text => text,
+                    read::session_lines::TextForm::JsonString => {
                         let mut content = String::with_capacity(text.len() + text.len() / 8);
-                        crate::pyjson::write_string_content(&mut content, &text);
+                        crate::util::pyjson::write_string_content(&mut content, &text);
                         content
                     }
                 });
@@ -503,19 +510,19 @@ impl Service {
         }
         let entries = store.reader()?.lines(file.file_id, line.max(2) - 1, line)?;
         let rel = crate::session::rel_path(project_key, &record.session.session_path);
-        let texts = match crate::trigger::read_lines(&self.root.path, &rel, file, &entries) {
+        let texts = match crate::session::read_texts(&self.root.path, &rel, file, &entries) {
             Ok(texts) => texts,
-            Err(crate::trigger::ReadError::Io(e)) => {
+            Err(crate::session::ReadBackError::Io(e)) => {
                 return Ok(Err(Problem::new(
                     field,
                     format!(
                         "could not read the copied session file: {}",
-                        crate::trigger::strerror(&e)
+                        crate::session::strerror(&e)
                     ),
                     restore,
                 )));
             }
-            Err(crate::trigger::ReadError::Changed) => {
+            Err(crate::session::ReadBackError::Changed) => {
                 return Ok(Err(Problem::new(
                     "session_ref",
                     format!(
@@ -531,10 +538,13 @@ impl Service {
             [.., current] => (None, current.as_str()),
             [] => (None, ""),
         };
-        Ok(
-            crate::trigger::human_text(&record.session.source, line, Some(current), previous)
-                .map_err(|message| Problem::new(field, message, restore)),
+        Ok(crate::documents::trigger::human_text(
+            &record.session.source,
+            line,
+            Some(current),
+            previous,
         )
+        .map_err(|message| Problem::new(field, message, restore)))
     }
 
     /// `write_work_item`: parse the item, then in one store transaction gather the
@@ -696,7 +706,7 @@ impl Service {
     /// files), and with `envelopes` their project-synthesis envelopes.
     fn context(&self, writer: &mut Writer, envelopes: bool) -> Result<Context, Failure> {
         let workspace = writer.workspace()?.ok_or(StoreError::NotImported)?;
-        let metadata = crate::pyjson::parse(&workspace.metadata.text).unwrap_or(Value::Null);
+        let metadata = crate::util::pyjson::parse(&workspace.metadata.text).unwrap_or(Value::Null);
         let mut ctx = Context {
             report_date: workspace.metadata.report_date.clone(),
             status: workspace.metadata.status.clone(),
@@ -799,7 +809,10 @@ impl Service {
     fn patch_report(
         &self,
         project_key: Option<&str>,
-        patch: impl FnOnce(&Context, &crate::pyjson::Map) -> Result<crate::pyjson::Map, Vec<Problem>>,
+        patch: impl FnOnce(
+            &Context,
+            &crate::util::pyjson::Map,
+        ) -> Result<crate::util::pyjson::Map, Vec<Problem>>,
     ) -> WriteResult<Written> {
         let store = match self.writable() {
             Ok(store) => store,
@@ -890,7 +903,8 @@ fn as_projects(report: &Value) -> &[Value] {
 /// A workspace JSON document, parsed as Python parses it; the error names the file.
 fn parse_document(rel: &str, bytes: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| format!("{rel} is not valid UTF-8"))?;
-    crate::pyjson::parse(text).map_err(|e| format!("{rel} is not valid JSON: {}", e.message()))
+    crate::util::pyjson::parse(text)
+        .map_err(|e| format!("{rel} is not valid JSON: {}", e.message()))
 }
 
 /// A store or file failure during a write, as a structured rejection (nothing committed).

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{LARGE_SESSION_LINES, LARGE_SESSION_PATH, PROJECT, Workspace};
-use evidence_store::read::{Mode, ReadRequest, TextForm};
+use evidence_store::read::session_lines::TextForm;
+use evidence_store::read::{Mode, ReadRequest};
 use evidence_store::service::Service;
 use evidence_store::workspace::WorkspaceRoot;
 

@@ -517,23 +517,23 @@ fn a_session_replaced_by_a_symlink_is_refused_on_schema_7() {
 /// `src/session/` for session files and `fsutil` for other workspace files.
 const MAY_OPEN: [(&str, &str); 8] = [
     (
-        "src/fsutil.rs",
+        "src/util/fsutil.rs",
         "the confined opens (openat2 beneath the held-open workspace root) that session/ and every workspace file read go through",
     ),
     ("src/store/", "the store's own redb file"),
     (
-        "src/rebuild.rs",
+        "src/import/rebuild.rs",
         "fsyncs the rebuilt store and its directory",
     ),
     (
-        "src/run.rs",
+        "src/cli/run.rs",
         "the `run` shim's state file in its private temp dir",
     ),
     (
-        "src/agent_citations/check.rs",
+        "src/citations/check.rs",
         "cited files in the project directory, never session files",
     ),
-    ("src/evidence.rs", "a unit test reads its fixture"),
+    ("src/documents/evidence.rs", "a unit test reads its fixture"),
     (
         "src/tool_output/lookup.rs",
         "debug builds only: the tests' stand-in reads payloads from EVIDENCE_STORE_TEST_PAYLOADS",

@@ -36,7 +36,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::{COMMAND, Citation, FILE, Located, TEST, UNKNOWN, URL};
-use crate::pyjson::{self, Value};
+use crate::util::pyjson::{self, Value};
 
 /// What to extract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

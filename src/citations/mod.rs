@@ -1,18 +1,28 @@
 //! Agent-cited evidence: the `**Evidence**:` markers and JSON evidence blocks that agents
 //! write in their assistant messages, turned into citations.
 //!
-//! Everything here is pure: it takes text (or one parsed session line) and returns values.
+//! The rules are pure: they take text (or one parsed session line) and return values.
 //! [`extract`] scans one assistant message; [`record::assistant_texts`] finds the assistant
-//! messages a session line carries.
+//! messages a session line carries; [`receipt`] is the receipt's shape.
+//!
+//! The effectful parts sit beside them: [`scan`] takes citations from session files at
+//! import, [`check`] checks a cited file against the project directory, [`stored`] counts
+//! and re-verifies what the store holds, [`receipt_files`] writes the receipts, and
+//! [`query`] answers the read-only citation tools.
 //!
 //! A [`Citation`] has exactly the fields of a citation in a `ralph_gold.evidence.v1`
 //! receipt (`type`, `reference`, `context`); where it was found travels beside it in
 //! [`Located`], so the receipt shape stays independent of how citations are stored.
 
 pub mod aggregate;
+pub mod check;
 mod extract;
+pub mod query;
 pub mod receipt;
+pub mod receipt_files;
 pub mod record;
+pub mod scan;
+pub mod stored;
 pub mod verify;
 
 pub use extract::{Options, extract};

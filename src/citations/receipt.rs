@@ -28,7 +28,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Citation;
-use crate::pyjson::Node;
+use crate::util::pyjson::Node;
 
 /// The receipt schema Ralph reads.
 pub const SCHEMA: &str = "ralph_gold.evidence.v1";
@@ -128,7 +128,7 @@ impl Receipt {
             timestamp: input.timestamp.clone(),
             citation_count: citations.len(),
             citations,
-            raw_output_hash: crate::lines::hex(&digest),
+            raw_output_hash: crate::util::lines::hex(&digest),
             metadata: Metadata {
                 task_id: input.turn_ref.to_owned(),
                 task_title: input.user_text.map(task_title),
@@ -349,7 +349,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson;
+    use crate::util::pyjson;
 
     #[test]
     fn timestamps() {
@@ -446,7 +446,7 @@ mod tests {
         h.update(b"a\nb");
         assert_eq!(
             receipt.raw_output_hash,
-            crate::lines::hex(&h.finalize().into())
+            crate::util::lines::hex(&h.finalize().into())
         );
         let text = String::from_utf8(receipt.to_bytes()).unwrap();
         let keys: Vec<usize> = [

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use crate::pyjson::{self, Node};
+use crate::util::pyjson::{self, Node};
 
 /// One assistant message text found in a session line.
 #[derive(Debug, Clone, PartialEq, Eq)]

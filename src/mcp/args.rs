@@ -18,8 +18,8 @@ use rmcp::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::pyjson::{self, Value as Py};
 use crate::read::LineNumber;
+use crate::util::pyjson::{self, Value as Py};
 
 /// A JSON object argument as the client sent it.
 pub type JsonObject = serde_json::Map<String, Value>;

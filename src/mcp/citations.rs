@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::{Arg, Call};
 use super::{Server, text_result};
-use crate::agent_citations::query::{Answer, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
+use crate::citations::query::{Answer, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
 
 #[derive(JsonSchema)]
 #[allow(

@@ -30,8 +30,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::pages::RawCursor;
-use crate::read::{Mode, ReadRequest, TextForm};
+use crate::read::pages::RawCursor;
+use crate::read::session_lines::TextForm;
+use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
 use args::{Arg, ArgErrors, Call};
 

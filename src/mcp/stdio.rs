@@ -344,7 +344,7 @@ const SPLICE_MIN: usize = 64 << 10;
 /// Writes what serde_json writes for `message`, and a newline. A tool result whose only
 /// content is one long text (a read's answer, megabytes) is written as serde_json's
 /// message with an empty text, with the text's escaped content put between that
-/// member's quotes: the same bytes, escaped by [`crate::pyjson::write_string_content`],
+/// member's quotes: the same bytes, escaped by [`crate::util::pyjson::write_string_content`],
 /// which tests whole blocks of bytes at once, several times faster than serde_json's
 /// byte-by-byte escaping.
 fn write_message(
@@ -392,7 +392,7 @@ fn write_message(
         return out.write_all(&buf[split..]);
     }
     let mut escaped = String::with_capacity(text.len() + text.len() / 8);
-    crate::pyjson::write_string_content(&mut escaped, &text);
+    crate::util::pyjson::write_string_content(&mut escaped, &text);
     drop(text);
     out.write_all(&buf[..split])?;
     out.write_all(escaped.as_bytes())?;
@@ -909,11 +909,11 @@ fn unparsable(line: &[u8], scanned: &Scanned, e: &serde_json::Error) -> Decoded 
     let lenient = std::str::from_utf8(line)
         .ok()
         .filter(|_| !scanned.non_json_literal)
-        .and_then(|text| crate::pyjson::parse_borrowed(text).ok());
+        .and_then(|text| crate::util::pyjson::parse_borrowed(text).ok());
     let Some(node) = lenient else {
         return error(PARSE_ERROR, format!("Parse error: {e}"), scanned.id.clone());
     };
-    let crate::pyjson::Node::Object(_) = &node else {
+    let crate::util::pyjson::Node::Object(_) = &node else {
         return error(INVALID_REQUEST, "Invalid Request: not an object", None);
     };
     // The id is checked as the message's shape is.
@@ -932,11 +932,11 @@ fn unparsable(line: &[u8], scanned: &Scanned, e: &serde_json::Error) -> Decoded 
     };
     let method_ok = node
         .get("method")
-        .and_then(crate::pyjson::Node::as_str)
+        .and_then(crate::util::pyjson::Node::as_str)
         .is_some();
     let version_ok = node
         .get("jsonrpc")
-        .and_then(crate::pyjson::Node::as_str)
+        .and_then(crate::util::pyjson::Node::as_str)
         .is_some_and(|v| v.is("2.0"));
     match id {
         None => Decoded::Skip,
@@ -1123,7 +1123,7 @@ mod tests {
     /// A piece of text as a streamed read sends it: escaped as JSON string content.
     fn escape(text: &str) -> String {
         let mut piece = String::new();
-        crate::pyjson::write_string_content(&mut piece, text);
+        crate::util::pyjson::write_string_content(&mut piece, text);
         piece
     }
 

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use super::sampling::Sampling;
 use super::{Server, argument_error};
-use crate::handles::Resolved;
+use crate::read::handle::strip_extension;
 use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
-use crate::tool_output::handle::strip_extension;
+use crate::tool_output::handles::Resolved;
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
 use crate::tool_output::model::openai::Endpoint;

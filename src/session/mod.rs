@@ -8,9 +8,8 @@
 //!   once, a symlink is refused, and nothing leaves the workspace.
 //! - [`open_imported`] also requires the size and identity (inode) import recorded: a
 //!   file put in place of the indexed one is refused before any of its bytes is read.
-//! - [`locate`] finds a session's file for a read and opens it so; [`check_range`] holds
-//!   prompt-diary's range checks; [`for_each_line`] and [`SessionFile::read_lines`] check
-//!   every line read against its stored SHA-256.
+//! - [`for_each_line`] and [`SessionFile::read_lines`] check every line read against its
+//!   stored SHA-256.
 
 mod open;
 
@@ -19,180 +18,11 @@ use std::path::Path;
 
 pub use open::{OpenError, ReadBackError, SessionFile, Sessions, open, open_imported};
 
-use crate::lines::{self, LineEntry};
-use crate::pyjson::py_repr;
-use crate::read::{LineNumber, ReadRequest, ReadResult};
-use crate::store::{FileState, Lookup, Reader, StoreError};
-use crate::workspace::Unknown;
+use crate::util::lines::{self, LineEntry};
 
 /// A session file's path relative to the workspace root.
 pub fn rel_path(project_key: &str, session_path: &str) -> String {
     format!("projects/{project_key}/{session_path}")
-}
-
-const RANGE_HINT: &str = "request a 1-based line range contained by the session";
-const REIMPORT_HINT: &str =
-    "run `evidence-store import` to re-index the prepared workspace, then read again";
-const RESTORE_HINT: &str = "ensure the prepared workspace still contains the copied session file";
-
-/// A session file found for a read, before its range is checked.
-pub enum Located {
-    Found(Found),
-    Answer(ReadResult),
-}
-
-/// The indexed session file of a read, open.
-pub struct Found {
-    pub file: SessionFile,
-    pub source: String,
-    pub file_id: u64,
-    /// The file's number of physical lines.
-    pub lines: u64,
-}
-
-/// Finds the requested session's file: the project, the session, and the file import
-/// indexed (same size and identity), opened; any other case is the answer.
-pub fn locate(reader: &Reader, root: &Path, req: &ReadRequest) -> Result<Located, StoreError> {
-    let (project_key, session_ref) = (req.project_key.as_str(), req.session_ref.as_str());
-    let answer = |result: ReadResult| Ok(Located::Answer(result));
-    if !reader.has_workspace()? {
-        return Err(StoreError::NotImported);
-    }
-    if !reader.has_project(project_key)? {
-        return answer(Unknown::project(project_key).into());
-    }
-    let Some(record) = reader.session_file(project_key, session_ref)? else {
-        return answer(Unknown::session(project_key, session_ref).into());
-    };
-    let missing = || {
-        Ok(Located::Answer(ReadResult::invalid(
-            "session_ref",
-            format!(
-                "session file for session_ref {} is missing from the prepared workspace",
-                py_repr(session_ref)
-            ),
-            RESTORE_HINT,
-        )))
-    };
-    let FileState::Indexed(indexed) = &record.file else {
-        return missing();
-    };
-    let rel = rel_path(project_key, &record.session_path);
-    let file = match open_imported(root, &rel, indexed) {
-        Ok(file) => file,
-        Err(OpenError::Missing) => return missing(),
-        Err(OpenError::Changed(what)) => return answer(changed(session_ref, what)),
-        Err(e) => return answer(io_failure(session_ref, &e.into_io())),
-    };
-    Ok(Located::Found(Found {
-        file,
-        source: record.source,
-        file_id: indexed.file_id,
-        lines: indexed.lines,
-    }))
-}
-
-/// The answer when the store itself cannot be read.
-pub fn store_failure(e: &StoreError) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!("the evidence store could not be read: {e}"),
-        "run `evidence-store import` again; if it persists, remove the store and import",
-    )
-}
-
-/// The answer when the session file cannot be read.
-pub fn io_failure(session_ref: &str, e: &std::io::Error) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!(
-            "session file for session_ref {} could not be read: {e}",
-            py_repr(session_ref)
-        ),
-        RESTORE_HINT,
-    )
-}
-
-/// The answer when the session file is not what import indexed.
-pub fn changed(session_ref: &str, what: &str) -> ReadResult {
-    ReadResult::invalid(
-        "session_ref",
-        format!(
-            "session file for session_ref {} changed since it was imported ({what})",
-            py_repr(session_ref)
-        ),
-        REIMPORT_HINT,
-    )
-}
-
-/// The answer when line `line` no longer hashes to its stored digest.
-pub fn line_changed(session_ref: &str, line: u64) -> ReadResult {
-    changed(
-        session_ref,
-        &format!("line {line} no longer matches its recorded SHA-256"),
-    )
-}
-
-/// The first error message of a rejected read, with its hint (empty for a read that
-/// was not rejected).
-pub fn first_message(result: &ReadResult) -> String {
-    match result {
-        ReadResult::Invalid(invalid) => invalid
-            .errors
-            .first()
-            .map(|e| format!("{}; {}", e.message, e.hint))
-            .unwrap_or_default(),
-        ReadResult::Ok(_) => String::new(),
-    }
-}
-
-/// prompt-diary's range checks, in its order; `cap` is the most lines one read may
-/// return, when there is such a limit.
-pub fn check_range(req: &ReadRequest, lines: u64, cap: Option<i64>) -> Option<ReadResult> {
-    let (start, end) = (&req.start_line, &req.end_line);
-    let n = LineNumber::from(i64::try_from(lines).unwrap_or(i64::MAX));
-    if *start < LineNumber::from(1) {
-        return Some(ReadResult::invalid(
-            "start_line",
-            format!("start_line {start} must be a positive 1-based line number"),
-            RANGE_HINT,
-        ));
-    }
-    if end < start {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!("end_line {end} must be >= start_line {start}"),
-            RANGE_HINT,
-        ));
-    }
-    if *start > n {
-        return Some(ReadResult::invalid(
-            "start_line",
-            format!("start_line {start} is past the session's last line {n}"),
-            RANGE_HINT,
-        ));
-    }
-    if *end > n {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!("end_line {end} is past the session's last line {n}"),
-            RANGE_HINT,
-        ));
-    }
-    // Here 1 <= start <= end <= lines: both are exact as i64.
-    if let Some(cap) = cap
-        && end.saturated() - start.saturated() + 1 > cap
-    {
-        return Some(ReadResult::invalid(
-            "end_line",
-            format!(
-                "line range is too broad for {} mode; at most {cap} lines may be read at once",
-                req.mode.name()
-            ),
-            format!("split the read into a narrower range of at most {cap} lines"),
-        ));
-    }
-    None
 }
 
 /// Why stored lines could not be read from their file.
@@ -202,16 +32,6 @@ pub enum LineFailure {
     /// The 1-based line whose bytes no longer hash to the stored digest (or lie past the
     /// bytes read).
     Changed(u64),
-}
-
-impl LineFailure {
-    /// The read's answer.
-    pub fn answer(self, session_ref: &str) -> ReadResult {
-        match self {
-            LineFailure::Io(e) => io_failure(session_ref, &e),
-            LineFailure::Changed(line) => line_changed(session_ref, line),
-        }
-    }
 }
 
 /// Calls `f` with each line's number, entry and place in `bytes`, which run from the
@@ -279,5 +99,38 @@ impl SessionFile {
             .map_err(LineFailure::Io)?;
         check_lines(&bytes, entries, first_line)?;
         Ok(bytes)
+    }
+}
+
+/// The decoded text of each entry's line in the session file `rel` under `root`, which
+/// must be the file `record` describes ([`open_imported`]), each line
+/// checked against its stored digest.
+pub fn read_texts(
+    root: &Path,
+    rel: &str,
+    record: &crate::store::FileRecord,
+    entries: &[LineEntry],
+) -> Result<Vec<String>, ReadBackError> {
+    let file = open_imported(root, rel, record)?;
+    entries.iter().map(|entry| file.read_text(entry)).collect()
+}
+
+/// An I/O error as Python's `OSError.strerror` prints it: the description alone.
+pub fn strerror(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strerror_drops_the_os_error_number() {
+        let err = std::io::Error::from_raw_os_error(2);
+        assert_eq!(strerror(&err), "No such file or directory");
     }
 }

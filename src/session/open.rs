@@ -5,9 +5,9 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use crate::fsutil;
-use crate::lines::{self, LineEntry};
 use crate::store::FileRecord;
+use crate::util::fsutil;
+use crate::util::lines::{self, LineEntry};
 
 /// Why a stored line could not be read back from its file.
 #[derive(Debug)]

@@ -125,7 +125,7 @@ impl StorageBackend for Backend {
 }
 
 /// A lock on the store file that another process held past the wait's bound
-/// ([`crate::wait::lock_timeout`]); `guard::classify` makes it [`super::StoreError::Busy`].
+/// ([`crate::util::wait::lock_timeout`]); `guard::classify` makes it [`super::StoreError::Busy`].
 #[derive(Debug, thiserror::Error)]
 #[error("another process held a lock on the store for {waited_secs} s")]
 pub struct LockWaitTimedOut {
@@ -139,14 +139,14 @@ fn bounded(mut try_lock: impl FnMut() -> Result<bool, BackendError>) -> Result<(
     if try_lock()? {
         return Ok(());
     }
-    let mut poll = crate::wait::Poll::new(crate::wait::lock_timeout());
+    let mut poll = crate::util::wait::Poll::new(crate::util::wait::lock_timeout());
     let mut said = false;
     loop {
         if !poll.sleep() {
             return Err(BackendError::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 LockWaitTimedOut {
-                    waited_secs: crate::wait::secs(poll.waited()),
+                    waited_secs: crate::util::wait::secs(poll.waited()),
                 },
             )));
         }
@@ -156,7 +156,7 @@ fn bounded(mut try_lock: impl FnMut() -> Result<bool, BackendError>) -> Result<(
         if !said && poll.waited() >= std::time::Duration::from_millis(500) {
             tracing::warn!(
                 "waiting for another process's lock on the store; giving up after {} s",
-                crate::wait::secs(poll.timeout())
+                crate::util::wait::secs(poll.timeout())
             );
             said = true;
         }

@@ -243,7 +243,7 @@ impl Writer {
     pub fn each_line(
         &self,
         file_id: u64,
-        mut each: impl FnMut(&crate::lines::LineEntry),
+        mut each: impl FnMut(&crate::util::lines::LineEntry),
     ) -> Result<(), StoreError> {
         guard::guard(&self.shown.clone(), || {
             let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;

@@ -7,7 +7,7 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::FileState;
-use crate::lines::LineEntry;
+use crate::util::lines::LineEntry;
 use crate::workspace::Span;
 
 /// Why stored bytes could not be decoded: the store is corrupt or from another build.

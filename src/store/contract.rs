@@ -9,7 +9,7 @@ use redb::ReadableTable;
 use super::guard;
 use super::schema::META;
 use super::{Lookup, OrStore, StoreError, Writer};
-use crate::contract::Contract;
+use crate::workspace::contract::Contract;
 
 /// `meta` key: the imported workspace's `schema_version` (2 or 7).
 pub const CONTRACT_KEY: &str = "workspace_schema";

@@ -135,7 +135,7 @@ pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError
     if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    let txn = super::begin_write_within(db, shown, crate::wait::lock_timeout())
+    let txn = super::begin_write_within(db, shown, crate::util::wait::lock_timeout())
         .map_err(OpenError::Store)?;
     let found = {
         let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
@@ -325,8 +325,8 @@ mod tests {
     /// workspace records nothing (its first import records the workspace's own).
     #[test]
     fn version_3_stores_record_the_0_2_10_contract() {
-        use crate::contract::Contract;
         use crate::store::Lookup;
+        use crate::workspace::contract::Contract;
         for imported in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.redb");

@@ -25,7 +25,7 @@ use redb::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::lines::LineEntry;
+use crate::util::lines::LineEntry;
 use crate::workspace::{Metadata, Session};
 use codec::{CodecError, LINES_PER_BLOCK};
 use schema::*;
@@ -174,7 +174,7 @@ pub enum StoreError {
         "another write transaction has held the store's write lock ({path}) for the last {waited_secs} s \
          ({var} sets how long to wait): if an evidence-store process is stuck, stop it, then retry; \
          nothing was written",
-        var = crate::wait::TIMEOUT_VAR
+        var = crate::util::wait::TIMEOUT_VAR
     )]
     Busy { path: String, waited_secs: u64 },
     #[error("the store at {path} is open read-only")]
@@ -248,7 +248,7 @@ pub fn check_own_store(root: &Path, store_path: &Path) -> Result<(), String> {
     if store_path != root.join(WORKSPACE_STORE) {
         return Ok(());
     }
-    match crate::fsutil::check_confined(root, WORKSPACE_STORE) {
+    match crate::util::fsutil::check_confined(root, WORKSPACE_STORE) {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
             "the store {} cannot be used: {e}",
             store_path.display()
@@ -400,7 +400,7 @@ impl Store {
     }
 
     /// Starts the (cross-process) write transaction; waits while another one is open, at
-    /// most [`crate::wait::lock_timeout`] ([`StoreError::Busy`] then).
+    /// most [`crate::util::wait::lock_timeout`] ([`StoreError::Busy`] then).
     pub fn writer(&self) -> Result<Writer, StoreError> {
         self.check_not_replaced()?;
         self.with_db(|db| {
@@ -409,7 +409,7 @@ impl Store {
                     path: self.shown.to_string(),
                 });
             };
-            let mut txn = begin_write_within(db, &self.shown, crate::wait::lock_timeout())?;
+            let mut txn = begin_write_within(db, &self.shown, crate::util::wait::lock_timeout())?;
             // Saves the allocator state with each commit, so that the next open after a
             // crash does not have to walk the whole file to repair it.
             txn.set_quick_repair(true);
@@ -431,7 +431,7 @@ pub(super) fn begin_write_within(
     shown: &str,
     timeout: std::time::Duration,
 ) -> Result<redb::WriteTransaction, StoreError> {
-    let mut poll = crate::wait::Poll::new(timeout);
+    let mut poll = crate::util::wait::Poll::new(timeout);
     let mut said = false;
     loop {
         match db.try_begin_write() {
@@ -442,14 +442,14 @@ pub(super) fn begin_write_within(
             tracing::warn!(
                 store = shown,
                 "waiting for another write transaction on the store to end; giving up after {} s",
-                crate::wait::secs(poll.timeout())
+                crate::util::wait::secs(poll.timeout())
             );
             said = true;
         }
         if !poll.sleep() {
             return Err(StoreError::Busy {
                 path: shown.to_owned(),
-                waited_secs: crate::wait::secs(poll.waited()),
+                waited_secs: crate::util::wait::secs(poll.waited()),
             });
         }
     }
@@ -525,7 +525,7 @@ fn open_writable(
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
-    let deadline = std::time::Instant::now() + crate::wait::lock_timeout();
+    let deadline = std::time::Instant::now() + crate::util::wait::lock_timeout();
     let mut said = false;
     loop {
         match try_open_writable(path, shown, fault.clone()) {
@@ -658,7 +658,7 @@ pub trait Lookup {
     }
 
     /// The prompt-diary contract of the imported workspace (0.2.10 when none is recorded).
-    fn contract(&self) -> Result<crate::contract::Contract, StoreError> {
+    fn contract(&self) -> Result<crate::workspace::contract::Contract, StoreError> {
         contract::recorded(self)
     }
 
@@ -1256,7 +1256,7 @@ mod tests {
         assert!(file.size > 0 && file.mtime_ns > 0 && file.lines > 0);
         let lines = reader.lines(file.file_id, 7, 7).unwrap();
         assert_eq!(
-            crate::lines::hex(&lines[0].sha256),
+            crate::util::lines::hex(&lines[0].sha256),
             "790a498b33daa4a9b3eeceb833687d0623470547489ff830ebbfcf54bd9733ef"
         );
     }

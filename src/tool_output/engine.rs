@@ -593,7 +593,7 @@ fn run_tool(
     }
     match args.get("file").and_then(Value::as_str) {
         // A model may write the handle as a file name, with an extension.
-        Some(f) if f == handle || super::handle::strip_extension(f) == handle => {}
+        Some(f) if f == handle || crate::read::handle::strip_extension(f) == handle => {}
         Some(f) => {
             return format!("ERROR: no file named {f:?}; the only file is {handle:?}");
         }

@@ -1,4 +1,7 @@
-//! The `tool_output` extraction module: no store and no MCP live here.
+//! The `tool_output` extraction module (no MCP lives here) and the handles it reads by.
+//!
+//! [`handles`] finds what a handle names in the store and the session file; everything
+//! else here is the extraction itself.
 //!
 //! Pure pieces: [`truncate`], the `truncate` strategy and the fallback form every other
 //! strategy falls back to when it cannot execute; [`report`], the lenient parser of the
@@ -12,7 +15,7 @@
 
 pub mod chunk;
 pub mod engine;
-pub mod handle;
+pub mod handles;
 pub mod lookup;
 pub mod model;
 pub mod prompts;

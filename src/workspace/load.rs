@@ -4,7 +4,7 @@ use std::io;
 
 use super::validate::{self, Escape};
 use super::{LoadError, Project, Workspace};
-use crate::contract::Rules;
+use crate::workspace::contract::Rules;
 use crate::workspace::{WorkspaceRoot, display_join};
 
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
@@ -57,10 +57,11 @@ fn load_project(root: &WorkspaceRoot, dir: &str, rules: Rules) -> Result<Project
     let sessions = match read_file(root, &format!("{rel}/sessions.index.jsonl"), INDEX_FILE_MAX) {
         Ok(Some(bytes)) => {
             check_rows(&index_file, &bytes)?;
-            let sessions_dir = crate::fsutil::resolve_lenient(&project_dir.join("sessions"));
-            let real_root = crate::fsutil::resolve_lenient(&root.path);
+            let sessions_dir = crate::util::fsutil::resolve_lenient(&project_dir.join("sessions"));
+            let real_root = crate::util::fsutil::resolve_lenient(&root.path);
             let mut escapes = |session_path: &str| {
-                let resolved = crate::fsutil::resolve_lenient(&project_dir.join(session_path));
+                let resolved =
+                    crate::util::fsutil::resolve_lenient(&project_dir.join(session_path));
                 if !resolved.starts_with(&sessions_dir) {
                     Some(Escape::SessionsDir(sessions_dir.display().to_string()))
                 } else if !resolved.starts_with(&real_root) {
@@ -99,7 +100,7 @@ pub const INDEX_ROW_MAX: usize = 1 << 20;
 /// workspace (a symlink leading outside is refused, a FIFO cannot hang the read) of at
 /// most `max` bytes; `None` when there is no such file.
 fn read_file(root: &WorkspaceRoot, rel: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
-    crate::fsutil::read_confined_within(&root.path, rel, max)
+    crate::util::fsutil::read_confined_within(&root.path, rel, max)
 }
 
 /// Refuses an index with a row longer than [`INDEX_ROW_MAX`] before any row is parsed.

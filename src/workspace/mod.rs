@@ -4,6 +4,7 @@
 //! exact message prompt-diary prints. The loader ([`load`]) does the I/O around it.
 //! Loading is all-or-nothing: the first problem anywhere aborts with one message.
 
+pub mod contract;
 pub mod load;
 pub mod validate;
 
@@ -15,7 +16,7 @@ pub use load::load;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workspace {
     /// The prompt-diary contract `metadata.json`'s `schema_version` selects.
-    pub contract: crate::contract::Contract,
+    pub contract: crate::workspace::contract::Contract,
     pub metadata: Metadata,
     /// Projects in directory-name order.
     pub projects: Vec<Project>,
@@ -112,7 +113,7 @@ impl Unknown {
             field: "project_key",
             message: format!(
                 "unknown project_key {}",
-                crate::pyjson::py_repr(project_key)
+                crate::util::pyjson::py_repr(project_key)
             ),
             hint: "use the project_key from the prepared workspace",
         }
@@ -123,8 +124,8 @@ impl Unknown {
             field: "session_ref",
             message: format!(
                 "unknown session_ref {} for project {}",
-                crate::pyjson::py_repr(session_ref),
-                crate::pyjson::py_repr(project_key)
+                crate::util::pyjson::py_repr(session_ref),
+                crate::util::pyjson::py_repr(project_key)
             ),
             hint: "use a session_ref listed in sessions.index.jsonl",
         }

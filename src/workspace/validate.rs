@@ -4,9 +4,9 @@
 //! printed, and (for `session_path`) a callback that answers the one question needing I/O.
 
 use super::{LoadError, Metadata, Session, Span, Turn};
-use crate::contract::{self, Contract, Rules};
-use crate::lines::splitlines;
-use crate::pyjson::{self, Map, Value, py_repr};
+use crate::util::lines::splitlines;
+use crate::util::pyjson::{self, Map, Value, py_repr};
+use crate::workspace::contract::{self, Contract, Rules};
 
 /// Decodes a workspace file strictly as UTF-8, as prompt-diary does.
 pub fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, LoadError> {

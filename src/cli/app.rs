@@ -1,0 +1,367 @@
+//! Runs one command. The CLI edge: errors here are `anyhow`, printed once by `main`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::args::{Command, Config};
+use crate::cli::dump;
+use crate::cli::progress::{Bar, ImportBar, Status};
+use crate::cli::serve::run_serve;
+use crate::import::{self, ImportOptions, ImportReport};
+use crate::service::Service;
+use crate::store::{OpenError, Store, verify};
+use crate::workspace::WorkspaceRoot;
+
+pub fn run(config: Config) -> anyhow::Result<ExitCode> {
+    init_tracing();
+    crate::documents::set_holder_label(format!("evidence-store {}", command_name(&config.command)));
+    check_store_inside(&config)?;
+    run_command(&config).map_err(|e| {
+        // A lock on the store held past the wait's bound: name who holds it, when the
+        // document lock's holder (which a writer takes first) says.
+        let busy = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<crate::store::StoreError>(),
+                Some(crate::store::StoreError::Busy { .. })
+            ) || matches!(
+                c.downcast_ref::<OpenError>(),
+                Some(OpenError::Store(crate::store::StoreError::Busy { .. }))
+            ) || matches!(
+                c.downcast_ref::<import::ImportError>(),
+                Some(import::ImportError::Store(
+                    crate::store::StoreError::Busy { .. }
+                ))
+            )
+        });
+        match busy
+            .then(|| crate::documents::holder(&config.workspace.path))
+            .flatten()
+        {
+            Some(holder) => e.context(format!("the workspace's document lock is held by {holder}")),
+            None => e,
+        }
+    })
+}
+
+fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
+    let config = config.clone();
+    match &config.command {
+        Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
+        Command::Verify => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            // A spinner on a terminal (nothing otherwise): a large store takes seconds.
+            let status = Status::new(format!("verifying {}", config.store.display()));
+            // Writers of this workspace commit under its document lock (which the first
+            // of them creates); none can be halfway through a commit while the store is
+            // copied. No lock file, or read-only media: no writer either. A lock held past
+            // the wait's bound leaves the store unchecked.
+            let root = &config.workspace.path;
+            let hold_writers = || {
+                if !root.join(crate::documents::LOCK_FILE).is_file() {
+                    return Ok(None);
+                }
+                match crate::documents::lock(root) {
+                    Ok(lock) => Ok(Some(lock)),
+                    Err(e @ crate::documents::DocumentError::Busy(_)) => Err(e.to_string()),
+                    Err(_) => Ok(None),
+                }
+            };
+            let verified = verify::verify(&config.store, hold_writers);
+            status.clear();
+            print!(
+                "{}",
+                verify_text(&config.store.display().to_string(), &verified)
+            );
+            Ok(if !verified.problems.is_empty() {
+                ExitCode::FAILURE
+            } else if verified.cannot_check.is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Dump { json, target } => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            // Read-only: a dump works on read-only media and never changes the file, except
+            // that a store a killed writer left is repaired first when the file is writable
+            // (as any writer would), so a dump after a crash still answers.
+            let store = match Store::open_read_only(&config.store) {
+                Err(OpenError::NeedsRepair { .. }) => {
+                    tracing::info!("the store needs repair; opening it for writing");
+                    Store::open(&config.store)?
+                }
+                other => other?,
+            };
+            let value = dump::dump(&store, &config.workspace.path, target)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                print!("{}", dump::to_text(target, &value));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve => run_serve(config),
+        Command::Run { command } => crate::cli::run::run_wrapped(&config, command),
+        Command::Report { argv0, args } => crate::cli::run::run_report(config.clone(), argv0, args),
+        Command::Help { text } => {
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Build => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            let service = Service::start(config.workspace.clone(), &config.store);
+            let built = service.build().map_err(|e| {
+                anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
+            })?;
+            let kept = if built.preserved.is_empty() {
+                "none".to_owned()
+            } else {
+                built.preserved.join(", ")
+            };
+            println!(
+                "built daily-report.json: {} project(s), {} work item(s); kept from the previous report: {kept}",
+                built.projects, built.work_items
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::VerifyCitations {
+            project_key,
+            session_ref,
+        } => run_verify_citations(&config, project_key.as_deref(), session_ref.as_deref()),
+        Command::Export => {
+            if !config.store.exists() {
+                bail!(
+                    "no store at {}: run `evidence-store import` first",
+                    config.store.display()
+                );
+            }
+            let store = Store::open(&config.store)?;
+            let shown = std::path::absolute(&config.workspace.path)
+                .unwrap_or_else(|_| config.workspace.path.clone());
+            let failed = || format!("export to {} failed", shown.display());
+            let report =
+                crate::documents::export(&store, &config.workspace.path).with_context(failed)?;
+            println!(
+                "exported {} file(s) ({} already current), removed {} stale temp file(s)",
+                report.written, report.unchanged, report.temp_files_removed
+            );
+            print_receipts(
+                &crate::citations::receipt_files::export_receipts(&store, &config.workspace.path)
+                    .with_context(failed)?,
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// What the receipt export did: one line (none when the workspace has no receipts and
+/// none were touched), then each skipped session or turn on stderr.
+pub(crate) fn print_receipts(r: &crate::citations::receipt_files::ReceiptsReport) {
+    if *r == crate::citations::receipt_files::ReceiptsReport::default() {
+        return;
+    }
+    println!(
+        "receipts: {} written ({} already current), {} stale removed, {} skipped",
+        r.written,
+        r.unchanged,
+        r.removed,
+        r.skipped.len()
+    );
+    for reason in &r.skipped {
+        eprintln!("evidence-store: no receipt for {reason}");
+    }
+}
+
+/// The workspace's own store must really be inside it ([`crate::store::check_own_store`]);
+/// `serve` and `run` check it themselves, `serve` answering every call with the refusal.
+fn check_store_inside(config: &Config) -> anyhow::Result<()> {
+    let checked_here = match &config.command {
+        Command::Help { .. } | Command::Serve | Command::Run { .. } => false,
+        // Every other `report` call is prompt-diary's own; `report mcp serve` is `serve`.
+        Command::Report { .. } => false,
+        _ => true,
+    };
+    if checked_here {
+        crate::store::check_own_store(&config.workspace.path, &config.store)
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// Logs go to stderr (stdout belongs to MCP in `serve`), filtered by `RUST_LOG`.
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// The command as its user typed it, for the document lock's holder line.
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Import { rebuild: true, .. } => "import --rebuild",
+        Command::Import { .. } => "import",
+        Command::Verify => "verify",
+        Command::Dump { .. } => "dump",
+        Command::Serve => "serve",
+        Command::Export => "export",
+        Command::Build => "build",
+        Command::Run { .. } => "run",
+        Command::Report { .. } => "report",
+        Command::Help { .. } => "help",
+        Command::VerifyCitations { .. } => "verify-citations",
+    }
+}
+
+/// `verify`'s report: what was checked, then one line per problem.
+fn verify_text(shown: &str, v: &verify::Verified) -> String {
+    let mut out = format!(
+        "checked {shown}: {} project(s), {} session(s), {} line block(s) ({} lines), {} document(s)\n",
+        v.projects, v.sessions, v.line_blocks, v.lines, v.documents
+    );
+    if v.problems.is_empty() {
+        match &v.cannot_check {
+            Some(why) => out.push_str(&format!(
+                "cannot check: {why}; the store was not judged (run `verify` again once that is fixed)\n"
+            )),
+            None => out.push_str("no problems found\n"),
+        }
+    } else {
+        if let Some(why) = &v.cannot_check {
+            out.push_str(&format!("cannot check: {why}\n"));
+        }
+        out.push_str(&format!("{} problem(s):\n", v.problems.len()));
+        for problem in &v.problems {
+            out.push_str(&format!("- {problem}\n"));
+        }
+        if v.problems.len() > usize::from(v.unclean) {
+            out.push_str("repair: stop every `evidence-store serve`, then run `evidence-store import --rebuild`\n");
+        }
+    }
+    out
+}
+
+fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<ExitCode> {
+    if rebuild {
+        let report =
+            crate::import::rebuild::rebuild(&config.workspace, &config.store, &Bar::new("rebuild"))
+                .with_context(|| {
+                    format!(
+                        "rebuild of {} failed; the store is unchanged",
+                        config.store.display()
+                    )
+                })?;
+        println!("rebuilt {}: {}", config.store.display(), summary(&report));
+        return Ok(ExitCode::SUCCESS);
+    }
+    // A workspace that does not load gets no store: nothing is created for a wrong path.
+    if let Err(e) = crate::workspace::load(&config.workspace) {
+        let failed = import_failed(&config.workspace);
+        if config.workspace.path.join("metadata.json").exists() {
+            return Err(e).context(failed);
+        }
+        bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
+    }
+    let store = Store::open(&config.store)?;
+    let report = import::import(
+        &config.workspace,
+        &store,
+        ImportOptions { rehash },
+        &ImportBar::new("import"),
+    )
+    .with_context(|| import_failed(&config.workspace))?;
+    println!("{}", summary(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_verify_citations(
+    config: &Config,
+    project_key: Option<&str>,
+    session_ref: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if !config.store.exists() {
+        bail!(
+            "no store at {}: run `evidence-store import` first",
+            config.store.display()
+        );
+    }
+    let store = Store::open(&config.store)?;
+    let done = crate::citations::stored::verify_citations(
+        &config.workspace.path,
+        &store,
+        project_key,
+        session_ref,
+    )?;
+    let by_status: Vec<String> = done
+        .by_status
+        .iter()
+        .map(|(status, n)| format!("{status} {n}"))
+        .collect();
+    let by_status = if by_status.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", by_status.join(", "))
+    };
+    println!(
+        "checked {} citation(s) in {} session(s){by_status}: {} changed{}",
+        done.citations,
+        done.sessions,
+        done.changed,
+        if done.written {
+            ", new results stored"
+        } else {
+            ", nothing written"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What to do when the workspace has no `metadata.json`: the wrong directory, or none
+/// prepared yet.
+const NOT_A_WORKSPACE: &str = "this is not a prepared workspace; name one with `--workspace DIR` or \
+     `PROMPT_DIARY_WORKSPACE=DIR`, or make one with `prompt-diary prepare`";
+
+fn import_failed(root: &WorkspaceRoot) -> String {
+    format!(
+        "import of {} failed; the store is unchanged",
+        root.path.display()
+    )
+}
+
+fn summary(r: &ImportReport) -> String {
+    let committed = if r.committed {
+        ""
+    } else {
+        "; the store already matched, nothing written"
+    };
+    format!(
+        "imported {} project(s), {} session(s): {} file(s) indexed ({:.1} MiB, {} lines), {} unchanged, {} missing; {} document(s){committed}",
+        r.projects,
+        r.sessions,
+        r.files_indexed,
+        r.bytes_indexed as f64 / (1 << 20) as f64,
+        r.lines_indexed,
+        r.files_unchanged,
+        r.files_missing,
+        r.documents
+    )
+}

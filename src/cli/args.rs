@@ -1,0 +1,672 @@
+//! Command-line parsing. clap types stop here: [`parse`] returns a plain [`Config`].
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::cli::dump::{DumpTarget, LineView};
+use crate::tool_output::settings::Settings as ToolOutputSettings;
+use crate::workspace::{WorkspaceRoot, python_path_display};
+
+/// Environment variable that names the prepared workspace (as prompt-diary sets it for
+/// the MCP servers it launches).
+pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
+
+/// `--version`: the package version, the commit it was built from ("unknown" outside a
+/// git checkout) and the prompt-diary releases whose workspaces it serves.
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let releases: Vec<String> = crate::workspace::contract::Contract::ALL
+            .iter()
+            .map(|c| c.release().to_owned())
+            .collect();
+        format!(
+            "{} (commit {}; serves prompt-diary {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("EVIDENCE_STORE_COMMIT"),
+            releases.join(" and ")
+        )
+    });
+    &TEXT
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "evidence-store",
+    version = version_text(),
+    about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces",
+    long_about = "A transactional evidence store and drop-in MCP server for prompt-diary workspaces.\n\n\
+        `import` loads a prepared workspace into an embedded redb store; `serve` answers \
+        prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
+        skeleton; `export` writes every document the store holds back into the workspace; \
+        `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
+        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it.",
+    disable_help_subcommand = true
+)]
+struct Cli {
+    /// Prepared workspace root [default: $PROMPT_DIARY_WORKSPACE, else the current directory]
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Store file [default: DIR/.evidence-store/store.redb]
+    #[arg(long, global = true, value_name = "PATH")]
+    store: Option<PathBuf>,
+    #[command(subcommand)]
+    command: CliCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum CliCommand {
+    /// Load the prepared workspace into the store (incremental and transactional)
+    Import {
+        /// Re-hash every session file, even those whose size and mtime are unchanged
+        #[arg(long)]
+        rehash: bool,
+        /// Build a new store from the workspace files alone (session files and documents)
+        /// and replace the old one in one rename: the repair for a damaged store. Stop
+        /// every `serve` first (it refuses while one has the store open): a server still
+        /// running would keep the old file open, answering from it and writing to it
+        #[arg(long, conflicts_with = "rehash")]
+        rebuild: bool,
+    },
+    /// Check the store without changing it: redb's integrity check, every record decodes,
+    /// line tables match their digests, documents their checksums. Exits 1 on a problem
+    Verify,
+    /// Show what the store holds
+    Dump(DumpArgs),
+    /// Write every evidence card and report the store holds into the workspace, atomically
+    Export,
+    /// Build the daily-report skeleton from the work items (keeping completed slots)
+    Build,
+    /// Serve the MCP tools over stdio (importing what changed first)
+    Serve {
+        #[command(flatten)]
+        model: ModelFlags,
+    },
+    /// Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is
+    /// evidence-store, then export; exits with the command's exit code
+    #[command(
+        long_about = "Run a command (e.g. `prompt-diary generate --today`) whose `report mcp serve` is evidence-store, then export.\n\n\
+            The command runs with PATH starting with a private directory that holds a `report` link to this \
+            binary: `report mcp serve` (as prompt-diary starts its MCP server) runs `evidence-store serve` \
+            on $PROMPT_DIARY_WORKSPACE; every other `report ...` runs the real `report` found later on PATH, \
+            unchanged. When the command exits, every workspace served (and --workspace, if it has a store) \
+            is imported (adopting the files prompt-diary wrote) and exported. Exits with the command's exit \
+            code (1 if the command succeeded but an export failed)."
+    )]
+    Run {
+        /// The command and its arguments (after `--`)
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND"
+        )]
+        command: Vec<OsString>,
+        /// Passed to every `report mcp serve` the command starts, through the environment
+        #[command(flatten)]
+        model: ModelFlags,
+    },
+    /// Print this message or the help of the given subcommand(s)
+    Help {
+        /// The subcommand whose help to print
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Check the agent citations in the store again against the cited files as they are
+    /// now (all, one project's or one session's) and store the new results
+    VerifyCitations {
+        /// Only this project (its key, e.g. Demo-0123456789ab)
+        project_key: Option<String>,
+        /// Only this session of the project (e.g. S0001)
+        session_ref: Option<String>,
+    },
+}
+
+/// Where `tool_output` finds a language model besides the client's MCP sampling, and its
+/// thresholds. Every flag can also be set through its environment variable.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "tool_output model")]
+struct ModelFlags {
+    /// OpenAI-compatible chat-completions base URL, such as http://127.0.0.1:11434/v1
+    /// (Ollama), http://127.0.0.1:8080/v1 (llama.cpp), https://api.openai.com/v1
+    #[arg(long, env = MODEL_URL_ENV, hide_env_values = true, value_name = "URL", requires = "model")]
+    model_url: Option<String>,
+    /// Model name sent to the endpoint
+    #[arg(long, env = MODEL_ENV, hide_env_values = true, value_name = "NAME", requires = "model_url")]
+    model: Option<String>,
+    /// Name of the environment variable holding the endpoint's API key (its value is never
+    /// logged); unset: no key is sent
+    #[arg(long, env = MODEL_API_KEY_ENV_ENV, hide_env_values = true, value_name = "VAR")]
+    model_api_key_env: Option<String>,
+    /// Longest one model request may take, in seconds
+    #[arg(long, env = MODEL_TIMEOUT_ENV, hide_env_values = true, value_name = "SECS", default_value_t = 300)]
+    model_timeout_secs: u64,
+    /// The model's context window, in tokens (sizes the full-chunked chunks)
+    #[arg(long, env = MODEL_CONTEXT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_CONTEXT_TOKENS)]
+    model_context_tokens: usize,
+    /// Most tokens of one model answer
+    #[arg(long, env = MODEL_OUTPUT_ENV, hide_env_values = true, value_name = "TOKENS", default_value_t = crate::tool_output::engine::DEFAULT_MAX_OUTPUT_TOKENS)]
+    model_max_output_tokens: usize,
+    /// Cap of every `tool_output` answer, in bytes
+    #[arg(long, env = MAX_BYTES_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::truncate::DEFAULT_MAX_BYTES, value_parser = parse_cap)]
+    tool_output_max_bytes: usize,
+    /// Most chunks `auto` lets full-chunked use (more: read-grep)
+    #[arg(long, env = MAX_CHUNKS_ENV, hide_env_values = true, value_name = "N", default_value_t = crate::tool_output::route::DEFAULT_MAX_CHUNKS)]
+    tool_output_max_chunks: usize,
+    /// Average line size above which `auto` prefers full-chunked
+    #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
+    tool_output_long_line_bytes: usize,
+    /// Longest one `tool_output` call may take, in seconds; past it the answer is the
+    /// truncate fallback
+    #[arg(long, env = DEADLINE_ENV, hide_env_values = true, value_name = "SECS", default_value_t = crate::tool_output::engine::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    tool_output_deadline_secs: u64,
+}
+
+/// A `tool_output` answer cap: at least 1024 bytes, so the header and a useful part of
+/// the text always fit.
+fn parse_cap(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n < 1024 {
+        return Err(format!("{n} is below the smallest cap, 1024 bytes"));
+    }
+    Ok(n)
+}
+
+/// Environment variables of the `tool_output` settings (see [`ModelFlags`]).
+pub const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
+pub const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
+pub const MODEL_API_KEY_ENV_ENV: &str = "EVIDENCE_STORE_MODEL_API_KEY_ENV";
+pub const MODEL_TIMEOUT_ENV: &str = "EVIDENCE_STORE_MODEL_TIMEOUT_SECS";
+pub const MODEL_CONTEXT_ENV: &str = "EVIDENCE_STORE_MODEL_CONTEXT_TOKENS";
+pub const MODEL_OUTPUT_ENV: &str = "EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS";
+pub const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
+pub const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
+pub const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
+pub const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
+
+impl ModelFlags {
+    fn settings(&self) -> ToolOutputSettings {
+        use crate::tool_output::engine::EngineConfig;
+        use crate::tool_output::model::openai::EndpointConfig;
+        ToolOutputSettings {
+            engine: EngineConfig {
+                max_bytes: self.tool_output_max_bytes,
+                max_chunks: self.tool_output_max_chunks,
+                long_line_bytes: self.tool_output_long_line_bytes,
+                context_tokens: self.model_context_tokens,
+                max_output_tokens: self.model_max_output_tokens,
+                deadline: std::time::Duration::from_secs(self.tool_output_deadline_secs),
+                ..EngineConfig::default()
+            },
+            endpoint: match (&self.model_url, &self.model) {
+                (Some(url), Some(model)) => Some(EndpointConfig {
+                    base_url: url.clone(),
+                    model: model.clone(),
+                    api_key_env: self.model_api_key_env.clone(),
+                    timeout: std::time::Duration::from_secs(self.model_timeout_secs),
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The `tool_output` settings as environment variables, for the servers `run` starts.
+pub fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, String)> {
+    let e = &settings.engine;
+    let mut out = vec![
+        (MODEL_CONTEXT_ENV, e.context_tokens.to_string()),
+        (MODEL_OUTPUT_ENV, e.max_output_tokens.to_string()),
+        (MAX_BYTES_ENV, e.max_bytes.to_string()),
+        (MAX_CHUNKS_ENV, e.max_chunks.to_string()),
+        (LONG_LINE_ENV, e.long_line_bytes.to_string()),
+        (DEADLINE_ENV, e.deadline.as_secs().to_string()),
+    ];
+    if let Some(p) = &settings.endpoint {
+        out.push((MODEL_URL_ENV, p.base_url.clone()));
+        out.push((MODEL_ENV, p.model.clone()));
+        out.push((MODEL_TIMEOUT_ENV, p.timeout.as_secs().to_string()));
+        if let Some(var) = &p.api_key_env {
+            out.push((MODEL_API_KEY_ENV_ENV, var.clone()));
+        }
+    }
+    out
+}
+
+/// The settings from the environment alone (a `report mcp serve` started by `run`).
+fn settings_from_env() -> ToolOutputSettings {
+    #[derive(Debug, Parser)]
+    struct EnvOnly {
+        #[command(flatten)]
+        model: ModelFlags,
+    }
+    match EnvOnly::try_parse_from(["evidence-store"]) {
+        Ok(e) => e.model.settings(),
+        Err(e) => e.exit(),
+    }
+}
+
+#[derive(Debug, Args)]
+struct DumpArgs {
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    json: bool,
+    /// Sizes and counts: store size, tables, lines indexed, bytes covered, documents
+    #[arg(long)]
+    stats: bool,
+    #[command(subcommand)]
+    what: Option<DumpCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum DumpCommand {
+    /// Tables and their entry counts (the default)
+    Tables,
+    /// One project and its sessions
+    Project {
+        /// Project key, the directory name under projects/ (e.g. Demo-0123456789ab)
+        project_key: String,
+    },
+    /// One session: its index row, turns and file record
+    Session {
+        /// Project key, the directory name under projects/
+        project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
+        session_ref: String,
+    },
+    /// One turn of a session
+    Turn {
+        /// Project key, the directory name under projects/
+        project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
+        session_ref: String,
+        /// Turn reference within the session (e.g. T0001)
+        turn_ref: String,
+    },
+    /// The line index (offset, length, SHA-256) of a range of a session's lines
+    Lines {
+        /// Project key, the directory name under projects/
+        project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
+        session_ref: String,
+        /// First line, 1-based
+        start_line: u64,
+        /// Last line, inclusive; at most the session's line count
+        end_line: u64,
+        /// Also show each line's text (at most 100 lines, as a full read)
+        #[arg(long, conflicts_with = "compact")]
+        text: bool,
+        /// Also show each line's compact record, as `read_session_lines` returns it
+        /// (trimmed tool entries with their handles)
+        #[arg(long)]
+        compact: bool,
+    },
+    /// The tool-output handles of a session's trimmed tool entries, with sizes and tool
+    /// names (what `tool_output`, `tool_output_read` and `tool_output_grep` take)
+    Handles {
+        /// Project key, the directory name under projects/
+        project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
+        session_ref: String,
+        /// Only this line, 1-based
+        line: Option<u64>,
+    },
+    /// Agent citation counts per turn, session, project and workspace, by type and by
+    /// verification status
+    Citations {
+        /// Only this project (the directory name under projects/)
+        project_key: Option<String>,
+        /// Only this session of the project (e.g. S0001)
+        session_ref: Option<String>,
+    },
+}
+
+/// Everything a run needs, free of clap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub workspace: WorkspaceRoot,
+    pub store: PathBuf,
+    pub command: Command,
+    /// `tool_output`'s model and thresholds (used by `serve` and `run`).
+    pub tool_output: ToolOutputSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Import {
+        rehash: bool,
+        rebuild: bool,
+    },
+    Verify,
+    Dump {
+        json: bool,
+        target: DumpTarget,
+    },
+    Serve,
+    Export,
+    Build,
+    /// Run a command with `report mcp serve` replaced by `serve`, then export.
+    Run {
+        command: Vec<OsString>,
+    },
+    /// Invoked as `report`: serve for `report mcp serve`, else hand over to the real one.
+    Report {
+        argv0: OsString,
+        args: Vec<OsString>,
+    },
+    /// Print help text (already rendered) and exit successfully.
+    Help {
+        text: String,
+    },
+    /// Re-check stored agent citations and commit the new results.
+    VerifyCitations {
+        project_key: Option<String>,
+        session_ref: Option<String>,
+    },
+}
+
+/// The name under which `run` puts this binary on PATH, as prompt-diary starts its MCP
+/// server (`report mcp serve`).
+pub const REPORT_NAME: &str = "report";
+
+/// Parses `std::env::args`, exiting with clap's usage message on error.
+pub fn parse() -> Config {
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    let env = std::env::var_os(WORKSPACE_ENV).map(PathBuf::from);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    if invoked_as_report(&argv0) {
+        return report_config(argv0, args.collect(), env, cwd);
+    }
+    config(Cli::parse(), env, cwd)
+}
+
+/// True when argv[0]'s file name is `report` (the link `run` puts on PATH).
+pub fn invoked_as_report(argv0: &std::ffi::OsStr) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .is_some_and(|name| name == REPORT_NAME)
+}
+
+/// `report ARGS`: the workspace is `$PROMPT_DIARY_WORKSPACE` (as prompt-diary sets it for
+/// its MCP server), else the current directory; the store is the workspace's own.
+fn report_config(
+    argv0: OsString,
+    args: Vec<OsString>,
+    env: Option<PathBuf>,
+    cwd: PathBuf,
+) -> Config {
+    let workspace = resolve_workspace(env, cwd);
+    // Only `report mcp serve` uses them; reading them for other `report` calls could turn
+    // a bad variable into an error that has nothing to do with that call.
+    let tool_output = if args == ["mcp", "serve"] {
+        settings_from_env()
+    } else {
+        ToolOutputSettings::default()
+    };
+    Config {
+        store: default_store(&workspace.path),
+        workspace,
+        command: Command::Report { argv0, args },
+        tool_output,
+    }
+}
+
+fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
+    match given.filter(|p| !p.as_os_str().is_empty()) {
+        Some(path) => WorkspaceRoot {
+            display: python_path_display(&path),
+            path,
+        },
+        None => WorkspaceRoot {
+            display: cwd.display().to_string(),
+            path: cwd,
+        },
+    }
+}
+
+/// `DIR/.evidence-store/store.redb`.
+pub fn default_store(workspace: &Path) -> PathBuf {
+    workspace.join(crate::store::WORKSPACE_STORE)
+}
+
+/// The help of the named subcommand path (`help dump lines`), exactly as `dump lines
+/// --help` prints it; clap's usage error (exit 2) for an unknown name.
+fn help_text(names: &[String]) -> String {
+    let argv = std::iter::once("evidence-store")
+        .chain(names.iter().map(String::as_str))
+        .chain(std::iter::once("--help"));
+    match Cli::try_parse_from(argv) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.render().to_string(),
+        Err(e) => e.exit(),
+        Ok(_) => Cli::command().render_long_help().to_string(),
+    }
+}
+
+fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
+    let workspace = resolve_workspace(cli.workspace.or(env), cwd);
+    let store = cli.store.unwrap_or_else(|| default_store(&workspace.path));
+    let tool_output = match &cli.command {
+        CliCommand::Serve { model } | CliCommand::Run { model, .. } => model.settings(),
+        _ => ToolOutputSettings::default(),
+    };
+    let command = match cli.command {
+        CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
+        CliCommand::Verify => Command::Verify,
+        CliCommand::Serve { .. } => Command::Serve,
+        CliCommand::Export => Command::Export,
+        CliCommand::Build => Command::Build,
+        CliCommand::Run { command, .. } => Command::Run { command },
+        CliCommand::Help { command } => Command::Help {
+            text: help_text(&command),
+        },
+        CliCommand::VerifyCitations {
+            project_key,
+            session_ref,
+        } => Command::VerifyCitations {
+            project_key,
+            session_ref,
+        },
+        CliCommand::Dump(DumpArgs { json, stats, what }) => Command::Dump {
+            json,
+            target: match what.unwrap_or(DumpCommand::Tables) {
+                _ if stats => DumpTarget::Stats,
+                DumpCommand::Tables => DumpTarget::Tables,
+                DumpCommand::Project { project_key } => DumpTarget::Project { project_key },
+                DumpCommand::Session {
+                    project_key,
+                    session_ref,
+                } => DumpTarget::Session {
+                    project_key,
+                    session_ref,
+                },
+                DumpCommand::Turn {
+                    project_key,
+                    session_ref,
+                    turn_ref,
+                } => DumpTarget::Turn {
+                    project_key,
+                    session_ref,
+                    turn_ref,
+                },
+                DumpCommand::Lines {
+                    project_key,
+                    session_ref,
+                    start_line,
+                    end_line,
+                    text,
+                    compact,
+                } => DumpTarget::Lines {
+                    project_key,
+                    session_ref,
+                    start_line,
+                    end_line,
+                    show: match (text, compact) {
+                        (true, _) => LineView::Text,
+                        (_, true) => LineView::Compact,
+                        _ => LineView::Index,
+                    },
+                },
+                DumpCommand::Handles {
+                    project_key,
+                    session_ref,
+                    line,
+                } => DumpTarget::Handles {
+                    project_key,
+                    session_ref,
+                    line,
+                },
+                DumpCommand::Citations {
+                    project_key,
+                    session_ref,
+                } => DumpTarget::Citations {
+                    project_key,
+                    session_ref,
+                },
+            },
+        },
+    };
+    Config {
+        workspace,
+        store,
+        command,
+        tool_output,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_from(args: &[&str], env: Option<&str>) -> Config {
+        let cli = Cli::try_parse_from(args).expect("valid arguments");
+        config(cli, env.map(PathBuf::from), PathBuf::from("/home/u/cwd"))
+    }
+
+    #[test]
+    fn workspace_comes_from_flag_then_env_then_cwd() {
+        let c = parse_from(&["evidence-store", "import"], None);
+        assert_eq!(c.workspace.display, "/home/u/cwd");
+        assert_eq!(
+            c.store,
+            PathBuf::from("/home/u/cwd/.evidence-store/store.redb")
+        );
+        let c = parse_from(&["evidence-store", "import"], Some("/tmp//ws/./"));
+        assert_eq!(c.workspace.display, "/tmp/ws");
+        let c = parse_from(&["evidence-store", "import"], Some(""));
+        assert_eq!(
+            c.workspace.display, "/home/u/cwd",
+            "an empty variable is ignored"
+        );
+        let c = parse_from(
+            &["evidence-store", "serve", "--workspace", "w"],
+            Some("/env"),
+        );
+        assert_eq!(
+            (c.workspace.display.as_str(), c.command),
+            ("w", Command::Serve)
+        );
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_subcommand() {
+        let before = parse_from(
+            &["evidence-store", "--store", "/s.redb", "dump", "--json"],
+            None,
+        );
+        let after = parse_from(
+            &["evidence-store", "dump", "--json", "--store", "/s.redb"],
+            None,
+        );
+        assert_eq!(before, after);
+        assert_eq!(
+            before.command,
+            Command::Dump {
+                json: true,
+                target: DumpTarget::Tables
+            }
+        );
+    }
+
+    #[test]
+    fn run_takes_the_command_after_the_separator_verbatim() {
+        let c = parse_from(
+            &[
+                "evidence-store",
+                "run",
+                "--workspace",
+                "w",
+                "--",
+                "prompt-diary",
+                "--help",
+                "-x",
+            ],
+            None,
+        );
+        assert_eq!(c.workspace.display, "w");
+        assert_eq!(
+            c.command,
+            Command::Run {
+                command: ["prompt-diary", "--help", "-x"]
+                    .map(OsString::from)
+                    .to_vec()
+            }
+        );
+        assert!(Cli::try_parse_from(["evidence-store", "run"]).is_err());
+    }
+
+    #[test]
+    fn argv0_report_selects_the_shim_with_the_workspace_from_the_environment() {
+        assert!(invoked_as_report("/tmp/x/report".as_ref()));
+        assert!(invoked_as_report("report".as_ref()));
+        assert!(!invoked_as_report("/usr/bin/evidence-store".as_ref()));
+        assert!(!invoked_as_report("/report/evidence-store".as_ref()));
+        let c = report_config(
+            "report".into(),
+            vec!["mcp".into(), "serve".into()],
+            Some(PathBuf::from("/ws")),
+            PathBuf::from("/cwd"),
+        );
+        assert_eq!(c.workspace.path, PathBuf::from("/ws"));
+        assert_eq!(c.store, PathBuf::from("/ws/.evidence-store/store.redb"));
+    }
+
+    #[test]
+    fn model_flags_reach_the_settings_and_the_environment_of_run() {
+        let c = parse_from(
+            &[
+                "evidence-store",
+                "serve",
+                "--model-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--model-api-key-env",
+                "KEY_VAR",
+                "--tool-output-max-chunks",
+                "4",
+            ],
+            None,
+        );
+        let endpoint = c.tool_output.endpoint.clone().expect("an endpoint");
+        assert_eq!(endpoint.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(endpoint.model, "m");
+        assert_eq!(endpoint.api_key_env.as_deref(), Some("KEY_VAR"));
+        assert_eq!(c.tool_output.engine.max_chunks, 4);
+        let env = settings_env(&c.tool_output);
+        assert!(env.contains(&(MODEL_URL_ENV, "http://127.0.0.1:9/v1".to_string())));
+        assert!(env.contains(&(MODEL_API_KEY_ENV_ENV, "KEY_VAR".to_string())));
+        assert!(env.contains(&(MAX_CHUNKS_ENV, "4".to_string())));
+        // A URL without a model name (or the reverse) is a usage error.
+        assert!(
+            Cli::try_parse_from(["evidence-store", "serve", "--model-url", "http://x"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["evidence-store", "serve", "--tool-output-max-bytes", "100"])
+                .is_err()
+        );
+        let plain = parse_from(&["evidence-store", "serve"], None);
+        assert_eq!(plain.tool_output.endpoint, None);
+    }
+}

@@ -1,0 +1,281 @@
+//! `run -- COMMAND` and the `report` shim: prompt-diary's own pipeline, with its MCP
+//! server (`report mcp serve`) replaced by `serve`. Part of the CLI edge, as `app.rs` is.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+
+use crate::cli::args::{self, Config};
+use crate::cli::progress::{Bar, Status};
+use crate::cli::serve::run_serve;
+use crate::import::{self, ImportOptions};
+use crate::store::Store;
+use crate::workspace::{WorkspaceRoot, python_path_display};
+
+/// Tells a `report` started by `run` where to record the workspace it serves.
+const RUN_DIR_ENV: &str = "EVIDENCE_STORE_RUN_DIR";
+/// The file in that directory: workspace paths, each ended by a NUL byte.
+const SERVED_FILE: &str = "served-workspaces";
+
+/// `run -- COMMAND...`: COMMAND runs with a private directory first on PATH holding a
+/// `report` link to this binary; afterwards every workspace a `report mcp serve` served
+/// (and `--workspace`, when it has a store) is imported, adopting what prompt-diary's own
+/// steps wrote, and exported. The exit code is the command's.
+pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Result<ExitCode> {
+    let Some((program, args)) = command.split_first() else {
+        bail!("run needs a command after `--`");
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("evidence-store-run-")
+        .tempdir()
+        .context("cannot create run's private directory")?;
+    let exe = std::env::current_exe().context("cannot locate this binary")?;
+    std::os::unix::fs::symlink(&exe, dir.path().join(args::REPORT_NAME))
+        .context("cannot link `report` in run's private directory")?;
+    let original = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        std::iter::once(dir.path().to_owned()).chain(std::env::split_paths(&original)),
+    )
+    .context("PATH cannot hold run's private directory")?;
+
+    let mut child = std::process::Command::new(program);
+    child
+        .args(args)
+        .env("PATH", path)
+        .env(RUN_DIR_ENV, dir.path())
+        .envs(args::settings_env(&config.tool_output));
+    let status = match wait_forwarding_signals(child) {
+        Ok(status) => status,
+        Err(Waited::NotStarted(e)) => {
+            // As a shell does: 127 for a command that does not exist, 126 for one that
+            // cannot be executed; nothing ran, so there is nothing to import or export.
+            eprintln!("evidence-store: {}", not_started(program, &e));
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return Ok(ExitCode::from(code));
+        }
+        Err(Waited::Failed(e)) => {
+            return Err(e).with_context(|| format!("cannot run {}", program.to_string_lossy()));
+        }
+    };
+    let code = exit_code(status);
+
+    let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())
+        .into_iter()
+        .map(|path| {
+            let store = args::default_store(&path);
+            let root = WorkspaceRoot {
+                display: python_path_display(&path),
+                path,
+            };
+            (root, store)
+        })
+        .collect();
+    if !targets.iter().any(|(_, store)| *store == config.store) {
+        targets.push((config.workspace.clone(), config.store.clone()));
+    }
+    let mut failed = false;
+    for (root, store) in targets.iter().filter(|(_, store)| store.exists()) {
+        if let Err(e) = import_and_export(root, store) {
+            eprintln!("evidence-store: {e:#}");
+            failed = true;
+        }
+    }
+    Ok(match code {
+        0 if failed => ExitCode::FAILURE,
+        code => ExitCode::from(code),
+    })
+}
+
+/// Brings the store in line with the workspace (the files prompt-diary's own steps wrote,
+/// such as its Build's `daily-report.json`, are adopted), then writes every stored
+/// document back, so files and store agree when `run` returns.
+fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<()> {
+    let shown = root.path.display();
+    let status = Status::new(format!("importing {shown}"));
+    crate::store::check_own_store(&root.path, store_path).map_err(anyhow::Error::msg)?;
+    let store = Store::open(store_path)?;
+    import::import(root, &store, ImportOptions::default(), &Bar::new("import")).with_context(
+        || format!("after the command: import of {shown} failed; nothing exported"),
+    )?;
+    status.set(format!("exporting {shown}"));
+    let report = crate::documents::export(&store, &root.path)
+        .with_context(|| format!("after the command: export of {shown} failed"))?;
+    let receipts = crate::citations::receipt_files::export_receipts(&store, &root.path)
+        .with_context(|| format!("after the command: receipt export of {shown} failed"))?;
+    for reason in &receipts.skipped {
+        tracing::warn!("no receipt for {reason}");
+    }
+    status.finish(format!(
+        "evidence-store: exported {shown}: {} file(s) written, {} already current",
+        report.written, report.unchanged
+    ));
+    Ok(())
+}
+
+/// Why `run` has no exit status of the command.
+enum Waited {
+    /// The command could not be started (it does not exist, or is not executable).
+    NotStarted(std::io::Error),
+    /// `run` could not set up its own waiting.
+    Failed(std::io::Error),
+}
+
+/// The message for a command that could not be started, with what to do about it.
+fn not_started(program: &OsStr, e: &std::io::Error) -> String {
+    let shown = program.to_string_lossy();
+    let found_on_path = !shown.contains('/');
+    match e.kind() {
+        std::io::ErrorKind::NotFound if shown == "prompt-diary" => {
+            "cannot run prompt-diary: `prompt-diary` was not found on PATH; install it with \
+             `pip install prompt-diary` and activate its venv (`source VENV/bin/activate`), \
+             so that `prompt-diary` and `report` are on PATH"
+                .to_owned()
+        }
+        std::io::ErrorKind::NotFound if found_on_path => {
+            format!("cannot run {shown}: `{shown}` was not found on PATH")
+        }
+        std::io::ErrorKind::NotFound => format!("cannot run {shown}: no such file"),
+        _ => format!("cannot run {shown}: {e}"),
+    }
+}
+
+/// Waits for the child; SIGTERM and SIGHUP sent to `run` are passed on to it, and SIGINT
+/// (which a terminal sends to the whole process group) only leaves `run` waiting, so the
+/// export still happens after the command has stopped.
+fn wait_forwarding_signals(
+    command: std::process::Command,
+) -> Result<std::process::ExitStatus, Waited> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Waited::Failed)?;
+    runtime.block_on(async {
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(Waited::Failed)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(Waited::Failed)?;
+        let mut hangup = signal(SignalKind::hangup()).map_err(Waited::Failed)?;
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .map_err(Waited::NotStarted)?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        let forward = |sig| {
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, sig);
+            }
+        };
+        loop {
+            tokio::select! {
+                status = child.wait() => return status.map_err(Waited::Failed),
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => forward(rustix::process::Signal::TERM),
+                _ = hangup.recv() => forward(rustix::process::Signal::HUP),
+            }
+        }
+    })
+}
+
+/// The command's exit code; a command killed by a signal gets 128 + its number, as in a
+/// shell.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+        (None, None) => 1,
+    }
+}
+
+/// The workspaces recorded by the `report mcp serve` processes of this run, in order,
+/// without repeats.
+fn served_workspaces(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = std::fs::read(dir.join(SERVED_FILE)).unwrap_or_default();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for entry in bytes.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let path = PathBuf::from(OsStr::from_bytes(entry));
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// This binary invoked as `report`: `report mcp serve` is `serve` on
+/// `$PROMPT_DIARY_WORKSPACE`; anything else runs the real `report` found later on PATH,
+/// with the same arguments and environment.
+pub(crate) fn run_report(
+    config: Config,
+    argv0: &OsStr,
+    args: &[OsString],
+) -> anyhow::Result<ExitCode> {
+    if args == ["mcp", "serve"] {
+        record_served(&config.workspace.path);
+        return run_serve(config);
+    }
+    let Some(real) = real_report() else {
+        eprintln!(
+            "evidence-store: `report` is evidence-store here, and there is no other `report` on PATH \
+             to run `report {}` (is prompt-diary installed in this environment?)",
+            args.iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        return Ok(ExitCode::from(127));
+    };
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&real)
+        .arg0(argv0)
+        .args(args)
+        .exec();
+    bail!("cannot run {}: {err}", real.display())
+}
+
+/// Notes the served workspace for the `run` that started this process, if any.
+fn record_served(workspace: &Path) {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let Some(dir) = std::env::var_os(RUN_DIR_ENV) else {
+        return;
+    };
+    let path = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_owned());
+    let mut entry = path.as_os_str().as_bytes().to_vec();
+    entry.push(0);
+    // One append of the whole entry: concurrent servers do not interleave.
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(Path::new(&dir).join(SERVED_FILE))
+        .and_then(|mut f| f.write_all(&entry));
+    if let Err(e) = written {
+        tracing::warn!(%e, "cannot tell `run` which workspace this server serves");
+    }
+}
+
+/// The first `report` on PATH that is not this binary, nor any other evidence-store
+/// binary (two of them handing the call to each other would never end).
+fn real_report() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(args::REPORT_NAME))
+        .find(|candidate| {
+            let executable = std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            let target = std::fs::canonicalize(candidate).ok();
+            let ours = target.as_ref().is_some_and(|t| {
+                Some(t) == me.as_ref() || t.file_name().is_some_and(|n| n == "evidence-store")
+            });
+            executable && !ours
+        })
+}

@@ -1,0 +1,64 @@
+//! `serve`: the MCP server on stdin/stdout, on its own bounded runtime.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::args::Config;
+use crate::mcp;
+use crate::service::Service;
+
+/// Stack of the async runtime's threads (workers and blocking pool).
+const TASK_STACK_BYTES: usize = 4 << 20;
+
+/// How long `serve` waits, once it has stopped serving, for its tasks to end.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
+        // them recurses once per level, on these threads too (measured: a 990-level
+        // argument needs well under this in a debug build). Smaller than the stdio
+        // threads' `mcp::STACK_BYTES`: there are up to 20 of these, and each stack is
+        // address space reserved whether used or not.
+        .thread_stack_size(TASK_STACK_BYTES)
+        // Each request in flight runs at most one blocking task (its tool call, or a
+        // streamed text's maker), plus the service's start and the handle scan: more
+        // threads would only reserve more memory (each one a stack of STACK_BYTES).
+        .max_blocking_threads(mcp::IN_FLIGHT_MAX + 2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let Config {
+        workspace,
+        store,
+        tool_output,
+        ..
+    } = config;
+    let endpoint = match &tool_output.endpoint {
+        Some(endpoint) => {
+            let built = crate::tool_output::model::openai::Endpoint::new(endpoint.clone())
+                .context("cannot set up the tool_output model endpoint")?;
+            tracing::info!(
+                endpoint = crate::tool_output::model::Model::describe(&built),
+                "tool_output model endpoint"
+            );
+            Some(built)
+        }
+        None => None,
+    };
+    mcp::tool_output::configure(tool_output.engine, endpoint);
+    let served = runtime.block_on(async move {
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
+    });
+    // Work still running (a model or a sampling client that never answers, a blocking
+    // read) is not waited for past this: the tasks are dropped, the threads left to the
+    // process's exit.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served?;
+    Ok(ExitCode::SUCCESS)
+}

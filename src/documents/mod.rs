@@ -1,0 +1,442 @@
+//! Workspace documents (evidence cards, envelopes, the daily report): the store's copy
+//! and the file on disk.
+//!
+//! The store is the truth while a run is live, but prompt-diary's own steps also change
+//! these files (its extraction runner deletes an incomplete card before re-extracting and
+//! writes empty cards itself). So before a tool uses a document, [`sync`] brings the store
+//! in line with the file: deleted means forgotten, changed means re-read. A tool that
+//! writes replaces the file atomically inside its store transaction, before committing,
+//! and puts the previous file back if the commit fails.
+
+pub mod evidence;
+pub mod report;
+pub mod synthesis;
+pub mod trigger;
+
+use std::io;
+use std::path::Path;
+
+use crate::store::{DocumentRecord, Lookup, Store, StoreError, Writer};
+use crate::util::fsutil;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("{rel} cannot be read: {source}")]
+    Unreadable { rel: String, source: io::Error },
+    #[error("{rel} cannot be written: {source}")]
+    Unwritable { rel: String, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Busy(#[from] LockBusy),
+}
+
+/// The document as it is on disk now (read only if its real location is inside the
+/// workspace), recorded in the write transaction if the store's copy differs. `None` when
+/// the file does not exist.
+pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8>>, DocumentError> {
+    match fsutil::read_confined(root, rel) {
+        Ok(Some(bytes)) => {
+            if writer
+                .document(rel)?
+                .is_none_or(|stored| stored.bytes != bytes)
+            {
+                tracing::info!(rel, "document changed on disk; adopting it");
+                writer.put_document(rel, &DocumentRecord::new(bytes.clone()))?;
+            }
+            Ok(Some(bytes))
+        }
+        Ok(None) => {
+            if writer.document(rel)?.is_some() {
+                tracing::info!(rel, "document deleted on disk; forgetting it");
+                writer.remove_document(rel)?;
+            }
+            Ok(None)
+        }
+        Err(source) => Err(DocumentError::Unreadable {
+            rel: rel.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Where the workspace's document lock lives, relative to the workspace root.
+pub const LOCK_FILE: &str = ".evidence-store/documents.lock";
+
+/// The workspace's document lock (an exclusive `flock`, dropped by the kernel when the
+/// process dies). Every write of a document holds it from before its store transaction
+/// starts until the file is kept or put back, and so do `export` and `import`: nobody
+/// reads or replaces a document file while another process's write of it is undecided,
+/// and no temp file exists outside a holder of the lock.
+///
+/// The holder writes one line into the lock file, `<pid> <unix seconds> <what>`, right
+/// after taking it, and empties the file before letting it go, so that a waiter can say
+/// who it waits for. A holder killed with SIGKILL leaves its line behind; it is believed
+/// only while that process exists, and the next holder overwrites it.
+pub struct DocumentLock {
+    file: std::fs::File,
+}
+
+impl Drop for DocumentLock {
+    fn drop(&mut self) {
+        // Still locked here: the kernel lets the lock go when the file is closed.
+        let _ = self.file.set_len(0);
+    }
+}
+
+/// The document lock was not free within the wait's bound
+/// ([`crate::util::wait::lock_timeout`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the workspace's document lock ({LOCK_FILE}) is held by {holder}; waited {waited_secs} s for it \
+     ({var} sets how long): if that process is stuck, stop it, then retry; nothing was changed",
+    holder = self.holder_text(),
+    var = crate::util::wait::TIMEOUT_VAR
+)]
+pub struct LockBusy {
+    /// The process that holds the lock, when it said so and still exists.
+    pub holder: Option<Holder>,
+    pub waited_secs: u64,
+}
+
+impl LockBusy {
+    fn holder_text(&self) -> String {
+        match &self.holder {
+            Some(h) => h.to_string(),
+            None => "another process (which one is unknown)".to_owned(),
+        }
+    }
+}
+
+/// Who holds the document lock, as its holder wrote it into the lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    /// What the holder is (`evidence-store import`, `evidence-store serve`).
+    pub what: String,
+    /// Since when it holds the lock, in seconds since the Unix epoch.
+    pub since: u64,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "process {} ({})", self.pid, self.what)?;
+        if let Some(held) = unix_now().checked_sub(self.since) {
+            write!(f, " since {held} s ago")?;
+        }
+        Ok(())
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+static HOLDER_LABEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// What this process calls itself in the lock file (`evidence-store <command>`); set once
+/// by the CLI before any lock is taken.
+pub fn set_holder_label(label: String) {
+    let _ = HOLDER_LABEL.set(label);
+}
+
+/// The holder line: one line of at most 200 bytes, no newline inside.
+fn holder_line() -> String {
+    let what = HOLDER_LABEL
+        .get()
+        .map_or("evidence-store", String::as_str)
+        .replace(['\n', '\r'], " ");
+    let mut what: String = what.chars().take(160).collect();
+    if what.is_empty() {
+        what.push_str("evidence-store");
+    }
+    format!("{} {} {what}\n", std::process::id(), unix_now())
+}
+
+/// The holder named in the lock file, if that process still exists.
+fn read_holder(file: &std::fs::File) -> Option<Holder> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 256];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    parse_holder(&buf[..n])
+}
+
+/// The holder line's process, if it still exists.
+fn parse_holder(bytes: &[u8]) -> Option<Holder> {
+    let line = bytes.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut parts = line.splitn(3, ' ');
+    let pid: u32 = parts.next()?.parse().ok()?;
+    let since: u64 = parts.next()?.parse().ok()?;
+    let what = parts.next()?.to_owned();
+    if pid == 0 || pid == std::process::id() || !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    Some(Holder { pid, what, since })
+}
+
+/// Who holds the workspace's document lock now, as far as the lock file says (read
+/// without taking the lock); `None` when nobody or an ended process is named.
+pub fn holder(root: &Path) -> Option<Holder> {
+    // Read, never created: asking must not leave a lock file in a directory that has none.
+    let bytes = fsutil::read_confined_within(root, LOCK_FILE, 4096).ok()??;
+    parse_holder(&bytes)
+}
+
+/// For an error caused by a lock on the store: who holds the document lock (a process
+/// in a write transaction holds it too), as a sentence to add; empty when nobody does.
+pub fn holder_hint(root: &Path) -> String {
+    match holder(root) {
+        Some(h) => format!(" (the workspace's document lock is held by {h})"),
+        None => String::new(),
+    }
+}
+
+/// Takes the document lock, waiting while another process holds it, at most
+/// [`crate::util::wait::lock_timeout`]: past that, [`DocumentError::Busy`] names the holder.
+/// While it waits it logs once which process it waits for.
+pub fn lock(root: &Path) -> Result<DocumentLock, DocumentError> {
+    lock_within(root, crate::util::wait::lock_timeout())
+}
+
+/// [`lock`] with an explicit bound.
+pub fn lock_within(
+    root: &Path,
+    timeout: std::time::Duration,
+) -> Result<DocumentLock, DocumentError> {
+    use std::os::unix::fs::FileExt;
+    let unwritable = |source| DocumentError::Unwritable {
+        rel: LOCK_FILE.to_owned(),
+        source,
+    };
+    let file = fsutil::open_lock_file(root, LOCK_FILE).map_err(unwritable)?;
+    let mut poll = crate::util::wait::Poll::new(timeout);
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => {
+                let line = holder_line();
+                // Who holds it is for messages only: a lock file that cannot take the line
+                // (a full disk) still locks.
+                if file.write_at(line.as_bytes(), 0).is_ok() {
+                    let _ = file.set_len(line.len() as u64);
+                }
+                return Ok(DocumentLock { file });
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
+        }
+        let holder = read_holder(&file);
+        // The holder writes its line just after taking the lock: give it a moment before
+        // saying that nobody is named.
+        if !said && (holder.is_some() || poll.waited() >= std::time::Duration::from_millis(500)) {
+            let holder = holder
+                .as_ref()
+                .map_or_else(|| "another process".to_owned(), ToString::to_string);
+            tracing::warn!(
+                lock = LOCK_FILE,
+                "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
+                crate::util::wait::secs(poll.timeout())
+            );
+            said = true;
+        }
+        if said {
+            return wait_in_turn(file, &poll, unwritable);
+        }
+        if !poll.sleep() {
+            return Err(DocumentError::Busy(LockBusy {
+                holder,
+                waited_secs: crate::util::wait::secs(poll.waited()),
+            }));
+        }
+    }
+}
+
+/// The rest of a lock wait, in the kernel's queue: a helper thread takes the lock with a
+/// blocking `flock` on a second descriptor of the same open file, and this thread waits
+/// for it at most until the poll's deadline. (Polling alone lets a waiter miss its turn
+/// again and again under contention.) At the deadline the helper is abandoned: when it
+/// gets the lock at last, it closes the last descriptor of that open file, which lets the
+/// lock go at once.
+fn wait_in_turn(
+    file: std::fs::File,
+    poll: &crate::util::wait::Poll,
+    unwritable: impl Fn(std::io::Error) -> DocumentError,
+) -> Result<DocumentLock, DocumentError> {
+    use std::os::unix::fs::FileExt;
+    let waiter = file.try_clone().map_err(&unwritable)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("evidence-store-lock".into())
+        .spawn(move || {
+            let taken = waiter.lock();
+            let _ = tx.send(taken);
+        })
+        .map_err(&unwritable)?;
+    match rx.recv_timeout(poll.left()) {
+        Ok(Ok(())) => {
+            let line = holder_line();
+            if file.write_at(line.as_bytes(), 0).is_ok() {
+                let _ = file.set_len(line.len() as u64);
+            }
+            Ok(DocumentLock { file })
+        }
+        Ok(Err(e)) => Err(unwritable(e)),
+        Err(_) => Err(DocumentError::Busy(LockBusy {
+            holder: read_holder(&file),
+            waited_secs: crate::util::wait::secs(poll.waited()),
+        })),
+    }
+}
+
+/// A document file replaced inside a write transaction that is not committed yet.
+#[must_use = "pass it to `commit`, which keeps the file or puts the previous one back"]
+pub struct Written {
+    rel: String,
+    replacement: fsutil::Replacement,
+}
+
+/// Replaces the file and records it, in the caller's transaction, under the document lock
+/// ([`lock`]); [`commit`] follows.
+pub fn write(
+    writer: &mut Writer,
+    root: &Path,
+    rel: &str,
+    bytes: Vec<u8>,
+) -> Result<Written, DocumentError> {
+    let replacement =
+        fsutil::replace(root, rel, &bytes).map_err(|source| DocumentError::Unwritable {
+            rel: rel.to_owned(),
+            source,
+        })?;
+    let written = Written {
+        rel: rel.to_owned(),
+        replacement,
+    };
+    if let Err(e) = writer.put_document(rel, &DocumentRecord::new(bytes)) {
+        undo(written);
+        return Err(e.into());
+    }
+    Ok(written)
+}
+
+/// Commits the transaction that replaced a document. Either both the store and the file
+/// hold the new document, or neither does: when the commit fails, the previous file is put
+/// back (or the new one removed) before the error is returned.
+pub fn commit(writer: Writer, written: Written) -> Result<(), DocumentError> {
+    fsutil::fault::die("die-before-commit");
+    let result = match fsutil::fault::inject("commit") {
+        Ok(()) => writer.commit().map_err(DocumentError::from),
+        Err(e) => {
+            drop(writer);
+            Err(DocumentError::Unwritable {
+                rel: written.rel.clone(),
+                source: e,
+            })
+        }
+    };
+    match result {
+        Ok(()) => {
+            fsutil::fault::die("die-after-commit");
+            written.replacement.keep();
+            Ok(())
+        }
+        Err(e) => {
+            undo(written);
+            Err(e)
+        }
+    }
+}
+
+fn undo(written: Written) {
+    let path = written.replacement.path().display().to_string();
+    if let Err(e) = written.replacement.undo() {
+        // The file is then one unacknowledged write ahead of the store; the next sync
+        // adopts it or `export` replaces it.
+        tracing::error!(rel = written.rel, path, error = %e, "could not put the previous file back");
+    }
+}
+
+/// What `export` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExportReport {
+    pub written: usize,
+    pub unchanged: usize,
+    pub temp_files_removed: usize,
+}
+
+/// Materialises every stored document under `root` (atomically, skipping files that are
+/// already identical) and removes temp files a killed writer left behind. Runs under the
+/// document lock and inside the store's write transaction, which it never commits: no
+/// writer is between replacing a file and keeping or undoing it while export runs, and no
+/// temp file it removes belongs to a live writer (writers have them only under the lock).
+pub fn export(store: &Store, root: &Path) -> Result<ExportReport, DocumentError> {
+    let _lock = lock(root)?;
+    let writer = store.writer()?;
+    let mut report = ExportReport {
+        temp_files_removed: remove_temp_files(root, &writer)?,
+        ..ExportReport::default()
+    };
+    for rel in writer.document_paths()? {
+        let Some(doc) = writer.document(&rel)? else {
+            continue;
+        };
+        let unwritable = |source| DocumentError::Unwritable {
+            rel: rel.clone(),
+            source,
+        };
+        if fsutil::read_confined(root, &rel)
+            .map_err(unwritable)?
+            .is_some_and(|on_disk| on_disk == doc.bytes)
+        {
+            report.unchanged += 1;
+            continue;
+        }
+        fsutil::atomic_write(root, &rel, &doc.bytes).map_err(unwritable)?;
+        report.written += 1;
+    }
+    drop(writer);
+    Ok(report)
+}
+
+/// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
+/// `<name>.tmp` nor anything else) wherever documents live, in directories whose real
+/// location is inside the workspace.
+fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentError> {
+    let mut dirs = vec![String::new()];
+    if let Some(workspace) = writer.workspace()? {
+        for key in &workspace.project_keys {
+            dirs.push(format!("projects/{key}/evidence"));
+            dirs.push(format!("projects/{key}"));
+        }
+    }
+    let real_root = fsutil::real_root(root).map_err(|source| DocumentError::Unreadable {
+        rel: root.display().to_string(),
+        source,
+    })?;
+    let mut removed = 0;
+    for dir in dirs {
+        let Ok(real) = root.join(&dir).canonicalize() else {
+            continue;
+        };
+        if !real.starts_with(&real_root) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !fsutil::is_temp_name(&entry.file_name().to_string_lossy()) {
+                continue;
+            }
+            std::fs::remove_file(entry.path()).map_err(|source| DocumentError::Unwritable {
+                rel: entry.path().display().to_string(),
+                source,
+            })?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}

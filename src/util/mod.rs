@@ -1,0 +1,7 @@
+//! Ground-level helpers with no knowledge of the store or the workspace.
+
+pub mod fsutil;
+pub mod lines;
+pub mod parallel;
+pub mod pyjson;
+pub mod wait;
