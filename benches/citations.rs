@@ -4,7 +4,7 @@
 //!   the four marker patterns, contexts, dedup, ordering);
 //! - `regex, marker only`: one `find_iter` of `\*\*Evidence\*\*:` per message (the least
 //!   any marker scan can do);
-//! - `regex, seed patterns`: the seed's four patterns run one after another with
+//! - `regex, seed patterns`: Ralph's four marker patterns run one after another with
 //!   `captures_iter`, as a direct port would (no JSON, no contexts, no dedup).
 //!
 //! The corpus is generated (deterministic): messages of 0.5–8 KB of prose and code, one in

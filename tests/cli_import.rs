@@ -32,7 +32,7 @@ fn imports_the_example_workspace() {
     assert_eq!(session["file"]["lines"], 8);
     assert_eq!(session["turns"][1]["turn_ref"], "T0002");
 
-    // Offsets, lengths and hashes of physical lines (spec reading-and-evidence.md §5.1).
+    // Offsets, lengths and hashes of physical lines, as prompt-diary computes them.
     let lines = dump_json(&ws, &["lines", PROJECT, "S0001", "6", "8"]);
     let got: Vec<(u64, u64, &str)> = lines["lines"]
         .as_array()

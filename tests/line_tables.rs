@@ -49,7 +49,7 @@ fn python3() -> Option<&'static str> {
 #[test]
 fn line_tables_agree_with_python_on_generated_edge_cases() {
     let Some(python) = python3() else {
-        // Without the oracle, the same property on the spec's worked example.
+        // Without the oracle, the same property on one fixed example.
         return spec_example_without_python();
     };
     let ws = Workspace::empty();

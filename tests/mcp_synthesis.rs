@@ -1,4 +1,5 @@
-//! `write_work_item` through the real binary (spec synthesis.md §4 and §10.1).
+//! `write_work_item`, the daily-report Build and the slot writers through the real
+//! binary, compared byte for byte with prompt-diary's answers and files.
 
 mod common;
 
@@ -17,7 +18,7 @@ fn sha(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The §10.1 workspace: one project, one session with a committed chain.
+/// A one-project workspace: one session with a committed chain.
 fn mini() -> Workspace {
     let ws = Workspace::empty();
     let p = "projects/Demo-0123456789ab";
@@ -34,7 +35,7 @@ fn mini() -> Workspace {
     ws
 }
 
-/// §10.1: two work items on a one-project workspace; the envelope is byte-exact.
+/// Two work items on a one-project workspace; the envelope is byte-exact.
 #[tokio::test]
 async fn envelope_matches_the_reference_byte_for_byte() {
     let ws = mini();
@@ -80,7 +81,7 @@ async fn envelope_matches_the_reference_byte_for_byte() {
 
 const ALPHA: &str = "Alpha-aaaaaaaaaaaa";
 
-/// Workspace `ws1` of §4.10: S0001 has turns T0001-T0003, S0002 has T0001; the S0001
+/// Workspace `ws1`: S0001 has turns T0001-T0003, S0002 has T0001; the S0001
 /// card holds chains for T0002 then T0001.
 fn ws1() -> Workspace {
     let ws = Workspace::empty();
@@ -285,7 +286,7 @@ async fn every_rule_in_the_reference_order() {
     client.cancel().await.unwrap();
 }
 
-/// §4.10 (h): an existing envelope keeps its keys and rows; non-object rows are dropped.
+/// An existing envelope keeps its keys and rows; non-object rows are dropped.
 #[tokio::test]
 async fn an_existing_envelope_is_preserved() {
     let ws = ws1();
@@ -308,7 +309,8 @@ async fn an_existing_envelope_is_preserved() {
     client.cancel().await.unwrap();
 }
 
-/// The §10.1 workspace after both work items (the starting point of §10.2).
+/// The `mini` workspace after the two work items of
+/// `envelope_matches_the_reference_byte_for_byte`.
 fn mini_with_envelope() -> Workspace {
     let ws = mini();
     ws.write(
@@ -318,7 +320,7 @@ fn mini_with_envelope() -> Workspace {
     ws
 }
 
-/// §10.2: Build, the four synthesis writes, and a rebuild, byte for byte.
+/// Build, the four synthesis writes, and a rebuild, byte for byte.
 #[tokio::test]
 async fn daily_report_build_and_slots_match_the_reference() {
     let ws = mini_with_envelope();
@@ -427,7 +429,7 @@ async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
     assert!(!rebuilt["projects"][0]["summary"].is_null(), "summary kept");
 }
 
-/// §5.1: Build's hard failures name the project and the item, and leave the previous
+/// Build's hard failures name the project and the item, and leave the previous
 /// report as it was.
 #[test]
 fn build_fails_on_a_broken_envelope_and_keeps_the_report() {
@@ -466,7 +468,8 @@ fn build_fails_on_a_broken_envelope_and_keeps_the_report() {
     }
 }
 
-/// §5.7: what a rebuild keeps after each kind of change.
+/// What a rebuild keeps after each kind of change: the completed slots whose inputs did
+/// not change.
 #[tokio::test]
 async fn rebuild_drops_exactly_the_slots_whose_inputs_changed() {
     let ws = mini_with_envelope();
@@ -762,7 +765,8 @@ async fn slot_writers_reject_with_exact_errors_and_change_nothing() {
     );
     assert_eq!(got["errors"].as_array().unwrap().len(), 1);
 
-    // Decision 3: where the reference raises, a structured rejection; the file is kept.
+    // Every rejected call is structured: where prompt-diary raises, a structured
+    // rejection; the file is kept.
     for (content, expect) in [
         (
             "{bad",

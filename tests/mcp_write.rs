@@ -24,7 +24,7 @@ fn chain(turn_ref: &str, lines: &str) -> Value {
     })
 }
 
-/// The worked examples of spec reading-and-evidence.md §6.9, in order, and the card they
+/// prompt-diary's answers to a sequence of `write_evidence` calls, in order, and the card they
 /// leave behind, byte for byte (2357 bytes).
 #[tokio::test]
 async fn worked_examples_and_the_card_they_write() {
@@ -51,7 +51,7 @@ async fn rejected_writes_change_nothing_and_bad_cards_are_structured() {
     assert_eq!(write(&client, &outside).await["status"], "invalid");
     assert_eq!(ws.read(CARD), before);
 
-    // A card that is not JSON is reported, not replaced (spec README decision 2).
+    // A card that is not JSON is reported, not replaced, and nothing is written.
     ws.write(CARD, "{bad");
     let got = write(&client, &json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": chain("T0001", "1-1")})).await;
     assert_eq!(got["errors"][0]["path"], "evidence_card");

@@ -1377,7 +1377,7 @@ fn run_hands_the_model_settings_to_the_servers_it_starts() {
     );
 }
 
-/// The seed's first case on a real handle: a large multi-line output in a session, its
+/// The basic `tool_output` case on a real handle: a large multi-line output in a session, its
 /// handle from a compact read, then `tool_output` runs read-grep over the stored payload
 /// with the model at the endpoint; the producing tool and its input come from the session.
 #[tokio::test]
@@ -1831,7 +1831,7 @@ fn real_handles(s: &Setup, outputs: &[(&str, &str)]) -> Vec<String> {
     handles
 }
 
-/// The seed's phase-2 cases on real handles, taken from a compact read: a large output's
+/// The routing cases on real handles, taken from a compact read: a large output's
 /// handle goes to `tool_output`; `auto` sends a huge single-line JSON to full-chunked and
 /// a standard multi-line log to read-grep.
 #[tokio::test]

@@ -439,7 +439,7 @@ fn endpoint(answer: &'static str, grep: Option<&'static str>) -> Endpoint {
     Endpoint { url, seen }
 }
 
-/// The seed's routing rule: a payload whose average line is over `long_line_bytes` (1000 by
+/// The routing rule: a payload whose average line is over `long_line_bytes` (1000 by
 /// default) goes to full-chunked whatever its size; `--tool-output-long-line-bytes` (here
 /// its environment variable) moves the threshold.
 #[tokio::test]
@@ -507,7 +507,7 @@ async fn a_huge_line_with_a_short_one_goes_to_full_chunked_and_the_threshold_is_
     );
 }
 
-/// The seed's three phase-2 cases, on handles from a compact read of an imported session:
+/// The three routing cases, on handles from a compact read of an imported session:
 /// a large output is extracted through its handle (it fits one chunk: one map call over the
 /// whole payload); a huge single-line JSON goes to full-chunked (map over chunks that cover
 /// it, then reduce); a standard multi-line log goes to read-grep, whose Grep runs over the

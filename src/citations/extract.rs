@@ -1,7 +1,7 @@
 //! Extraction of citations from one assistant message.
 //!
 //! The rules are Ralph's (`ralph_gold.evidence`), with Python `re` semantics, plus these
-//! decided fixes:
+//! fixes:
 //!
 //! 1. **Test results with or without `pytest `.** The marker
 //!    `**Evidence**: tests/test_auth.py::test_login - PASS` is a test citation, as is the
@@ -68,7 +68,7 @@ fn compile(pattern: &str) -> Regex {
     }
 }
 
-// The seed's four patterns, verbatim but for the optional `pytest ` and the DOTALL flag
+// Ralph's four marker patterns, verbatim but for the optional `pytest ` and the DOTALL flag
 // written inline. MULTILINE changes nothing here: none of them uses `^` or `$`.
 static FILE_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\*\*Evidence\*\*:\s*([a-zA-Z0-9_/\.\-]+:\d+(?::\d+)?(?:-\d+)?)"));

@@ -1,5 +1,6 @@
-//! Golden tests: every agent-output example of the evidence-system document, and the
-//! decided fixes, each as (input text, expected citations as receipt JSON).
+//! Golden tests: agent-output examples of every marker and JSON evidence form, and the
+//! fixes to Ralph's rules listed in [`super::extract`], each as (input text, expected
+//! citations as receipt JSON).
 
 use super::{Citation, Located, Options, extract};
 
@@ -470,7 +471,7 @@ fn json_test_extraction_object() {
     );
 }
 
-// The decided fixes and the JSON rules.
+// The fixes to Ralph's rules (numbered as in `extract.rs`) and the JSON rules.
 
 /// The test form without `pytest ` is a test citation, and both forms of the same test
 /// are one citation (the first).

@@ -1,7 +1,7 @@
 //! `write_evidence`'s rules: the chain-only parse, the turn checks, and the card it writes.
 //!
-//! Pure: everything here takes values and returns values (spec reading-and-evidence.md
-//! §6). The service runs these inside one store write transaction.
+//! Pure: everything here takes values and returns values. The service runs these inside
+//! one store write transaction.
 
 use serde::Serialize;
 
@@ -203,7 +203,7 @@ impl Problems {
         self.controlled(&format!("{base}.{field}"), label, obj.get(field), allowed)
     }
 
-    /// One of `allowed`, exactly (§1.3 of the synthesis spec).
+    /// One of `allowed`, exactly (no trimming, no case folding).
     pub fn controlled(
         &mut self,
         path: &str,
@@ -371,7 +371,7 @@ pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
     parse_chain_for(Contract::V0_2_10.rules(), chain)
 }
 
-/// The chain-only parse (spec §6.3): every structural error, in the reference's order,
+/// The chain-only parse: every structural error, in prompt-diary's order,
 /// by the rules of the workspace's contract. Where the server quotes the trigger, the
 /// trigger is only `citations` and is checked first; its `quoted_messages` are filled in
 /// later ([`Chain::quote`]).
@@ -553,7 +553,7 @@ pub fn check_turn(chain: &Chain, turn: Span) -> Vec<Problem> {
     check_turn_for(Contract::V0_2_10.rules(), chain, turn)
 }
 
-/// The turn checks (spec §6.6): where the server quotes the trigger, the trigger must
+/// The turn checks: where the server quotes the trigger, the trigger must
 /// cite exactly the turn's first line; then containment, then outcomes that cite only
 /// the trigger.
 pub fn check_turn_for(rules: Rules, chain: &Chain, turn: Span) -> Vec<Problem> {
@@ -583,7 +583,7 @@ pub fn check_turn_for(rules: Rules, chain: &Chain, turn: Span) -> Vec<Problem> {
                         "line span {}-{} is outside turn {} span {}-{}",
                         s.start, s.end, chain.turn_ref, turn.start, turn.end
                     ),
-                    // Seed 003's wording (spec README decision 4).
+                    // This hint is the user's wording, not prompt-diary's.
                     "cite only lines inside the evidence chain's indexed turn",
                 ));
             }
@@ -626,8 +626,9 @@ fn covers(by: &[Lines], span: Lines) -> bool {
     false
 }
 
-/// Why an existing card cannot be appended to (spec README decision 2): a structured
-/// error at `evidence_card`, and nothing is written.
+/// Why an existing card cannot be appended to (not JSON, not an object, or another
+/// project or session): a structured error at `evidence_card`, and nothing is written;
+/// never an exception, never a silent replacement.
 pub fn card_problem(message: String) -> Problem {
     Problem::new(
         "evidence_card",

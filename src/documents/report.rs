@@ -1,5 +1,5 @@
 //! The daily report: the deterministic Build step and the four synthesis slot writers
-//! (spec synthesis.md §5 and §6).
+//! (`write_project_summary`, `write_report_title`, `write_engagement`, `write_team_learning`).
 //!
 //! Pure: the service loads a [`Context`] (projects, indexed turns, committed chains,
 //! envelopes) inside its store transaction; everything here works on values.
@@ -460,7 +460,7 @@ fn all_sound(ctx: &Context, citations: Option<&Value>, project: Option<&str>) ->
     !list.is_empty() && list.iter().all(|c| sound(ctx, c, project))
 }
 
-/// §5.7: copy completed slots of the previous report whose inputs did not change.
+/// On a rebuild, copy completed slots of the previous report whose inputs did not change.
 fn preserve(ctx: &Context, report: &mut Map, prev: &Map) {
     // 1. Project summaries.
     let prev_projects = as_list(prev.get("projects"));

@@ -1,4 +1,5 @@
-//! `write_work_item`'s rules and the project-synthesis envelope (spec synthesis.md §4).
+//! `write_work_item`'s rules and the project-synthesis envelope
+//! (`projects/<key>/project-synthesis.json`).
 //!
 //! Pure: the service gathers the universe of indexed turns, the committed chains and the
 //! existing envelope inside its store transaction and hands them here.
@@ -59,7 +60,7 @@ pub struct CommittedChain {
     pub messages: Vec<String>,
 }
 
-/// The chains of one card file's parsed value (spec §2.3): non-objects count for nothing.
+/// The committed chains of one card file's parsed value: non-objects count for nothing.
 pub fn card_chains(session_ref: &str, card: &Value) -> Vec<CommittedChain> {
     as_list(as_object(Some(card)).get("evidence_chains"))
         .iter()
@@ -460,7 +461,10 @@ fn covered_keys(rows: &[&Map]) -> HashSet<TurnKey> {
         .collect()
 }
 
-/// The workspace checks (spec §4.5).
+/// The workspace checks, in prompt-diary's order: a `work_item_ref` new to the envelope;
+/// covered turns that are indexed, covered once, and have a committed chain unless the
+/// item is an `evidence_gap_item` (which may cover only turns without one); evidence refs
+/// among the covered turns, each with a committed chain.
 pub fn check_work_item(
     item: &WorkItem,
     universe: &[TurnKey],
@@ -539,7 +543,7 @@ pub fn check_work_item(
     problems
 }
 
-/// `source_user_messages` (spec §4.9): chains sorted by key (stable), those with messages.
+/// `source_user_messages`: chains sorted by key (stable), those with messages.
 pub fn source_user_messages(chains: &[CommittedChain]) -> Value {
     let mut sorted: Vec<&CommittedChain> = chains.iter().collect();
     sorted.sort_by(|a, b| a.key.cmp(&b.key));

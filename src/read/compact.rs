@@ -1,9 +1,9 @@
 //! Compact records: a bounded, structured summary of one physical line.
 //!
 //! A pure function of (line text, line number, the session's `source`), following
-//! prompt-diary's derivation (spec reading-and-evidence.md §3) with one deliberate
-//! difference from the reference (spec README, decision 1): a plain-string message
-//! `content` is user text and is shown, never dropped.
+//! prompt-diary 0.2.10's derivation with one deliberate difference: a plain-string message
+//! `content` (how Claude Code stores a typed prompt) is user text and is shown, never
+//! dropped, since user text in compact mode is never lost; prompt-diary drops it.
 //!
 //! Lines are parsed into a borrowed tree ([`pyjson::parse_borrowed`]): a tool result of
 //! megabytes is measured and its two ends decoded, never copied whole.
@@ -418,7 +418,7 @@ fn claude_message(rec: &Node<'_>, t: &str, record: &mut CompactRecord) {
                 }
             }
         }
-        // Decision 1: a typed prompt stored as a plain string is one text item.
+        // User text is never lost: a typed prompt stored as a plain string is one text item.
         Some(Node::String(text)) if !text.is_blank() => {
             add_kind(record, "text");
             preview.push(text.decode());
@@ -481,7 +481,7 @@ fn codex_response_item(payload: &Node<'_>, record: &mut CompactRecord) {
             record.role = owned(payload, "role");
             let text = match payload.get("content") {
                 Some(Node::Array(items)) => Some(texts(items).join("\n")).filter(|t| !t.is_empty()),
-                // Decision 1, as for Claude Code: string content is the message text.
+                // As for Claude Code, user text is never lost: string content is the message text.
                 Some(Node::String(s)) if !s.is_blank() => Some(s.decode().into_owned()),
                 _ => None,
             };
@@ -548,7 +548,7 @@ mod tests {
         for key in ["line", "raw_bytes", "raw_sha256"] {
             map.remove(key);
         }
-        // Drop defaults so that cases list only what differs, as the spec's table does.
+        // Drop defaults so that cases list only what differs from them.
         let defaults = json!({"role": null, "content_kinds": [], "text_preview": null, "tool_uses": [], "tool_results": [], "truncated": false});
         for (key, default) in defaults.as_object().unwrap() {
             if map.get(key) == Some(default) {

@@ -631,7 +631,8 @@ mod tests {
 
     #[test]
     fn spec_worked_example() {
-        // workspace.md §7.3: eleven lines, no final newline, two replacement characters.
+        // CRLF, CR, LF, U+2028, FF, U+001C, VT and U+0085 as terminators, no final newline,
+        // invalid UTF-8: eleven lines, two replacement characters.
         let bytes = b"{\"a\":1}\r\n{\"b\":2}\r{\"c\":3}\n\n{\"d\":\"x\xe2\x80\xa8y\"}\n{\"e\":\"\xff\xfe\"}\x0c{\"f\":1}\x1c{\"g\":1}\x0b{\"h\":\"\xc2\x85\"}";
         let got = indexed(bytes, 5);
         let summary: Vec<(&str, u64)> = got

@@ -83,7 +83,7 @@ impl Session {
 }
 
 /// Why a workspace did not load: one message naming the file, line and field, worded as
-/// prompt-diary words it (see `spec/workspace.md` §11).
+/// prompt-diary words it, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LoadError {

@@ -172,7 +172,7 @@ fn span(label: &str, start: i64, end: i64) -> Result<Span, String> {
     Ok(Span { start, end })
 }
 
-/// One row, checked in prompt-diary's order (spec workspace.md §6.5). Errors are returned
+/// One row, checked in prompt-diary's order (the first failure wins). Errors are returned
 /// without the `<file>:<line>` prefix, which the caller adds.
 fn session_row(
     rules: Rules,
