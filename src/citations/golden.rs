@@ -1,5 +1,5 @@
 //! Golden tests: agent-output examples of every marker and JSON evidence form, and the
-//! fixes to Ralph's rules listed in [`super::extract`], each as (input text, expected
+//! fixes to Ralph's rules listed in [`mod@super::extract`], each as (input text, expected
 //! citations as receipt JSON).
 
 use super::{Citation, Located, Options, extract};

@@ -2,7 +2,7 @@
 //! write in their assistant messages, turned into citations.
 //!
 //! The rules are pure: they take text (or one parsed session line) and return values.
-//! [`extract`] scans one assistant message; [`record::assistant_texts`] finds the assistant
+//! [`extract()`] scans one assistant message; [`record::assistant_texts`] finds the assistant
 //! messages a session line carries; [`receipt`] is the receipt's shape.
 //!
 //! The effectful parts sit beside them: [`scan`] takes citations from session files at

@@ -1,4 +1,4 @@
-//! The assistant messages one session line carries, for [`super::extract`] to scan.
+//! The assistant messages one session line carries, for [`super::extract()`] to scan.
 //!
 //! - Claude Code: a record of `type` `assistant` with a `message` object whose `content`
 //!   is a list; each element of `type` `text` with non-blank `text` is one message text.

@@ -52,7 +52,7 @@ const CHUNK: usize = 256 << 10;
 pub const MAX_LINE_BYTES: u64 = 32 << 20;
 
 /// Where a file may cite something (byte offsets of needle hits), and where it may name
-/// its project directory (offsets of [`CONTEXT_NEEDLES`]).
+/// its project directory (offsets of `CONTEXT_NEEDLES`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Prescan {
     /// Sorted, one per hit.

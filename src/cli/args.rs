@@ -173,7 +173,7 @@ fn parse_cap(text: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-/// Environment variables of the `tool_output` settings (see [`ModelFlags`]).
+/// Environment variables of the `tool_output` settings (see `ModelFlags`).
 pub const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
 pub const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
 pub const MODEL_API_KEY_ENV_ENV: &str = "EVIDENCE_STORE_MODEL_API_KEY_ENV";
@@ -382,7 +382,7 @@ pub fn parse() -> Config {
     config(Cli::parse(), env, cwd)
 }
 
-/// True when argv[0]'s file name is `report` (the link `run` puts on PATH).
+/// True when `argv[0]`'s file name is `report` (the link `run` puts on PATH).
 pub fn invoked_as_report(argv0: &std::ffi::OsStr) -> bool {
     Path::new(argv0)
         .file_name()

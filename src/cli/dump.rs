@@ -25,7 +25,7 @@ pub enum DumpError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DumpTarget {
     Tables,
-    /// Sizes and counts ([`stats`]).
+    /// Sizes and counts (`stats`).
     Stats,
     Project {
         project_key: String,
@@ -47,7 +47,7 @@ pub enum DumpTarget {
         /// What each line shows besides its index entry.
         show: LineView,
     },
-    /// Citation counts of the workspace, one project, or one session of it ([`citations`]).
+    /// Citation counts of the workspace, one project, or one session of it (`citations`).
     Citations {
         project_key: Option<String>,
         session_ref: Option<String>,

@@ -674,7 +674,7 @@ impl From<rmcp::service::ServerInitializeError> for ServeError {
     }
 }
 
-/// Serves MCP over this process's stdin and stdout (see [`stdio`]) until the client
+/// Serves MCP over this process's stdin and stdout (see `stdio.rs`) until the client
 /// disconnects or `shutdown` resolves; call it inside the runtime that serves.
 pub async fn serve_stdio(
     shutdown: impl std::future::Future<Output = ()>,

@@ -29,7 +29,7 @@ pub struct Handle {
     pub line: u32,
     pub kind: EntryKind,
     pub index: u16,
-    /// The line digest's first [`DIGEST_BITS`] bits.
+    /// The line digest's first `DIGEST_BITS` bits.
     pub digest: u64,
 }
 
@@ -46,7 +46,7 @@ pub fn session_key(project_key: &str, session_ref: &str) -> u32 {
     u32::from_be_bytes([d[0], d[1], d[2], d[3]])
 }
 
-/// The first [`DIGEST_BITS`] bits of a line's SHA-256.
+/// The first `DIGEST_BITS` bits of a line's SHA-256.
 pub fn digest_prefix(sha256: &[u8; 32]) -> u64 {
     let mut head = [0u8; 8];
     head.copy_from_slice(&sha256[..8]);

@@ -1,7 +1,7 @@
 //! Every table of the store, in one place. Values are encoded by [`super::codec`].
 //!
 //! Changing a table's key or value layout is a schema change: bump [`SCHEMA_VERSION`], add
-//! a step to [`super::migrate`] and a note under `migrations/`.
+//! a step to `store/migrate.rs` and a note under `migrations/`.
 
 use redb::TableDefinition;
 

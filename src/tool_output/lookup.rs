@@ -56,7 +56,7 @@ pub fn stale_body(
 }
 
 /// The debug-only stand-in for handles, for end-to-end tests of the extraction
-/// without a session (see [`test_payload`]); `None` in release builds.
+/// without a session (see `test_payload`); `None` in release builds.
 pub fn test_lookup(handle: &str) -> Option<Lookup> {
     #[cfg(debug_assertions)]
     {

@@ -1,7 +1,7 @@
 //! The prepared workspace: its model, its validation rules and the loader that reads it.
 //!
 //! Validation ([`validate`]) is pure: it turns file text into model values or into the
-//! exact message prompt-diary prints. The loader ([`load`]) does the I/O around it.
+//! exact message prompt-diary prints. The loader ([`mod@load`]) does the I/O around it.
 //! Loading is all-or-nothing: the first problem anywhere aborts with one message.
 
 pub mod contract;
