@@ -361,7 +361,7 @@ async fn daily_report_build_and_slots_match_the_reference() {
             "622715ccd1b9e81d42e2ef49c9c364efc7701ca21ae295c356e10b822cf226a6".to_owned()
         )
     );
-    // Finalize would only set overall_confidence: the reference's finalized file differs
+    // Finalize would only set overall_confidence: prompt-diary's finalized file differs
     // from ours in exactly that line.
     let finalized = fixture("daily_finalized.json").replace(
         "\"overall_confidence\": \"medium\",",
@@ -386,7 +386,7 @@ async fn daily_report_build_and_slots_match_the_reference() {
 }
 
 /// A daily-report.json that prompt-diary itself finalized, present before the import:
-/// the store takes it in, a slot writer patches it as the reference would, and a rebuild
+/// the store takes it in, a slot writer patches it as prompt-diary would, and a rebuild
 /// keeps every slot (only `overall_confidence` returns to null).
 #[tokio::test]
 async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
@@ -404,7 +404,7 @@ async fn a_report_written_by_prompt_diary_is_imported_and_patched() {
     let calls: Value = serde_json::from_str(&fixture("daily_calls.json")).unwrap();
     let got = call_ok(&client, "write_report_title", calls[1].clone()).await;
     assert_eq!(got, json!({"status": "written"}));
-    // The same title again: the reference rewrites the file to the same bytes.
+    // The same title again: prompt-diary rewrites the file to the same bytes.
     assert_eq!(ws.read("daily-report.json"), finalized.clone().into_bytes());
     let title = json!({"title": {"text": "Nested quotes parse", "citations": calls[1]["title"]["citations"]}});
     assert_eq!(

@@ -155,7 +155,7 @@ pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
     parse_work_item_for(crate::workspace::contract::Contract::V0_2_10.rules(), item)
 }
 
-/// The chain-only parse of a work item, errors in the reference's order, by the rules of
+/// The chain-only parse of a work item, errors in prompt-diary's order, by the rules of
 /// the workspace's contract.
 pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<Problem>> {
     let w = as_object(Some(item));

@@ -62,7 +62,7 @@ pub struct Turn {
     pub span: Span,
 }
 
-/// An inclusive 1-based line span. Integers beyond `i64` saturate (the reference accepts
+/// An inclusive 1-based line span. Integers beyond `i64` saturate (prompt-diary accepts
 /// any size; no real session has that many lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {

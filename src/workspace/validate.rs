@@ -270,7 +270,7 @@ pub fn is_plain_ref(session_ref: &str) -> bool {
     !session_ref.contains(['/', '\0'])
 }
 
-/// `T` and exactly four digits. prepare writes ASCII digits; the reference's Python `\d`
+/// `T` and exactly four digits. prepare writes ASCII digits; prompt-diary's Python `\d`
 /// also accepts other Unicode decimal digits, which only hand-made input contains.
 pub fn is_turn_ref(s: &str) -> bool {
     let b = s.as_bytes();
