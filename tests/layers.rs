@@ -1,0 +1,184 @@
+//! The layout is the architecture: `src/` has one folder per layer, and a layer uses only
+//! the layers below it (ARCHITECTURE.md draws them). These tests read the source and fail
+//! on an import that runs up, or on a crate named outside the one layer that may know it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The layers, from the ground up. A file may name `crate::X` for its own layer and for
+/// the layers listed before it.
+const LAYERS: &[&str] = &[
+    "util",
+    "workspace",
+    "store",
+    "session",
+    "read",
+    "documents",
+    "tool_output",
+    "citations",
+    "import",
+    "service",
+    "mcp",
+    "cli",
+];
+
+/// Crates that only one place may name: the store's engine and codec, and the MCP SDK.
+const CONFINED: &[(&str, &str)] = &[
+    ("redb", "store/"),
+    ("bincode", "store/codec.rs"),
+    ("rmcp", "mcp/"),
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `src/`, as (path relative to `src/`, text).
+fn sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("read src")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(root).expect("under src");
+                let text = std::fs::read_to_string(&path).expect("read source");
+                out.push((rel.to_string_lossy().into_owned(), text));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&src(), &src(), &mut out);
+    assert!(out.len() > 50, "found only {} source files", out.len());
+    out
+}
+
+/// The code of a file without its comment lines (doc comments name other layers freely).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line))
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+}
+
+/// The layer a file belongs to: its top folder, or its own name at the top of `src/`.
+fn layer_of(rel: &str) -> &str {
+    let first = rel.split('/').next().unwrap_or(rel);
+    first.strip_suffix(".rs").unwrap_or(first)
+}
+
+/// The leading identifier of `text`.
+fn ident(text: &str) -> &str {
+    let text = text.trim_start();
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The layers `crate::…` paths in `line` name, `crate::{a, b::c}` included.
+fn named_layers(line: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    for (at, _) in line.match_indices("crate::") {
+        // `evidence_store::…` and `$crate::…` are not this crate's own paths here.
+        if line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        let rest = &line[at + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                names.extend(group.split(',').map(ident));
+            }
+            None => names.push(ident(rest)),
+        }
+    }
+    names.retain(|name| !name.is_empty());
+    names
+}
+
+/// Every import of a higher layer, as "file:line: layer -> layer".
+fn upward_imports(files: &[(String, String)]) -> Vec<String> {
+    let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, l)| (*l, i)).collect();
+    let mut found = Vec::new();
+    for (rel, text) in files {
+        let own = layer_of(rel);
+        let Some(&own_rank) = rank.get(own) else {
+            continue;
+        };
+        for (n, line) in code_lines(text) {
+            for named in named_layers(line) {
+                match rank.get(named) {
+                    Some(&r) if r > own_rank => found.push(format!("{rel}:{n}: {own} -> {named}")),
+                    _ => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_folder_of_src_is_a_known_layer() {
+    let mut unknown: Vec<String> = std::fs::read_dir(src())
+        .expect("read src")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| !["main.rs", "lib.rs"].contains(&name.as_str()))
+        .filter(|name| !LAYERS.contains(&name.strip_suffix(".rs").unwrap_or(name)))
+        .collect();
+    unknown.sort();
+    assert!(
+        unknown.is_empty(),
+        "src/ holds {unknown:?}, which is no layer of LAYERS: put it in a layer's folder, or add \
+         the layer (and to ARCHITECTURE.md)"
+    );
+}
+
+#[test]
+fn no_module_imports_a_higher_layer() {
+    let up = upward_imports(&sources());
+    assert!(up.is_empty(), "imports that run up:\n{}", up.join("\n"));
+}
+
+#[test]
+fn the_layer_check_sees_an_upward_import() {
+    // The checker itself: a store file naming the service is caught, a comment is not.
+    let files = vec![(
+        "store/mod.rs".to_owned(),
+        "//! Answers [`crate::service`] calls.\nuse crate::util::lines;\nuse crate::service::Service;\n\
+         use crate::{workspace, cli::args};\n"
+            .to_owned(),
+    )];
+    assert_eq!(
+        upward_imports(&files),
+        [
+            "store/mod.rs:3: store -> service",
+            "store/mod.rs:4: store -> cli"
+        ]
+    );
+}
+
+#[test]
+fn redb_bincode_and_rmcp_are_named_only_where_they_belong() {
+    let mut misplaced = Vec::new();
+    for (rel, text) in sources() {
+        for (krate, home) in CONFINED {
+            if rel.starts_with(home) {
+                continue;
+            }
+            for (n, line) in code_lines(&text) {
+                let named = line.contains(&format!("{krate}::"))
+                    || line.contains(&format!("use {krate}"))
+                    || line.contains(&format!("extern crate {krate}"));
+                if named {
+                    misplaced.push(format!("src/{rel}:{n}: {krate} outside {home}: {line}"));
+                }
+            }
+        }
+    }
+    assert!(misplaced.is_empty(), "{}", misplaced.join("\n"));
+}
