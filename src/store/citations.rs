@@ -7,19 +7,11 @@
 //! of the session's stored line table. Import writes both tables in the same transaction
 //! as the line table, so a reader never sees citations of another version of the file.
 
-use redb::{ReadableTable, TableDefinition};
+use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::schema::{CITATION_SCANS, CITATIONS};
 use super::{Lookup, OrStore, StoreError, Writer, codec, guard};
-
-/// `(project_key, session_ref, line)` → the citations found on that physical line, in
-/// order of position (bincode `Vec<StoredCitation>`). Lines are 1-based.
-pub const CITATIONS: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("citations");
-
-/// `(project_key, session_ref)` → `CitationScan`: the line table the session's citations
-/// were taken from. A session without one has not been scanned.
-pub const CITATION_SCANS: TableDefinition<(&str, &str), &[u8]> =
-    TableDefinition::new("citation_scans");
 
 /// One citation as stored, without its line (the key holds it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,25 +246,6 @@ impl Writer {
                 }
             }
             Ok(())
-        })
-    }
-
-    /// Every `(project_key, session_ref)` with a scan record.
-    pub fn scanned_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut out = Vec::new();
-            for item in self
-                .txn()?
-                .open_table(CITATION_SCANS)
-                .store()?
-                .iter()
-                .store()?
-            {
-                let (key, _) = item.store()?;
-                let (p, s) = key.value();
-                out.push((p.to_owned(), s.to_owned()));
-            }
-            Ok(out)
         })
     }
 }
