@@ -9,6 +9,8 @@ mod backend;
 pub mod citations;
 pub mod codec;
 pub mod contract;
+#[cfg(test)]
+mod format_tests;
 mod guard;
 mod migrate;
 pub mod schema;
