@@ -13,6 +13,7 @@ pub mod contract;
 mod format_tests;
 mod guard;
 mod migrate;
+mod records;
 pub mod schema;
 pub mod verify;
 
@@ -38,8 +39,9 @@ pub use schema::SCHEMA_VERSION;
 /// and a large import stay well under their memory budget.
 const CACHE_BYTES: usize = 32 << 20;
 
-/// The imported workspace as a whole.
+/// The imported workspace as a whole; stored as `records::StoredWorkspace`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "records::StoredWorkspace", into = "records::StoredWorkspace")]
 pub struct WorkspaceRecord {
     /// The workspace root as messages print it.
     pub root_display: String,
@@ -56,7 +58,12 @@ pub struct ProjectRecord {
     pub session_refs: Vec<String>,
 }
 
+/// A session's index row and file record; stored as `records::StoredSessionRecord`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "records::StoredSessionRecord",
+    into = "records::StoredSessionRecord"
+)]
 pub struct SessionRecord {
     pub session: Session,
     pub file: FileState,
