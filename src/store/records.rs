@@ -5,13 +5,13 @@
 //! store (adding a field to `workspace::Turn` would change every stored session). The
 //! records below are that layout, and change only with the schema version (a step in
 //! [`super::migrate`], a note under `migrations/`). Domain values cross into and out of
-//! them here, by exhaustive destructuring, so a field added on either side does not
-//! compile until it is placed.
+//! them here (`twins!`), by exhaustive destructuring, so a field added on either side
+//! does not compile until it is placed.
 //!
 //! The other stored values (`ProjectRecord`, `FileState`, `FileRecord`, `DocumentRecord`,
 //! `StoredCitation`, `StoredCheck`, `CitationScan`) are store types already and are stored
 //! as they are; line tables are packed by hand in [`super::codec`]. The fixture store
-//! `tests/fixtures/store-v6.redb` pins every one of these layouts (`fixture` tests).
+//! `tests/fixtures/store-v6.redb` pins every one of these layouts (`format_tests`).
 
 use serde::{Deserialize, Serialize};
 
@@ -67,144 +67,52 @@ pub(super) struct StoredSpan {
     end: i64,
 }
 
-impl From<WorkspaceRecord> for StoredWorkspace {
-    fn from(record: WorkspaceRecord) -> Self {
-        let WorkspaceRecord {
-            root_display,
-            metadata,
-            project_keys,
-        } = record;
-        let Metadata {
-            report_date,
-            status,
-            timezone,
-            text,
-        } = metadata;
-        StoredWorkspace {
-            root_display,
-            metadata: StoredMetadata {
-                report_date,
-                status,
-                timezone,
-                text,
-            },
-            project_keys,
+/// `From` both ways between a stored record and its domain twin, field by field. Both
+/// sides are destructured in full, so a field added to either does not compile until it
+/// is named here. A field converts with `.into()`, or with the function after `via`.
+macro_rules! twins {
+    ($stored:ident <-> $domain:ident { $($field:ident $(via $conv:ident)?),* $(,)? }) => {
+        impl From<$domain> for $stored {
+            fn from(value: $domain) -> Self {
+                let $domain { $($field),* } = value;
+                $stored { $($field: convert!($field $(, $conv)?)),* }
+            }
         }
-    }
-}
 
-impl From<StoredWorkspace> for WorkspaceRecord {
-    fn from(stored: StoredWorkspace) -> Self {
-        let StoredWorkspace {
-            root_display,
-            metadata,
-            project_keys,
-        } = stored;
-        let StoredMetadata {
-            report_date,
-            status,
-            timezone,
-            text,
-        } = metadata;
-        WorkspaceRecord {
-            root_display,
-            metadata: Metadata {
-                report_date,
-                status,
-                timezone,
-                text,
-            },
-            project_keys,
+        impl From<$stored> for $domain {
+            fn from(value: $stored) -> Self {
+                let $stored { $($field),* } = value;
+                $domain { $($field: convert!($field $(, $conv)?)),* }
+            }
         }
-    }
+    };
 }
 
-impl From<SessionRecord> for StoredSessionRecord {
-    fn from(record: SessionRecord) -> Self {
-        let SessionRecord { session, file } = record;
-        StoredSessionRecord {
-            session: session.into(),
-            file,
-        }
-    }
+macro_rules! convert {
+    ($value:expr) => {
+        $value.into()
+    };
+    ($value:expr, $conv:ident) => {
+        $conv($value)
+    };
 }
 
-impl From<StoredSessionRecord> for SessionRecord {
-    fn from(stored: StoredSessionRecord) -> Self {
-        let StoredSessionRecord { session, file } = stored;
-        SessionRecord {
-            session: session.into(),
-            file,
-        }
-    }
+/// Every element converted.
+fn each<A: Into<B>, B>(items: Vec<A>) -> Vec<B> {
+    items.into_iter().map(Into::into).collect()
 }
 
-impl From<Session> for StoredSession {
-    fn from(session: Session) -> Self {
-        let Session {
-            session_ref,
-            source,
-            source_session_id,
-            session_path,
-            target,
-            turns,
-            index_line,
-        } = session;
-        StoredSession {
-            session_ref,
-            source,
-            source_session_id,
-            session_path,
-            target: target.into(),
-            turns: turns
-                .into_iter()
-                .map(|Turn { turn_ref, span }| StoredTurn {
-                    turn_ref,
-                    span: span.into(),
-                })
-                .collect(),
-            index_line,
-        }
-    }
-}
-
-impl From<StoredSession> for Session {
-    fn from(stored: StoredSession) -> Self {
-        let StoredSession {
-            session_ref,
-            source,
-            source_session_id,
-            session_path,
-            target,
-            turns,
-            index_line,
-        } = stored;
-        Session {
-            session_ref,
-            source,
-            source_session_id,
-            session_path,
-            target: target.into(),
-            turns: turns
-                .into_iter()
-                .map(|StoredTurn { turn_ref, span }| Turn {
-                    turn_ref,
-                    span: span.into(),
-                })
-                .collect(),
-            index_line,
-        }
-    }
-}
-
-impl From<Span> for StoredSpan {
-    fn from(Span { start, end }: Span) -> Self {
-        StoredSpan { start, end }
-    }
-}
-
-impl From<StoredSpan> for Span {
-    fn from(StoredSpan { start, end }: StoredSpan) -> Self {
-        Span { start, end }
-    }
-}
+twins!(StoredWorkspace <-> WorkspaceRecord { root_display, metadata, project_keys });
+twins!(StoredMetadata <-> Metadata { report_date, status, timezone, text });
+twins!(StoredSessionRecord <-> SessionRecord { session, file });
+twins!(StoredSession <-> Session {
+    session_ref,
+    source,
+    source_session_id,
+    session_path,
+    target,
+    turns via each,
+    index_line,
+});
+twins!(StoredTurn <-> Turn { turn_ref, span });
+twins!(StoredSpan <-> Span { start, end });
