@@ -1,7 +1,10 @@
-//! Every table of the store, in one place. Values are encoded by [`super::codec`].
+//! Every table of the store, in one place. Values are encoded by [`super::codec`], in the
+//! layouts of the store's own record types (`records.rs` and the records it names).
 //!
-//! Changing a table's key or value layout is a schema change: bump [`SCHEMA_VERSION`], add
-//! a step to [`super::migrate`] and a note under `migrations/`.
+//! Changing a table's key or value layout (a field of a stored record too) is a schema
+//! change: bump [`SCHEMA_VERSION`], add a step to [`super::migrate`], a note under
+//! `migrations/`, and a fixture store of the new version beside `store-v6.redb` (the
+//! `format_tests` fail until then).
 
 use redb::TableDefinition;
 
