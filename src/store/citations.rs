@@ -181,32 +181,14 @@ impl Writer {
         citations: &[CitationRecord],
     ) -> Result<(), StoreError> {
         self.delete_session_citations(project_key, session_ref)?;
-        guard::guard(&self.shown.clone(), || {
-            let txn = self.txn()?;
-            let mut table = txn.open_table(CITATIONS).store()?;
-            let mut at = 0;
-            while at < citations.len() {
-                let line = citations[at].line;
-                let end = citations[at..]
-                    .iter()
-                    .position(|c| c.line != line)
-                    .map_or(citations.len(), |n| at + n);
-                let group: Vec<&StoredCitation> =
-                    citations[at..end].iter().map(|c| &c.citation).collect();
-                table
-                    .insert(
-                        (project_key, session_ref, line),
-                        codec::encode(&group).as_slice(),
-                    )
-                    .store()?;
-                at = end;
-            }
-            txn.open_table(CITATION_SCANS)
-                .store()?
-                .insert((project_key, session_ref), codec::encode(scan).as_slice())
-                .store()?;
-            Ok(())
-        })
+        for group in citations.chunk_by(|a, b| a.line == b.line) {
+            let Some(line) = group.first().map(|c| c.line) else {
+                continue;
+            };
+            let stored: Vec<&StoredCitation> = group.iter().map(|c| &c.citation).collect();
+            self.put(CITATIONS, (project_key, session_ref, line), &stored)?;
+        }
+        self.put(CITATION_SCANS, (project_key, session_ref), scan)
     }
 
     /// Removes a session's citations and its scan record.
@@ -224,12 +206,9 @@ impl Writer {
                     |_, _| false,
                 )
                 .store()?;
-            txn.open_table(CITATION_SCANS)
-                .store()?
-                .remove((project_key, session_ref))
-                .store()?;
             Ok(())
-        })
+        })?;
+        self.remove(CITATION_SCANS, (project_key, session_ref))
     }
 
     /// Every entry of `file_id`'s line table, in line order.
