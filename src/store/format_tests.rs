@@ -79,6 +79,10 @@ fn indexed(file_id: u64, size: u64, time_ns: u64, lines: u64, hex: &str, inode: 
     })
 }
 
+/// A stored line entry: offset, length (decoded length too: these lines are UTF-8) and
+/// SHA-256.
+type Line = (u64, u64, &'static str);
+
 const C1_DIGEST: &str = "5b54ea2c30e7f97fb31033fa8894577a072697ced084146bb924a6666036f6ca";
 const X1_DIGEST: &str = "f6299d5be83d13b3dd4a9cba890e25b780cf5a0456bd2130fe4485f185e15794";
 const C3_DIGEST: &str = "0323a662a389805d94e723ad7171c397a4771a57f5607cd8dc8eaed3c90f8136";
@@ -204,8 +208,8 @@ fn the_schema_6_fixture_reads_as_written() {
         assert_eq!(file.file, want.file);
     }
 
-    // Line tables: (offset, len, decoded_len, SHA-256) of every line.
-    let lines: [(u64, &[(u64, u64, &str)]); 3] = [
+    // Line tables: (offset, len = decoded_len, SHA-256) of every line, by file id.
+    let lines: [(u64, &[Line]); 3] = [
         (
             1,
             &[
