@@ -1,25 +1,18 @@
 //! Stored agent citations: the `citations` table (one entry per session line that cites
 //! something) and the `citation_scans` table (which line table a session's citations were
-//! taken from). These are store records, kept apart from the domain's
-//! [`crate::citations::Citation`]: the codec layout changes only with the schema.
+//! taken from), both defined in [`super::schema`]. These are store records, kept apart
+//! from the citation rules' own types (the citations layer converts, in its `scan` and
+//! `stored` files): their layout changes only with the schema.
 //!
 //! A session's citations are current when its scan record names the digest and line count
 //! of the session's stored line table. Import writes both tables in the same transaction
 //! as the line table, so a reader never sees citations of another version of the file.
 
-use redb::{ReadableTable, TableDefinition};
+use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::schema::{CITATION_SCANS, CITATIONS};
 use super::{Lookup, OrStore, StoreError, Writer, codec, guard};
-
-/// `(project_key, session_ref, line)` → the citations found on that physical line, in
-/// order of position (bincode `Vec<StoredCitation>`). Lines are 1-based.
-pub const CITATIONS: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("citations");
-
-/// `(project_key, session_ref)` → `CitationScan`: the line table the session's citations
-/// were taken from. A session without one has not been scanned.
-pub const CITATION_SCANS: TableDefinition<(&str, &str), &[u8]> =
-    TableDefinition::new("citation_scans");
 
 /// One citation as stored, without its line (the key holds it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,32 +181,14 @@ impl Writer {
         citations: &[CitationRecord],
     ) -> Result<(), StoreError> {
         self.delete_session_citations(project_key, session_ref)?;
-        guard::guard(&self.shown.clone(), || {
-            let txn = self.txn()?;
-            let mut table = txn.open_table(CITATIONS).store()?;
-            let mut at = 0;
-            while at < citations.len() {
-                let line = citations[at].line;
-                let end = citations[at..]
-                    .iter()
-                    .position(|c| c.line != line)
-                    .map_or(citations.len(), |n| at + n);
-                let group: Vec<&StoredCitation> =
-                    citations[at..end].iter().map(|c| &c.citation).collect();
-                table
-                    .insert(
-                        (project_key, session_ref, line),
-                        codec::encode(&group).as_slice(),
-                    )
-                    .store()?;
-                at = end;
-            }
-            txn.open_table(CITATION_SCANS)
-                .store()?
-                .insert((project_key, session_ref), codec::encode(scan).as_slice())
-                .store()?;
-            Ok(())
-        })
+        for group in citations.chunk_by(|a, b| a.line == b.line) {
+            let Some(line) = group.first().map(|c| c.line) else {
+                continue;
+            };
+            let stored: Vec<&StoredCitation> = group.iter().map(|c| &c.citation).collect();
+            self.put(CITATIONS, (project_key, session_ref, line), &stored)?;
+        }
+        self.put(CITATION_SCANS, (project_key, session_ref), scan)
     }
 
     /// Removes a session's citations and its scan record.
@@ -231,12 +206,9 @@ impl Writer {
                     |_, _| false,
                 )
                 .store()?;
-            txn.open_table(CITATION_SCANS)
-                .store()?
-                .remove((project_key, session_ref))
-                .store()?;
             Ok(())
-        })
+        })?;
+        self.remove(CITATION_SCANS, (project_key, session_ref))
     }
 
     /// Every entry of `file_id`'s line table, in line order.
@@ -254,25 +226,6 @@ impl Writer {
                 }
             }
             Ok(())
-        })
-    }
-
-    /// Every `(project_key, session_ref)` with a scan record.
-    pub fn scanned_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut out = Vec::new();
-            for item in self
-                .txn()?
-                .open_table(CITATION_SCANS)
-                .store()?
-                .iter()
-                .store()?
-            {
-                let (key, _) = item.store()?;
-                let (p, s) = key.value();
-                out.push((p.to_owned(), s.to_owned()));
-            }
-            Ok(out)
         })
     }
 }

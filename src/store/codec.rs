@@ -7,8 +7,8 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::FileState;
+use super::records::{StoredSession, StoredSessionRecord, StoredSpan};
 use crate::util::lines::LineEntry;
-use crate::workspace::Span;
 
 /// Why stored bytes could not be decoded: the store is corrupt or from another build.
 #[derive(Debug, thiserror::Error)]
@@ -115,8 +115,9 @@ pub struct SessionFile {
     pub file: FileState,
 }
 
-/// `SessionRecord`'s layout with borrowed strings and the turns skipped. It must follow
-/// `SessionRecord` and `Session` field for field (a test decodes both ways).
+/// `StoredSessionRecord`'s layout with borrowed strings and the turns skipped. It must
+/// follow `StoredSessionRecord` and `StoredSession` field for field (a test decodes both
+/// ways).
 #[derive(Deserialize)]
 struct SessionRecordView<'a> {
     #[serde(borrow)]
@@ -131,7 +132,7 @@ struct SessionView<'a> {
     source: &'a str,
     source_session_id: &'a str,
     session_path: &'a str,
-    target: Span,
+    target: StoredSpan,
     #[serde(borrow)]
     turns: Skipped<TurnView<'a>>,
     index_line: u64,
@@ -141,7 +142,7 @@ struct SessionView<'a> {
 #[allow(dead_code)]
 struct TurnView<'a> {
     turn_ref: &'a str,
-    span: Span,
+    span: StoredSpan,
 }
 
 /// A sequence read element by element and thrown away.
@@ -169,7 +170,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
 /// A `SessionRecord` as schema 1 stored it: the file record had no ctime and inode.
 #[derive(Deserialize)]
 struct SessionRecordV1 {
-    session: crate::workspace::Session,
+    session: StoredSession,
     file: FileStateV1,
 }
 
@@ -205,7 +206,7 @@ pub fn upgrade_session_v1(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
             inode: 0,
         }),
     };
-    Ok(encode(&super::SessionRecord {
+    Ok(encode(&StoredSessionRecord {
         session: old.session,
         file,
     }))
@@ -252,7 +253,7 @@ mod tests {
     #[test]
     fn a_session_file_is_read_from_a_whole_session_record() {
         use super::super::{FileRecord, SessionRecord};
-        use crate::workspace::{Session, Turn};
+        use crate::workspace::{Session, Span, Turn};
         let span = |start, end| Span { start, end };
         let session = Session {
             session_ref: "S0001".into(),

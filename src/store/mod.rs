@@ -9,8 +9,11 @@ mod backend;
 pub mod citations;
 pub mod codec;
 pub mod contract;
+#[cfg(test)]
+mod format_tests;
 mod guard;
 mod migrate;
+mod records;
 pub mod schema;
 pub mod verify;
 
@@ -36,8 +39,9 @@ pub use schema::SCHEMA_VERSION;
 /// and a large import stay well under their memory budget.
 const CACHE_BYTES: usize = 32 << 20;
 
-/// The imported workspace as a whole.
+/// The imported workspace as a whole; stored as `records::StoredWorkspace`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "records::StoredWorkspace", into = "records::StoredWorkspace")]
 pub struct WorkspaceRecord {
     /// The workspace root as messages print it.
     pub root_display: String,
@@ -54,7 +58,12 @@ pub struct ProjectRecord {
     pub session_refs: Vec<String>,
 }
 
+/// A session's index row and file record; stored as `records::StoredSessionRecord`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "records::StoredSessionRecord",
+    into = "records::StoredSessionRecord"
+)]
 pub struct SessionRecord {
     pub session: Session,
     pub file: FileState,
@@ -937,32 +946,45 @@ impl Writer {
         self.txn.as_ref().ok_or_else(ended)
     }
 
-    pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+    /// Stores `record` under `key` in `table`, replacing what was there. Every record
+    /// write of the store goes through here, inside the guard.
+    fn put<'k, K: redb::Key + 'static>(
+        &mut self,
+        table: TableDefinition<K, &'static [u8]>,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+        record: &impl Serialize,
+    ) -> Result<(), StoreError> {
+        let bytes = codec::encode(record);
         guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(WORKSPACE).store()?;
-            table
-                .insert(WORKSPACE_KEY, codec::encode(record).as_slice())
-                .store()?;
+            let mut table = self.txn()?.open_table(table).store()?;
+            table.insert(key, bytes.as_slice()).store()?;
             Ok(())
         })
     }
 
-    pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
+    /// Removes what `table` holds under `key`, if anything.
+    fn remove<'k, K: redb::Key + 'static>(
+        &mut self,
+        table: TableDefinition<K, &'static [u8]>,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    ) -> Result<(), StoreError> {
         guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(PROJECTS).store()?;
-            table
-                .insert(record.key.as_str(), codec::encode(record).as_slice())
-                .store()?;
-            Ok(())
-        })
-    }
-
-    pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(PROJECTS).store()?;
+            let mut table = self.txn()?.open_table(table).store()?;
             table.remove(key).store()?;
             Ok(())
         })
+    }
+
+    pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+        self.put(WORKSPACE, WORKSPACE_KEY, record)
+    }
+
+    pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
+        self.put(PROJECTS, record.key.as_str(), record)
+    }
+
+    pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
+        self.remove(PROJECTS, key)
     }
 
     pub fn put_session(
@@ -970,14 +992,8 @@ impl Writer {
         project_key: &str,
         record: &SessionRecord,
     ) -> Result<(), StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(SESSIONS).store()?;
-            let key = (project_key, record.session.session_ref.as_str());
-            table
-                .insert(key, codec::encode(record).as_slice())
-                .store()?;
-            Ok(())
-        })
+        let key = (project_key, record.session.session_ref.as_str());
+        self.put(SESSIONS, key, record)
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
@@ -1010,11 +1026,7 @@ impl Writer {
         project_key: &str,
         session_ref: &str,
     ) -> Result<(), StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(SESSIONS).store()?;
-            table.remove((project_key, session_ref)).store()?;
-            Ok(())
-        })
+        self.remove(SESSIONS, (project_key, session_ref))
     }
 
     /// A fresh file id for a new line table.
@@ -1058,21 +1070,11 @@ impl Writer {
         record: &DocumentRecord,
     ) -> Result<(), StoreError> {
         self.stores_document = true;
-        guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(DOCUMENTS).store()?;
-            table
-                .insert(rel_path, codec::encode(record).as_slice())
-                .store()?;
-            Ok(())
-        })
+        self.put(DOCUMENTS, rel_path, record)
     }
 
     pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
-        guard::guard(&self.shown.clone(), || {
-            let mut table = self.txn()?.open_table(DOCUMENTS).store()?;
-            table.remove(rel_path).store()?;
-            Ok(())
-        })
+        self.remove(DOCUMENTS, rel_path)
     }
 
     /// Makes everything written visible, durably, as one step.

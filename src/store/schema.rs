@@ -1,7 +1,10 @@
-//! Every table of the store, in one place. Values are encoded by [`super::codec`].
+//! Every table of the store, in one place. Values are encoded by [`super::codec`], in the
+//! layouts of the store's own record types (`records.rs` and the records it names).
 //!
-//! Changing a table's key or value layout is a schema change: bump [`SCHEMA_VERSION`], add
-//! a step to `store/migrate.rs` and a note under `migrations/`.
+//! Changing a table's key or value layout (a field of a stored record too) is a schema
+//! change: bump [`SCHEMA_VERSION`], add a step to `store/migrate.rs`, a note under
+//! `migrations/`, and a fixture store of the new version beside `store-v6.redb` (the
+//! `format_tests` fail until then).
 
 use redb::TableDefinition;
 
@@ -31,6 +34,15 @@ pub const LINE_BLOCKS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new
 /// `daily-report.json`) → `DocumentRecord`.
 pub const DOCUMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("documents");
 
+/// `(project_key, session_ref, line)` → the citations found on that physical line, in
+/// order of position (bincode `Vec<StoredCitation>`). Lines are 1-based.
+pub const CITATIONS: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("citations");
+
+/// `(project_key, session_ref)` → `CitationScan`: the line table the session's citations
+/// were taken from. A session without one has not been scanned.
+pub const CITATION_SCANS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("citation_scans");
+
 /// Names of every table, for `dump` and integrity tests.
 pub const TABLE_NAMES: [&str; 8] = [
     "meta",
@@ -42,5 +54,3 @@ pub const TABLE_NAMES: [&str; 8] = [
     "citations",
     "citation_scans",
 ];
-
-pub use super::citations::{CITATION_SCANS, CITATIONS};

@@ -1,0 +1,74 @@
+//! How `tests/fixtures/store-v6.redb` was made: a store of schema version 6 with a value in
+//! every table, written by the real binary's `import`. The test that reads it back and
+//! pins every stored layout is `store::format_tests` (src/store/format_tests.rs).
+//!
+//! The fixture is made once per schema version and then never again: it stands for the
+//! stores users already have. Run by hand only for a new schema version, with
+//! `cargo test --test store_format -- --ignored`, then commit the new file under a new name
+//! beside the old one and write its expected values.
+
+mod common;
+
+use std::path::Path;
+
+use common::{PROJECT, Workspace};
+use serde_json::json;
+
+/// The example workspace plus:
+/// - `S0003`, a Claude session whose assistant line cites a file of the project directory
+///   `repo/` (an `ok` citation with its SHA-256 and line count, a `missing_file` one, and
+///   a JSON evidence block with a context);
+/// - `S0004`, an index row whose session file is missing;
+/// - a card, an envelope and a daily report on disk, which import mirrors.
+fn fixture_workspace() -> Workspace {
+    let ws = Workspace::example();
+    let repo = ws.path("repo");
+    ws.write("repo/src/a.py", "one\ntwo\nthree\n");
+    let cwd = repo.to_str().expect("utf-8 temp path");
+    let text = "Fixed.\n\n**Evidence**: src/a.py:2\n**Evidence**: src/gone.py:1\n\
+                ```json\n{\"evidence\": [{\"type\": \"file\", \"reference\": \"src/a.py:1-3\", \
+                \"context\": \"the whole file\"}]}\n```";
+    let lines = [
+        json!({"type": "user", "cwd": cwd, "message": {"role": "user",
+            "content": [{"type": "text", "text": "Fix a.py."}]}}),
+        json!({"type": "assistant", "cwd": cwd, "message": {"role": "assistant",
+            "content": [{"type": "text", "text": text}]}}),
+    ];
+    let session: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let dir = format!("projects/{PROJECT}");
+    ws.write(&format!("{dir}/sessions/claude-code/c3.jsonl"), session);
+    let mut index =
+        String::from_utf8(ws.read(&format!("{dir}/sessions.index.jsonl"))).expect("utf-8 index");
+    for (session_ref, path, end) in [
+        ("S0003", "sessions/claude-code/c3.jsonl", 2),
+        ("S0004", "sessions/claude-code/gone.jsonl", 4),
+    ] {
+        let row = json!({"session_path": path, "session_ref": session_ref,
+            "source": "claude-code", "source_session_id": session_ref.to_lowercase(),
+            "subagent_path": "", "target_end_line": end, "target_start_line": 1,
+            "turns": [{"target_subagents": [], "turn_end_line": end, "turn_ref": "T0001",
+                "turn_start_line": 1}]});
+        index.push_str(&format!("{row}\n"));
+    }
+    ws.write(&format!("{dir}/sessions.index.jsonl"), index);
+    ws.write(
+        &format!("{dir}/evidence/S0001.json"),
+        "{\"card\": \"S0001\"}\n",
+    );
+    ws.write(
+        &format!("{dir}/project-synthesis.json"),
+        "{\"envelope\": 1}\n",
+    );
+    ws.write("daily-report.json", "{\"report\": \"2026-01-15\"}\n");
+    ws
+}
+
+#[test]
+#[ignore = "regenerates tests/fixtures/store-v6.redb, which must stay as schema 6 wrote it"]
+fn regenerate_the_schema_6_fixture() {
+    let ws = fixture_workspace();
+    let out = ws.ok(&["import"]);
+    assert!(out.contains("imported"), "{out}");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v6.redb");
+    std::fs::copy(ws.store(), &fixture).expect("fixture written");
+}
