@@ -15,7 +15,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use evidence_store::citations::{Options, extract};
+use evidence_store::harness::{Options, extract};
 use regex::Regex;
 
 const WORDS: &[&str] = &[

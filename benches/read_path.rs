@@ -13,12 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use evidence_store::read::compact;
-use evidence_store::read::session_lines::TextForm;
-use evidence_store::read::{Mode, ReadRequest};
-use evidence_store::service::Service;
-use evidence_store::util::{lines, pyjson};
-use evidence_store::workspace::WorkspaceRoot;
+use evidence_store::harness::{
+    Mode, ReadRequest, Service, TextForm, WorkspaceRoot, compact_line, hash_line, parse_borrowed,
+};
 
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
 const WIDTH: i64 = 2000;
@@ -57,17 +54,17 @@ fn main() {
 
     report("sha-256 (1 thread)", 20, || {
         for l in &text {
-            std::hint::black_box(lines::hash_line(l.as_bytes()));
+            std::hint::black_box(hash_line(l.as_bytes()));
         }
     });
     report("parse (1 thread)", 20, || {
         for l in &text {
-            let _ = std::hint::black_box(pyjson::parse_borrowed(l));
+            let _ = std::hint::black_box(parse_borrowed(l));
         }
     });
     report("parse+compact (1 thread)", 20, || {
         for l in &text {
-            std::hint::black_box(compact::compact_line(l, 1, "claude-code", 0, String::new()));
+            std::hint::black_box(compact_line(l, 1, "claude-code", 0, String::new()));
         }
     });
 

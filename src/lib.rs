@@ -1,20 +1,59 @@
 //! evidence-store: a transactional store and drop-in MCP server for prompt-diary workspaces.
 //!
 //! The folders are the layers, from the edges down (ARCHITECTURE.md has the map):
-//! [`cli`] and [`mcp`] are the edges, [`service`] is the transport-independent core they
-//! share, [`import`], [`documents`], [`citations`], [`tool_output`], [`read`] and
-//! [`session`] are its features, [`store`] is the only code that knows redb, and
-//! [`workspace`] and [`util`] are the ground everything stands on.
+//! `cli` and `mcp` are the edges, `service` is the transport-independent core they share,
+//! `import`, `citations`, `tool_output`, `documents`, `read` and `session` are its
+//! features, `store` is the only code that knows redb, and `workspace` and `util` are the
+//! ground everything stands on. A layer uses only the layers below it (`tests/layers.rs`).
 
-pub mod citations;
+pub(crate) mod citations;
 pub mod cli;
-pub mod documents;
-pub mod import;
-pub mod mcp;
-pub mod read;
-pub mod service;
-pub mod session;
-pub mod store;
-pub mod tool_output;
-pub mod util;
-pub mod workspace;
+pub(crate) mod documents;
+pub(crate) mod import;
+pub(crate) mod mcp;
+pub(crate) mod read;
+pub(crate) mod service;
+pub(crate) mod session;
+pub(crate) mod store;
+pub(crate) mod tool_output;
+pub(crate) mod util;
+pub(crate) mod workspace;
+
+/// The few internals the integration tests and benches call in process. Not an API: it
+/// is public only because tests and benches are other crates. Everything else is
+/// `pub(crate)`, so the compiler's dead-code lint sees the crate (except what these
+/// items name in their signatures, such as `Service`'s methods and their types, which
+/// count as used).
+#[doc(hidden)]
+pub mod harness {
+    /// The store format `dump --stats` and `verify` report; tests compare their output
+    /// with it.
+    pub use crate::store::SCHEMA_VERSION;
+
+    /// The deepest message `serve` takes; the protocol tests send one just within it.
+    pub use crate::mcp::DEPTH_MAX;
+
+    /// The read path without the transport: `tests/read_text.rs` compares its printed
+    /// text with its records, `benches/read_path.rs` times it.
+    pub use crate::read::session_lines::TextForm;
+    pub use crate::read::{Mode, ReadRequest};
+    pub use crate::service::Service;
+    pub use crate::workspace::WorkspaceRoot;
+
+    /// What a real model's final report becomes in a tool result: the oracle of
+    /// `tests/real_model.rs`, which runs the binary against a live endpoint.
+    pub use crate::tool_output::report::parse_final_report;
+    pub use crate::tool_output::truncate::truncate;
+
+    /// The single-thread steps `benches/read_path.rs` times apart, and the extraction
+    /// `benches/citations.rs` times.
+    pub use crate::citations::{Options, extract};
+    pub use crate::read::compact::compact_line;
+    pub use crate::util::lines::hash_line;
+
+    /// [`crate::util::pyjson::parse_borrowed`] with its tree opaque: the bench only drops
+    /// it, and an opaque result keeps the tree's methods out of the public surface.
+    pub fn parse_borrowed(text: &str) -> impl Sized + '_ {
+        crate::util::pyjson::parse_borrowed(text)
+    }
+}

@@ -20,7 +20,7 @@ fn imports_the_example_workspace() {
     let tables = dump_json(&ws, &[]);
     assert_eq!(
         tables["store_schema"],
-        evidence_store::store::SCHEMA_VERSION
+        evidence_store::harness::SCHEMA_VERSION
     );
     assert_eq!(tables["workspace_schema"], 2);
     assert_eq!(tables["projects"], serde_json::json!([PROJECT]));

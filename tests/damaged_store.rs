@@ -322,7 +322,7 @@ fn dump_and_verify_work_on_a_read_only_mount() {
     assert!(
         stdout.contains(&format!(
             "store schema    {}",
-            evidence_store::store::SCHEMA_VERSION
+            evidence_store::harness::SCHEMA_VERSION
         )),
         "{stdout}"
     );

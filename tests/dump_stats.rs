@@ -39,7 +39,10 @@ fn stats_json_agrees_with_the_store() {
     let stats: Value = serde_json::from_str(&ws.ok(&["dump", "--stats", "--json"])).unwrap();
     let size = std::fs::metadata(ws.store()).unwrap().len();
     assert_eq!(stats["store_bytes"], size);
-    assert_eq!(stats["store_schema"], evidence_store::store::SCHEMA_VERSION);
+    assert_eq!(
+        stats["store_schema"],
+        evidence_store::harness::SCHEMA_VERSION
+    );
     assert_eq!(stats["sessions_indexed"], 2);
     assert_eq!(stats["lines_indexed"], 16);
     let covered: u64 = ["c1.jsonl", "x1.jsonl"]

@@ -153,7 +153,7 @@ fn dump_names_the_store_schema_apart_from_the_workspace_schema() {
     let tables: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
     assert_eq!(
         tables["store_schema"],
-        evidence_store::store::SCHEMA_VERSION
+        evidence_store::harness::SCHEMA_VERSION
     );
     assert_eq!(tables["workspace_schema"], 2);
     assert!(tables.get("schema_version").is_none(), "{tables}");
@@ -169,7 +169,7 @@ fn dump_names_the_store_schema_apart_from_the_workspace_schema() {
     assert!(
         stats.contains(&format!(
             "store schema    {}\n",
-            evidence_store::store::SCHEMA_VERSION
+            evidence_store::harness::SCHEMA_VERSION
         )),
         "{stats}"
     );

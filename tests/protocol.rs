@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{BIN, PROJECT, Workspace};
-use evidence_store::mcp::DEPTH_MAX;
+use evidence_store::harness::DEPTH_MAX;
 use serde_json::{Value, json};
 
 /// A `serve` process spoken to line by line.

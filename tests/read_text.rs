@@ -6,10 +6,7 @@
 mod common;
 
 use common::{LARGE_SESSION_LINES, LARGE_SESSION_PATH, PROJECT, Workspace};
-use evidence_store::read::session_lines::TextForm;
-use evidence_store::read::{Mode, ReadRequest};
-use evidence_store::service::Service;
-use evidence_store::workspace::WorkspaceRoot;
+use evidence_store::harness::{Mode, ReadRequest, Service, TextForm, WorkspaceRoot};
 
 fn service(ws: &Workspace) -> Service {
     let root = WorkspaceRoot {

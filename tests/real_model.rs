@@ -22,8 +22,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use evidence_store::tool_output::report::parse_final_report;
-use evidence_store::tool_output::truncate::truncate;
+use evidence_store::harness::{parse_final_report, truncate};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};

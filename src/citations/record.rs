@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use crate::util::pyjson::{self, Node};
+use crate::util::pyjson::Node;
 
 /// One assistant message text found in a session line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +88,9 @@ pub fn assistant_texts<'a>(source: &str, record: &Node<'a>) -> Vec<AssistantText
 
 /// [`assistant_texts`] of one session line's text; a line that is not a JSON object
 /// carries none.
+#[cfg(test)]
 pub fn assistant_texts_of_line<'a>(source: &str, line: &'a str) -> Vec<AssistantText<'a>> {
-    match pyjson::parse_borrowed(line) {
+    match crate::util::pyjson::parse_borrowed(line) {
         Ok(record) if record.is_object() => assistant_texts(source, &record),
         _ => Vec::new(),
     }

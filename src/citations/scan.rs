@@ -22,6 +22,7 @@
 //! lines are read back for a Codex session that cites something.
 
 use std::io;
+#[cfg(test)]
 use std::os::unix::fs::FileExt;
 
 use memchr::memmem::Finder;
@@ -45,6 +46,7 @@ const VIDENCE: &[u8] = b"vidence";
 /// Where `VIDENCE` sits in the first two needles (both start 3 bytes before it).
 const VIDENCE_AT: usize = 3;
 /// Bytes searched per read.
+#[cfg(test)]
 const CHUNK: usize = 256 << 10;
 /// Longest line read back to be parsed: import's memory stays bounded whatever a session
 /// holds. A longer line (a huge tool output that happens to hold a needle) is passed
@@ -192,6 +194,7 @@ pub fn merge(searchers: Vec<Searcher>) -> Prescan {
 }
 
 /// Searches the first `len` bytes of `file` for the needles, reading it in pieces.
+#[cfg(test)]
 pub fn prescan(file: &std::fs::File, len: u64) -> io::Result<Prescan> {
     let mut searcher = Searcher::default();
     let mut buf = vec![0u8; CHUNK];

@@ -23,14 +23,6 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
-        Status::Ok,
-        Status::MissingFile,
-        Status::LineOutOfRange,
-        Status::OutsideProject,
-        Status::Unchecked,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -39,10 +31,6 @@ impl Status {
             Status::OutsideProject => "outside_project",
             Status::Unchecked => "unchecked",
         }
-    }
-
-    pub fn parse(name: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -141,6 +129,20 @@ mod tests {
         assert_eq!(line_status(Some((4, 2)), 5), Status::LineOutOfRange);
         assert_eq!(line_status(Some((1, 1)), 0), Status::LineOutOfRange);
         assert_eq!(line_status(None, 0), Status::Ok);
+    }
+
+    impl Status {
+        const ALL: [Status; 5] = [
+            Status::Ok,
+            Status::MissingFile,
+            Status::LineOutOfRange,
+            Status::OutsideProject,
+            Status::Unchecked,
+        ];
+
+        fn parse(name: &str) -> Option<Status> {
+            Status::ALL.into_iter().find(|s| s.as_str() == name)
+        }
     }
 
     #[test]

@@ -11,11 +11,11 @@ use crate::workspace::{WorkspaceRoot, python_path_display};
 
 /// Environment variable that names the prepared workspace (as prompt-diary sets it for
 /// the MCP servers it launches).
-pub const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
+pub(crate) const WORKSPACE_ENV: &str = "PROMPT_DIARY_WORKSPACE";
 
 /// `--version`: the package version, the commit it was built from ("unknown" outside a
 /// git checkout) and the prompt-diary releases whose workspaces it serves.
-pub fn version_text() -> &'static str {
+pub(crate) fn version_text() -> &'static str {
     static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         let releases: Vec<String> = crate::workspace::contract::Contract::ALL
             .iter()
@@ -174,16 +174,16 @@ fn parse_cap(text: &str) -> Result<usize, String> {
 }
 
 /// Environment variables of the `tool_output` settings (see `ModelFlags`).
-pub const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
-pub const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
-pub const MODEL_API_KEY_ENV_ENV: &str = "EVIDENCE_STORE_MODEL_API_KEY_ENV";
-pub const MODEL_TIMEOUT_ENV: &str = "EVIDENCE_STORE_MODEL_TIMEOUT_SECS";
-pub const MODEL_CONTEXT_ENV: &str = "EVIDENCE_STORE_MODEL_CONTEXT_TOKENS";
-pub const MODEL_OUTPUT_ENV: &str = "EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS";
-pub const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
-pub const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
-pub const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
-pub const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
+pub(crate) const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
+pub(crate) const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
+pub(crate) const MODEL_API_KEY_ENV_ENV: &str = "EVIDENCE_STORE_MODEL_API_KEY_ENV";
+pub(crate) const MODEL_TIMEOUT_ENV: &str = "EVIDENCE_STORE_MODEL_TIMEOUT_SECS";
+pub(crate) const MODEL_CONTEXT_ENV: &str = "EVIDENCE_STORE_MODEL_CONTEXT_TOKENS";
+pub(crate) const MODEL_OUTPUT_ENV: &str = "EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS";
+pub(crate) const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
+pub(crate) const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
+pub(crate) const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
+pub(crate) const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
 
 impl ModelFlags {
     fn settings(&self) -> ToolOutputSettings {
@@ -213,7 +213,7 @@ impl ModelFlags {
 }
 
 /// The `tool_output` settings as environment variables, for the servers `run` starts.
-pub fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, String)> {
+pub(crate) fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, String)> {
     let e = &settings.engine;
     let mut out = vec![
         (MODEL_CONTEXT_ENV, e.context_tokens.to_string()),
@@ -325,15 +325,15 @@ enum DumpCommand {
 /// Everything a run needs, free of clap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    pub workspace: WorkspaceRoot,
-    pub store: PathBuf,
-    pub command: Command,
+    pub(crate) workspace: WorkspaceRoot,
+    pub(crate) store: PathBuf,
+    pub(crate) command: Command,
     /// `tool_output`'s model and thresholds (used by `serve` and `run`).
-    pub tool_output: ToolOutputSettings,
+    pub(crate) tool_output: ToolOutputSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Import {
         rehash: bool,
         rebuild: bool,
@@ -368,7 +368,7 @@ pub enum Command {
 
 /// The name under which `run` puts this binary on PATH, as prompt-diary starts its MCP
 /// server (`report mcp serve`).
-pub const REPORT_NAME: &str = "report";
+pub(crate) const REPORT_NAME: &str = "report";
 
 /// Parses `std::env::args`, exiting with clap's usage message on error.
 pub fn parse() -> Config {
@@ -383,7 +383,7 @@ pub fn parse() -> Config {
 }
 
 /// True when `argv[0]`'s file name is `report` (the link `run` puts on PATH).
-pub fn invoked_as_report(argv0: &std::ffi::OsStr) -> bool {
+pub(crate) fn invoked_as_report(argv0: &std::ffi::OsStr) -> bool {
     Path::new(argv0)
         .file_name()
         .is_some_and(|name| name == REPORT_NAME)
@@ -427,7 +427,7 @@ fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
 }
 
 /// `DIR/.evidence-store/store.redb`.
-pub fn default_store(workspace: &Path) -> PathBuf {
+pub(crate) fn default_store(workspace: &Path) -> PathBuf {
     workspace.join(crate::store::WORKSPACE_STORE)
 }
 

@@ -2,7 +2,7 @@
 
 pub mod app;
 pub mod args;
-pub mod dump;
-pub mod progress;
-pub mod run;
-pub mod serve;
+pub(crate) mod dump;
+pub(crate) mod progress;
+pub(crate) mod run;
+pub(crate) mod serve;

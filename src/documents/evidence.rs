@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::util::pyjson::{self, Map, Value, py_repr};
 use crate::workspace::Span;
-use crate::workspace::contract::{Contract, Rules};
+use crate::workspace::contract::Rules;
 
 /// One structured error: `{"path", "message", "hint"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -145,10 +145,6 @@ impl Problems {
         hint: impl Into<String>,
     ) {
         self.found.push(Problem::new(path, message, hint));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.found.is_empty()
     }
 
     /// `value` if nothing was found, else the problems.
@@ -366,11 +362,6 @@ impl Chain {
     }
 }
 
-/// The chain-only parse of a 0.2.10 chain (see [`parse_chain_for`]).
-pub fn parse_chain(chain: &Value) -> Result<Chain, Vec<Problem>> {
-    parse_chain_for(Contract::V0_2_10.rules(), chain)
-}
-
 /// The chain-only parse: every structural error, in prompt-diary's order,
 /// by the rules of the workspace's contract. Where the server quotes the trigger, the
 /// trigger is only `citations` and is checked first; its `quoted_messages` are filled in
@@ -546,11 +537,6 @@ fn trigger_citations_only(ck: &mut Checker, base: &str, trigger: &Map) -> (Value
         );
     }
     ck.citations(base, trigger)
-}
-
-/// The turn checks of a 0.2.10 chain (see [`check_turn_for`]).
-pub fn check_turn(chain: &Chain, turn: Span) -> Vec<Problem> {
-    check_turn_for(Contract::V0_2_10.rules(), chain, turn)
 }
 
 /// The turn checks: where the server quotes the trigger, the trigger must

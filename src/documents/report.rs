@@ -13,7 +13,7 @@ use crate::documents::evidence::{
 };
 use crate::documents::synthesis::{self, TurnKey};
 use crate::util::pyjson::{self, Map, Value, py_repr};
-use crate::workspace::contract::{Contract, Rules};
+use crate::workspace::contract::Rules;
 
 pub const CONFIDENCE: &[&str] = synthesis::CONFIDENCE;
 pub const ENGAGEMENT_DIMENSIONS: &[&str] = &["direction", "review", "correction", "recovery"];
@@ -104,11 +104,6 @@ fn s(text: &str) -> Value {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct BuildError(pub String);
-
-/// The Build step of a 0.2.10 workspace (see [`build_for`]).
-pub fn build(ctx: &Context, previous: Option<&Value>) -> Result<Value, BuildError> {
-    build_for(Contract::V0_2_10.rules(), ctx, previous)
-}
 
 /// The Build step: the daily-report skeleton, with still-valid slots of `previous` kept,
 /// by the rules of the workspace's contract. Where work items carry a disposition, each

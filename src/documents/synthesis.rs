@@ -150,11 +150,6 @@ fn is_work_item_ref(s: &str) -> bool {
     b.len() == 5 && b[0] == b'W' && b[1..].iter().all(u8::is_ascii_digit)
 }
 
-/// The chain-only parse of a 0.2.10 work item (see [`parse_work_item_for`]).
-pub fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
-    parse_work_item_for(crate::workspace::contract::Contract::V0_2_10.rules(), item)
-}
-
 /// The chain-only parse of a work item, errors in prompt-diary's order, by the rules of
 /// the workspace's contract.
 pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<Problem>> {
@@ -673,6 +668,11 @@ mod contract_tests {
             let expect = pyjson::parse(expect.as_str()).expect("expected JSON");
             check(Contract::V0_2_20.rules(), input.as_str(), &expect);
         }
+    }
+
+    /// The chain-only parse of a 0.2.10 work item.
+    fn parse_work_item(item: &Value) -> Result<WorkItem, Vec<Problem>> {
+        parse_work_item_for(Contract::V0_2_10.rules(), item)
     }
 
     #[test]

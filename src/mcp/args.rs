@@ -181,15 +181,6 @@ enum Kind {
 type Refusal = (&'static str, &'static str);
 
 impl ArgErrors {
-    /// The checks of an arguments object, without the [`Exact`] view (tests).
-    pub fn of(args: &JsonObject) -> Self {
-        Call::<()> {
-            raw: args.clone(),
-            schema: PhantomData,
-        }
-        .errors(&Extensions::new())
-    }
-
     /// The value of parameter `name`, or `None` when it is absent. FastMCP first parses a
     /// string sent for a parameter that is not a string, and uses what it holds when
     /// that is not a string, a number or a boolean (`"[1]"` becomes a list, `"null"`
@@ -220,11 +211,6 @@ impl ArgErrors {
 
     fn missing(&mut self, loc: &'static str) {
         self.push(loc, ("Field required", "missing"), None);
-    }
-
-    /// Whether every argument was fine.
-    pub fn is_empty(&self) -> bool {
-        self.errors.is_empty()
     }
 
     /// pydantic's report, `None` when every argument was fine.

@@ -10,7 +10,7 @@ mod sampling;
 mod stdio;
 pub mod tool_output;
 
-pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, LINE_MAX, STACK_BYTES};
+pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX};
 
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
@@ -704,19 +704,6 @@ pub async fn serve_stdio(
         0 => Ok(()),
         n => Err(ServeError::Abandoned(n)),
     }
-}
-
-/// Serves MCP over `transport` until the client disconnects or `shutdown` resolves.
-pub async fn serve<T, E, A>(
-    transport: T,
-    shutdown: impl std::future::Future<Output = ()>,
-    start: impl FnOnce() -> Service + Send + 'static,
-) -> Result<(), ServeError>
-where
-    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    run(Server::new(start), transport, shutdown).await
 }
 
 async fn run<T, E, A>(

@@ -315,21 +315,6 @@ const SEGMENT: u64 = 16 << 20;
 /// How many segments may wait, indexed, for their turn to be reported.
 const AHEAD: usize = 4;
 
-/// Indexes the first `len` bytes of `file`, reporting lines in order, using two threads.
-///
-/// Line boundaries can be found from any byte offset (see the module docs), so the file is
-/// cut into segments that each start right after a boundary and are indexed
-/// independently; lines are then reported in file order. A file without boundaries (one
-/// huge line) is one segment. Memory stays bounded by `AHEAD` segments of entries.
-pub fn index_file<E: From<io::Error> + Send>(
-    file: &std::fs::File,
-    len: u64,
-    on_line: impl FnMut(LineEntry) -> Result<(), E>,
-    on_progress: impl FnMut(u64),
-) -> Result<FileSummary, E> {
-    index_segmented(file, len, SEGMENT, &|| (), on_line, on_progress).map(|(summary, _)| summary)
-}
-
 /// Sees a file's bytes as [`index_file_observed`] reads them, while they are in cache.
 pub trait Observer: Send {
     /// `bytes` are the file's bytes at `offset`. One observer sees one segment, in order
@@ -342,8 +327,14 @@ impl Observer for () {
     fn observe(&mut self, _: u64, _: &[u8]) {}
 }
 
-/// [`index_file`], also showing every byte read to an observer (one per segment, made by
-/// `observer`); returns the observers in file order.
+/// Indexes the first `len` bytes of `file`, reporting lines in order, using two threads,
+/// and shows every byte read to an observer (one per segment, made by `observer`);
+/// returns the observers in file order.
+///
+/// Line boundaries can be found from any byte offset (see the module docs), so the file is
+/// cut into segments that each start right after a boundary and are indexed
+/// independently; lines are then reported in file order. A file without boundaries (one
+/// huge line) is one segment. Memory stays bounded by `AHEAD` segments of entries.
 pub fn index_file_observed<E: From<io::Error> + Send, O: Observer>(
     file: &std::fs::File,
     len: u64,

@@ -89,11 +89,6 @@ impl ParseError {
             ErrorKind::TooDeep => "Nesting too deep",
         }
     }
-
-    /// Byte offset in the input where the problem was found.
-    pub fn offset(&self) -> usize {
-        self.offset
-    }
 }
 
 impl std::fmt::Display for ParseError {
@@ -221,10 +216,6 @@ impl<'a> Str<'a> {
     /// lone surrogate counted as U+FFFD).
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The decoded string; borrowed when it holds no escape.

@@ -41,11 +41,6 @@ fn string_field(file: &str, map: &Map, field: &str) -> Result<String, LoadError>
     }
 }
 
-/// `metadata.json`: `report_date`, `status`, `timezone` must be strings (checked in that order).
-pub fn metadata(file: &str, bytes: &[u8]) -> Result<Metadata, LoadError> {
-    workspace_metadata(file, bytes).map(|(_, metadata)| metadata)
-}
-
 /// `metadata.json` with the contract its `schema_version` selects, checked right after the
 /// file parses as an object and before any other field; an unsupported version is refused.
 pub fn workspace_metadata(file: &str, bytes: &[u8]) -> Result<(Contract, Metadata), LoadError> {
@@ -92,15 +87,6 @@ pub enum Escape {
 /// What the `session_path` escape checks need from the filesystem: given the normalised
 /// path, where it resolves when that is outside its sessions directory or the workspace.
 pub type EscapeCheck<'a> = dyn FnMut(&str) -> Option<Escape> + 'a;
-
-/// `sessions.index.jsonl` of a 0.2.10 workspace (see [`index_for`]).
-pub fn index(
-    file: &str,
-    bytes: &[u8],
-    escapes: &mut EscapeCheck<'_>,
-) -> Result<Vec<Session>, LoadError> {
-    index_for(Contract::V0_2_10.rules(), file, bytes, escapes)
-}
 
 /// `sessions.index.jsonl`: every non-blank physical line is one session row, checked by
 /// the rules of the workspace's contract.
@@ -296,6 +282,21 @@ pub fn normalise_session_path(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `metadata.json`: `report_date`, `status`, `timezone` must be strings (checked in
+    /// that order).
+    fn metadata(file: &str, bytes: &[u8]) -> Result<Metadata, LoadError> {
+        workspace_metadata(file, bytes).map(|(_, metadata)| metadata)
+    }
+
+    /// `sessions.index.jsonl` of a 0.2.10 workspace.
+    fn index(
+        file: &str,
+        bytes: &[u8],
+        escapes: &mut EscapeCheck<'_>,
+    ) -> Result<Vec<Session>, LoadError> {
+        index_for(Contract::V0_2_10.rules(), file, bytes, escapes)
+    }
 
     const F: &str = "/w/metadata.json";
 

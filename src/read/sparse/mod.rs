@@ -15,13 +15,13 @@ mod derive;
 mod json;
 pub mod source;
 
-pub use derive::{EntryMut, Part, Record, ToolResult, ToolUse, compact_record};
+pub use derive::{EntryMut, compact_record};
 
 use crate::read::compact::{Entry, EntryKind};
 
 /// The record of line `line` as compact, sorted, sparse JSON; `None` for an omitted line.
 /// Each tool entry whose whole payload was cut gets `handle(kind, index)` as its
-/// `handle`, `index` counting the record's entries of that kind ([`Record::each_entry`]).
+/// `handle`, `index` counting the record's entries of that kind ([`derive::Record::each_entry`]).
 pub fn record_json(
     raw: &str,
     line: u64,
