@@ -51,7 +51,7 @@ pub mod harness {
     pub use crate::read::compact::compact_line;
     pub use crate::util::lines::hash_line;
 
-    /// [`crate::util::pyjson::parse_borrowed`] with its tree opaque: the bench only drops
+    /// `util::pyjson::parse_borrowed` with its tree opaque: the bench only drops
     /// it, and an opaque result keeps the tree's methods out of the public surface.
     pub fn parse_borrowed(text: &str) -> impl Sized + '_ {
         crate::util::pyjson::parse_borrowed(text)
