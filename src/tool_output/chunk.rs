@@ -8,26 +8,12 @@
 //! `s <= max` bytes (for `max` of 64 or more, where the 10% overlap exceeds the 3-byte boundary moves), sizes differ by at most 6 bytes, and consecutive chunks touch or
 //! overlap. `max` below 4 is raised to 4 so a chunk always holds at least one char.
 
+use crate::util::text::{ceil_char_boundary, floor_char_boundary};
+
 use std::ops::Range;
 
 /// Default overlap between consecutive chunks, in percent of the chunk size.
 pub const DEFAULT_OVERLAP_PCT: usize = 10;
-
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
 
 /// Splits `payload` into byte ranges as described in the module doc.
 pub fn chunk(payload: &str, max: usize, overlap_pct: usize) -> Vec<Range<usize>> {
@@ -47,11 +33,11 @@ pub fn chunk(payload: &str, max: usize, overlap_pct: usize) -> Vec<Range<usize>>
         // A start moves up to a char boundary and an end moves down, so a chunk stays
         // within `s`; a start never moves past the previous end, so there is no gap.
         let prev_end = out.last().map_or(0, |r| r.end);
-        let a = ceil_boundary(payload, start).min(prev_end);
+        let a = ceil_char_boundary(payload, start).min(prev_end);
         let b = if i + 1 == n {
             len
         } else {
-            floor_boundary(payload, start + s)
+            floor_char_boundary(payload, start + s)
         };
         let range = a..b;
         out.push(range);

@@ -518,10 +518,7 @@ fn said(text: &str) -> String {
     if text.is_empty() {
         return "; the answer was empty".to_string();
     }
-    let mut end = text.len().min(SAID_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::util::text::floor_char_boundary(text, SAID_BYTES);
     let more = if end < text.len() { "…" } else { "" };
     format!("; the answer began: {:?}{more}", &text[..end])
 }

@@ -19,6 +19,8 @@
 //! lines. On a longer line every match gets its own window of about [`WINDOW`] bytes, tagged
 //! `line@byte`, within `max_matches`.
 
+use crate::util::text::{ceil_char_boundary, floor_char_boundary};
+
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -50,22 +52,6 @@ const NOTICE_ROOM: usize = 400;
 /// What a stopped or refused grep suggests.
 const NARROW: &str = "narrow the pattern: a literal word to anchor it, fewer or bounded repetitions, ASCII classes such as (?-u:\\w) instead of \\w";
 
-fn floor(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
 /// Appends `piece` when it fits within `cap`; false when it does not.
 fn push_capped(out: &mut String, piece: &str, cap: usize) -> bool {
     if out.len() + piece.len() > cap {
@@ -81,7 +67,7 @@ pub fn echo(pattern: &str) -> String {
     if pattern.len() <= ECHO_BYTES {
         return format!("{pattern:?}");
     }
-    let cut = floor(pattern, ECHO_BYTES);
+    let cut = floor_char_boundary(pattern, ECHO_BYTES);
     format!("{:?}... ({} bytes)", &pattern[..cut], pattern.len())
 }
 
@@ -219,7 +205,7 @@ impl Searcher<'_> {
             let e = if len - s <= SPAN {
                 len
             } else {
-                ceil(line, s + SPAN)
+                ceil_char_boundary(line, s + SPAN)
             };
             let input = Input::new(line).range(s..e);
             match self.re.search_with(&mut self.cache, &input) {
@@ -227,7 +213,7 @@ impl Searcher<'_> {
                 None if e == len => return Ok(None),
                 None => {
                     self.check()?;
-                    s = floor(line, e - OVERLAP).max(ceil(line, s + 1));
+                    s = floor_char_boundary(line, e - OVERLAP).max(ceil_char_boundary(line, s + 1));
                 }
             }
         }
@@ -320,7 +306,7 @@ fn search(
         }
         let n = i + 1;
         let mut pos = if i == first {
-            ceil(line, opts.from.byte)
+            ceil_char_boundary(line, opts.from.byte)
         } else {
             0
         };
@@ -346,7 +332,7 @@ fn search(
             for (j, l) in lines.iter().enumerate().take(hi + 1).skip(lo) {
                 let sep = if j == i { ':' } else { '-' };
                 if l.len() > LONG_LINE && j != i {
-                    let cut = floor(l, WINDOW);
+                    let cut = floor_char_boundary(l, WINDOW);
                     block.push_str(&format!(
                         "{}{sep} {}[... {} bytes]\n",
                         j + 1,
@@ -377,15 +363,19 @@ fn search(
                 out.push_str(&more_notice(opts, max, n, a));
                 return out;
             }
-            let from = floor(line, a.saturating_sub(WINDOW / 2));
-            let to = ceil(line, b.min(a + WINDOW / 2) + WINDOW / 2);
+            let from = floor_char_boundary(line, a.saturating_sub(WINDOW / 2));
+            let to = ceil_char_boundary(line, b.min(a + WINDOW / 2) + WINDOW / 2);
             let block = format!("{n}@{a}: ...{}...\n", &line[from..to]);
             if !push_capped(&mut out, &block, budget) {
                 out.push_str(&cut_notice(opts, shown, n, a));
                 return out;
             }
             shown += 1;
-            pos = if b > a { b } else { ceil(line, b + 1) };
+            pos = if b > a {
+                b
+            } else {
+                ceil_char_boundary(line, b + 1)
+            };
             if b >= line.len() {
                 break;
             }
@@ -481,11 +471,11 @@ pub fn read(text: &str, opts: &ReadOptions) -> String {
             ));
             continue;
         }
-        let a = floor(line, a);
+        let a = floor_char_boundary(line, a);
         let shown = if line.len() - a > share || (a > 0 && opts.byte_length.is_some()) {
-            let mut b = floor(line, a + share);
+            let mut b = floor_char_boundary(line, a + share);
             if b <= a {
-                b = ceil(line, a + 1);
+                b = ceil_char_boundary(line, a + 1);
             }
             let prefix = if a == 0 {
                 format!("{n}: ")

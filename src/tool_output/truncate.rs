@@ -11,6 +11,8 @@
 //!   the top ends and the bottom starts on char boundaries, so the output is valid UTF-8 and
 //!   never longer than the cap.
 
+use crate::util::text::{ceil_char_boundary, floor_char_boundary};
+
 /// Default byte cap for a tool response body.
 pub const DEFAULT_MAX_BYTES: usize = 12288;
 /// Payloads shorter than this are never marked, only cut.
@@ -20,38 +22,22 @@ fn marker(n: usize) -> String {
     format!("\n[···TRUNCATED {n} bytes···]\n")
 }
 
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
 /// Truncates `payload` to at most `cap` bytes.
 pub fn truncate(payload: &str, cap: usize) -> String {
     if payload.len() <= cap {
         return payload.to_string();
     }
     if payload.len() < MARKER_MIN_BYTES {
-        return payload[..floor_boundary(payload, cap)].to_string();
+        return payload[..floor_char_boundary(payload, cap)].to_string();
     }
     // The marker is sized for the largest possible N, so the real marker never overflows.
     let reserve = marker(payload.len()).len();
     if reserve >= cap {
-        return payload[..floor_boundary(payload, cap)].to_string();
+        return payload[..floor_char_boundary(payload, cap)].to_string();
     }
     let budget = cap - reserve;
-    let top = floor_boundary(payload, budget / 2);
-    let bottom_start = ceil_boundary(payload, payload.len() - (budget - budget / 2));
+    let top = floor_char_boundary(payload, budget / 2);
+    let bottom_start = ceil_char_boundary(payload, payload.len() - (budget - budget / 2));
     let removed = bottom_start - top;
     format!(
         "{}{}{}",
@@ -72,7 +58,7 @@ pub fn truncate_fallback(payload: &str, reason: &str, cap: usize) -> String {
     let reason = if reason.len() <= room {
         reason
     } else {
-        let end = floor_boundary(reason, room.saturating_sub("…".len()));
+        let end = floor_char_boundary(reason, room.saturating_sub("…".len()));
         cut = format!("{}…", &reason[..end]);
         cut.as_str()
     };

@@ -1,7 +1,9 @@
 //! Ground-level helpers with no knowledge of the store or the workspace.
 
+pub mod calendar;
 pub mod fsutil;
 pub mod lines;
 pub mod parallel;
 pub mod pyjson;
+pub mod text;
 pub mod wait;

@@ -2,6 +2,8 @@
 //! commands, generated context, attachments or unknown, with their provenance tags; and
 //! the Codex message shapes that can prove an echo.
 
+use crate::util::calendar::days_from_civil;
+
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -713,16 +715,6 @@ fn days_in_month(y: i64, m: i64) -> i64 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
