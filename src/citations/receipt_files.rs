@@ -33,7 +33,6 @@ use crate::store::citations::{CitationLookup, CitationRecord};
 use crate::store::{FileState, Lookup, Reader, SessionRecord, Store, StoreError};
 use crate::util::fsutil;
 use crate::util::lines::{self, LineEntry};
-use crate::util::pyjson;
 
 /// What [`export_receipts`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -195,8 +194,7 @@ fn session_receipts(
         for &(line, entry) in &numbered {
             let bytes = checked(line, entry)?;
             let text = lines::decode(&bytes);
-            if let Ok(node) = pyjson::parse_borrowed(&text)
-                && node.is_object()
+            if let Some(node) = record::object_of_line(&text)
                 && let Some(found) = receipt::line_user_text(&session.source, &node)
             {
                 user_text = Some(found);
@@ -207,8 +205,7 @@ fn session_receipts(
         for &(line, entry) in numbered.iter().rev() {
             let bytes = checked(line, entry)?;
             let text = lines::decode(&bytes);
-            if let Ok(node) = pyjson::parse_borrowed(&text)
-                && node.is_object()
+            if let Some(node) = record::object_of_line(&text)
                 && let Some(found) = receipt::line_timestamp(&node)
             {
                 timestamp = Some(found);
@@ -227,12 +224,9 @@ fn session_receipts(
             };
             let bytes = checked(line, entry)?;
             let text = lines::decode(&bytes);
-            let Ok(node) = pyjson::parse_borrowed(&text) else {
+            let Some(node) = record::object_of_line(&text) else {
                 continue;
             };
-            if !node.is_object() {
-                continue;
-            }
             let texts = record::assistant_texts(&session.source, &node);
             for (_, index) in wanted.iter().filter(|(l, _)| *l == line) {
                 if let Some(m) = texts

@@ -86,14 +86,18 @@ pub fn assistant_texts<'a>(source: &str, record: &Node<'a>) -> Vec<AssistantText
     }
 }
 
-/// [`assistant_texts`] of one session line's text; a line that is not a JSON object
-/// carries none.
+/// One session line's decoded text as a record: a JSON object, or `None` (a line that is
+/// not one carries no message, citation, user text or timestamp).
+pub fn object_of_line(line: &str) -> Option<Node<'_>> {
+    crate::util::pyjson::parse_borrowed(line)
+        .ok()
+        .filter(Node::is_object)
+}
+
+/// [`assistant_texts`] of one session line's text.
 #[cfg(test)]
 pub fn assistant_texts_of_line<'a>(source: &str, line: &'a str) -> Vec<AssistantText<'a>> {
-    match crate::util::pyjson::parse_borrowed(line) {
-        Ok(record) if record.is_object() => assistant_texts(source, &record),
-        _ => Vec::new(),
-    }
+    object_of_line(line).map_or_else(Vec::new, |record| assistant_texts(source, &record))
 }
 
 fn content_text<'a>(index: usize, item: &Node<'a>) -> Option<AssistantText<'a>> {

@@ -286,12 +286,9 @@ pub fn citations(
             continue;
         };
         let text = lines::decode(&bytes);
-        let Ok(node) = pyjson::parse_borrowed(&text) else {
+        let Some(node) = record::object_of_line(&text) else {
             continue;
         };
-        if !node.is_object() {
-            continue;
-        }
         let texts = record::assistant_texts(&session.source, &node);
         if texts.iter().all(|t| t.echo) {
             continue;
