@@ -7,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::args::{Command, Config};
 use crate::cli::dump;
+use crate::cli::export::{ExportError, export_all};
 use crate::cli::progress::{Bar, ImportBar, Status};
 use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions, ImportReport};
@@ -50,12 +51,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
     match &config.command {
         Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
         Command::Verify => {
-            if !config.store.exists() {
-                bail!(
-                    "no store at {}: run `evidence-store import` first",
-                    config.store.display()
-                );
-            }
+            store_must_exist(&config)?;
             // A spinner on a terminal (nothing otherwise): a large store takes seconds.
             let status = Status::new(format!("verifying {}", config.store.display()));
             // Writers of this workspace commit under its document lock (which the first
@@ -88,12 +84,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Dump { json, target } => {
-            if !config.store.exists() {
-                bail!(
-                    "no store at {}: run `evidence-store import` first",
-                    config.store.display()
-                );
-            }
+            store_must_exist(&config)?;
             // Read-only: a dump works on read-only media and never changes the file, except
             // that a store a killed writer left is repaired first when the file is writable
             // (as any writer would), so a dump after a crash still answers.
@@ -120,12 +111,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Build => {
-            if !config.store.exists() {
-                bail!(
-                    "no store at {}: run `evidence-store import` first",
-                    config.store.display()
-                );
-            }
+            store_must_exist(&config)?;
             let service = Service::start(config.workspace.clone(), &config.store);
             let built = service.build().map_err(|e| {
                 anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
@@ -146,29 +132,33 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             session_ref,
         } => run_verify_citations(&config, project_key.as_deref(), session_ref.as_deref()),
         Command::Export => {
-            if !config.store.exists() {
-                bail!(
-                    "no store at {}: run `evidence-store import` first",
-                    config.store.display()
-                );
-            }
+            store_must_exist(&config)?;
             let store = Store::open(&config.store)?;
             let shown = std::path::absolute(&config.workspace.path)
                 .unwrap_or_else(|_| config.workspace.path.clone());
             let failed = || format!("export to {} failed", shown.display());
-            let report =
-                crate::documents::export(&store, &config.workspace.path).with_context(failed)?;
+            let (report, receipts) = export_all(&store, &config.workspace.path)
+                .map_err(ExportError::into_cause)
+                .with_context(failed)?;
             println!(
                 "exported {} file(s) ({} already current), removed {} stale temp file(s)",
                 report.written, report.unchanged, report.temp_files_removed
             );
-            print_receipts(
-                &crate::citations::receipt_files::export_receipts(&store, &config.workspace.path)
-                    .with_context(failed)?,
-            );
+            print_receipts(&receipts);
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The commands that read a store refuse to make one: without it, they say to import.
+fn store_must_exist(config: &Config) -> anyhow::Result<()> {
+    if !config.store.exists() {
+        bail!(
+            "no store at {}: run `evidence-store import` first",
+            config.store.display()
+        );
+    }
+    Ok(())
 }
 
 /// What the receipt export did: one line (none when the workspace has no receipts and
@@ -298,12 +288,7 @@ fn run_verify_citations(
     project_key: Option<&str>,
     session_ref: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    if !config.store.exists() {
-        bail!(
-            "no store at {}: run `evidence-store import` first",
-            config.store.display()
-        );
-    }
+    store_must_exist(config)?;
     let store = Store::open(&config.store)?;
     let done = crate::citations::stored::verify_citations(
         &config.workspace.path,

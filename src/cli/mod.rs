@@ -3,6 +3,7 @@
 pub mod app;
 pub mod args;
 pub(crate) mod dump;
+pub(crate) mod export;
 pub(crate) mod progress;
 pub(crate) mod run;
 pub(crate) mod serve;

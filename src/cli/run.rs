@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 
 use crate::cli::args::{self, Config};
+use crate::cli::export::{ExportError, export_all};
 use crate::cli::progress::{Bar, Status};
 use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions};
@@ -104,10 +105,14 @@ fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<
         || format!("after the command: import of {shown} failed; nothing exported"),
     )?;
     status.set(format!("exporting {shown}"));
-    let report = crate::documents::export(&store, &root.path)
-        .with_context(|| format!("after the command: export of {shown} failed"))?;
-    let receipts = crate::citations::receipt_files::export_receipts(&store, &root.path)
-        .with_context(|| format!("after the command: receipt export of {shown} failed"))?;
+    let (report, receipts) = export_all(&store, &root.path).map_err(|e| {
+        let what = match e {
+            ExportError::Documents(_) => "export",
+            ExportError::Receipts(_) => "receipt export",
+        };
+        e.into_cause()
+            .context(format!("after the command: {what} of {shown} failed"))
+    })?;
     for reason in &receipts.skipped {
         tracing::warn!("no receipt for {reason}");
     }
