@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::citations::query;
-use crate::documents::evidence::{self, Appended, Problem, WriteResult};
+use crate::documents::evidence::{self, Appended, WriteResult};
+use crate::documents::problems::Problem;
 use crate::documents::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::documents::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::documents::{self, DocumentError};

@@ -9,6 +9,7 @@
 //! and puts the previous file back if the commit fails.
 
 pub mod evidence;
+pub mod problems;
 pub mod report;
 pub mod synthesis;
 pub mod trigger;

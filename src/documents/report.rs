@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::documents::evidence::{
+use crate::documents::problems::{
     Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty,
 };
 use crate::documents::synthesis::{self, TurnKey};

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::documents::evidence::{
+use crate::documents::problems::{
     Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty,
 };
 use crate::util::pyjson::{self, Map, Value, py_repr};
