@@ -513,7 +513,7 @@ impl Server {
         };
         let contract = self.service.get().await?.contract();
         // The paged contract: one page from the cursor, built whole on the blocking pool.
-        if contract.paged_reads() {
+        if contract.rules().paged_reads {
             let cursor = errors
                 .cursor()
                 .map(|(line, offset)| RawCursor { line, offset });
@@ -602,7 +602,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
-        if self.service.get().await?.contract().paged_reads() {
+        if self.service.get().await?.contract().rules().paged_reads {
             for tool in &mut tools {
                 if tool.name == "read_session_lines" {
                     tool.input_schema = read_schema_0_2_20();

@@ -376,7 +376,7 @@ pub fn session_handles(
 /// A line's tool entries as the workspace's reads show them: in 0.2.10's compact records,
 /// or in 0.2.20's sparse ones. A handle's index counts these.
 fn tool_entries(text: &str, source: &str, contract: Contract) -> Vec<Entry> {
-    if contract.paged_reads() {
+    if contract.rules().paged_reads {
         sparse::entries(text, source)
     } else {
         compact::entries(text, source)

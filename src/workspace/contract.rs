@@ -36,12 +36,6 @@ impl Contract {
         }
     }
 
-    /// Whether `read_session_lines` answers in cursor pages of at most 32 KiB with sparse
-    /// records (0.2.20), rather than the whole capped range at once (0.2.10).
-    pub fn paged_reads(self) -> bool {
-        self == Contract::V0_2_20
-    }
-
     /// The prompt-diary release that defines this contract.
     pub fn release(self) -> &'static str {
         match self {
@@ -86,6 +80,10 @@ pub fn unsupported_message(file: &str, schema_version: Option<&Value>) -> String
 /// How the contracts differ, as data: each rule names the behaviour it switches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
+    /// `read_session_lines` answers in cursor pages of at most 32 KiB with sparse records,
+    /// and handles name records of that shape, rather than the whole capped range at once
+    /// in compact records.
+    pub paged_reads: bool,
     /// Index turns may carry `previous_context {start_line, end_line}`, which must end
     /// before the turn starts.
     pub previous_context: bool,
@@ -112,6 +110,7 @@ impl Contract {
     pub fn rules(self) -> Rules {
         match self {
             Contract::V0_2_10 => Rules {
+                paged_reads: false,
                 previous_context: false,
                 server_quoted_trigger: false,
                 card_schema: 1,
@@ -122,6 +121,7 @@ impl Contract {
                 report_schema: 1,
             },
             Contract::V0_2_20 => Rules {
+                paged_reads: true,
                 previous_context: true,
                 server_quoted_trigger: true,
                 card_schema: 2,
