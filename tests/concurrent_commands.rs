@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use common::cards;
 use common::{Client, Workspace, spawn_server, text, try_call};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const PROJECT: &str = common::LOAD_PROJECT;
 const SERVERS: usize = 4;
@@ -22,57 +23,11 @@ const LOOP_RUNS: usize = 20;
 /// `Ok(Some(answer))` when answered otherwise, `Err` when not answered at all.
 async fn write(client: &Client, session: usize, turn: usize) -> Result<Option<String>, String> {
     let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
-    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
-        "turn_ref": format!("T{turn:04}"),
-        "trigger": {"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]},
-        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
-        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
-        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
-        "materiality": "material"}});
+    let trigger = cards::user_trigger("asked", &lines);
+    let args = cards::material_chain(PROJECT, session, turn, trigger, &lines);
     let result = try_call(client, "write_evidence", args).await?;
     let value: Value = serde_json::from_str(text(&result)).map_err(|e| e.to_string())?;
     Ok((value["status"] != "appended").then(|| text(&result).to_owned()))
-}
-
-/// Every `(session, turn)` in the card files under `root`; every card must be whole JSON.
-fn chains_in(root: &std::path::Path) -> BTreeSet<(usize, usize)> {
-    let mut found = BTreeSet::new();
-    let dir = root.join(format!("projects/{PROJECT}/evidence"));
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().into_string().unwrap();
-        if !name.ends_with(".json") {
-            continue;
-        }
-        let card: Value =
-            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).expect("whole JSON card");
-        let session: usize = name[1..5].parse().unwrap();
-        for chain in card["evidence_chains"].as_array().unwrap() {
-            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
-            assert!(
-                found.insert((session, turn)),
-                "duplicate chain S{session:04}/T{turn:04}"
-            );
-        }
-    }
-    found
-}
-
-/// The chains the store holds: its documents exported into an empty directory.
-fn chains_in_store(ws: &Workspace) -> BTreeSet<(usize, usize)> {
-    let copy = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(common::BIN)
-        .args(["export", "--workspace"])
-        .arg(copy.path())
-        .arg("--store")
-        .arg(ws.store())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    chains_in(copy.path())
 }
 
 /// Runs `command` on the workspace again and again until `stop`; counts the runs that
@@ -200,8 +155,8 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
         "{exports} exports and {imports} imports overlapped the writes"
     );
 
-    let in_files = chains_in(ws.root());
-    let in_store = chains_in_store(&ws);
+    let in_files = cards::chains_in(ws.root(), PROJECT);
+    let in_store = cards::chains_in(cards::exported(&ws.store()).path(), PROJECT);
     let lost_files: Vec<_> = acked.difference(&in_files).collect();
     let lost_store: Vec<_> = acked.difference(&in_store).collect();
     assert!(

@@ -7,6 +7,7 @@ mod common;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use common::cards;
 use common::{Client, PROJECT, Workspace, call_ok, connect};
 use serde_json::{Value, json};
 
@@ -14,11 +15,7 @@ const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";
 const SECRET: &str = "outside-secret-0f1e2d3c";
 
 fn chain_args() -> Value {
-    json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": {
-        "turn_ref": "T0002",
-        "trigger": {"type": "user_approval", "summary": "ok", "citations": [{"lines": "7-7"}]},
-        "terminal_state": {"type": "clarification_only", "summary": "ok", "citations": [{"lines": "7-7"}]},
-        "materiality": "minor"}})
+    cards::minor_chain("S0001", "T0002", "7-7")
 }
 
 /// Returns once the server has imported the workspace (a read needs the store).

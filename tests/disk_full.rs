@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::cards;
 use common::{Client, text, try_call};
 use serde_json::{Value, json};
 
@@ -84,36 +85,13 @@ fn workspace(root: &Path, sessions: usize, turns: usize) {
 async fn write(client: &Client, session: usize, turn: usize) -> Option<String> {
     let lines = format!("{turn}-{turn}");
     let long = "x".repeat(4000);
-    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
-        "turn_ref": format!("T{turn:04}"),
-        "trigger": {"type": "explicit_user_message", "summary": long, "citations": [{"lines": lines}]},
-        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
-        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
-        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
-        "materiality": "material"}});
+    let trigger = cards::user_trigger(&long, &lines);
+    let args = cards::material_chain(PROJECT, session, turn, trigger, &lines);
     let result = try_call(client, "write_evidence", args)
         .await
         .expect("every write is answered");
     let value: Value = serde_json::from_str(text(&result)).unwrap();
     (value["status"] != "appended").then(|| text(&result).to_owned())
-}
-
-fn chains_in(root: &Path) -> BTreeSet<(usize, usize)> {
-    let mut found = BTreeSet::new();
-    let dir = root.join(format!("projects/{PROJECT}/evidence"));
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().into_string().unwrap();
-        if !name.ends_with(".json") {
-            continue;
-        }
-        let card: Value = serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
-        let session: usize = name[1..5].parse().unwrap();
-        for chain in card["evidence_chains"].as_array().unwrap() {
-            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
-            assert!(found.insert((session, turn)));
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,21 +138,9 @@ async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
         answers[0]
     );
     // The store (exported elsewhere) and the files.
-    let copy = tempfile::tempdir().unwrap();
-    let out = Command::new(common::BIN)
-        .args(["export", "--workspace"])
-        .arg(copy.path())
-        .arg("--store")
-        .arg(&store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let in_files = chains_in(&root);
-    let in_store = chains_in(copy.path());
+    let copy = cards::exported(&store);
+    let in_files = cards::chains_in(&root, PROJECT);
+    let in_store = cards::chains_in(copy.path(), PROJECT);
     assert_eq!(
         in_files, acked,
         "the files hold exactly the acknowledged writes"
@@ -247,5 +213,5 @@ async fn on_read_only_media_reads_are_answered_and_writes_refused() {
         before,
         "the store is unchanged"
     );
-    assert_eq!(chains_in(&root).len(), 1);
+    assert_eq!(cards::chains_in(&root, PROJECT).len(), 1);
 }

@@ -5,17 +5,14 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, PROJECT, Workspace, call_ok, connect, spawn_server_env};
-use serde_json::{Value, json};
+use common::cards;
+use common::{Client, Workspace, call_ok, connect, spawn_server_env};
+use serde_json::Value;
 
 const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";
 
 fn args(turn_ref: &str, lines: &str) -> Value {
-    json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": {
-        "turn_ref": turn_ref,
-        "trigger": {"type": "user_approval", "summary": "ok", "citations": [{"lines": lines}]},
-        "terminal_state": {"type": "clarification_only", "summary": "ok", "citations": [{"lines": lines}]},
-        "materiality": "minor"}})
+    cards::minor_chain("S0001", turn_ref, lines)
 }
 
 async fn write(client: &Client, turn_ref: &str, lines: &str) -> Value {
@@ -35,20 +32,7 @@ fn names(dir: &Path) -> Vec<String> {
 
 /// The store's documents as `export` materialises them into an empty directory.
 fn stored_card(ws: &Workspace) -> Option<Vec<u8>> {
-    let copy = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(common::BIN)
-        .args(["export", "--workspace"])
-        .arg(copy.path())
-        .arg("--store")
-        .arg(ws.store())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read(copy.path().join(CARD)).ok()
+    std::fs::read(cards::exported(&ws.store()).path().join(CARD)).ok()
 }
 
 #[tokio::test]

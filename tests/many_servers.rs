@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use common::cards;
 use common::{Client, Workspace, spawn_server, spawn_server_env, text, try_call};
 use serde_json::{Value, json};
 
@@ -33,20 +34,12 @@ async fn write_as(
 ) -> Result<bool, String> {
     let lines = format!("{}-{}", 2 * turn - 1, 2 * turn);
     let trigger = match release {
-        Release::V0_2_10 => {
-            json!({"type": "explicit_user_message", "summary": "asked", "citations": [{"lines": lines}]})
-        }
+        Release::V0_2_10 => cards::user_trigger("asked", &lines),
         Release::V0_2_20 => {
             json!({"citations": [{"lines": format!("{0}-{0}", 2 * turn - 1)}]})
         }
     };
-    let args = json!({"project_key": PROJECT, "session_ref": format!("S{session:04}"), "evidence_chain": {
-        "turn_ref": format!("T{turn:04}"),
-        "trigger": trigger,
-        "agent_reactions": [{"summary": "did it", "citations": [{"lines": lines}]}],
-        "outcomes": [{"category": "code_outcome", "summary": "done", "citations": [{"lines": lines}]}],
-        "terminal_state": {"type": "material_result", "summary": "done", "citations": [{"lines": lines}]},
-        "materiality": "material"}});
+    let args = cards::material_chain(PROJECT, session, turn, trigger, &lines);
     let result = try_call(client, "write_evidence", args).await?;
     let value: Value = serde_json::from_str(text(&result)).map_err(|e| e.to_string())?;
     if value["status"] == "appended" {
@@ -58,23 +51,12 @@ async fn write_as(
 
 /// Every `(session, turn)` found in the card files; each card must parse, no temp files.
 fn written(ws: &Workspace) -> BTreeSet<(usize, usize)> {
-    let mut found = BTreeSet::new();
     let dir = ws.path(&format!("projects/{PROJECT}/evidence"));
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = entry.file_name().into_string().unwrap();
         assert!(name.ends_with(".json"), "stray file {name}");
-        let card: Value =
-            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).expect("whole JSON card");
-        let session: usize = name[1..5].parse().unwrap();
-        for chain in card["evidence_chains"].as_array().unwrap() {
-            let turn: usize = chain["turn_ref"].as_str().unwrap()[1..].parse().unwrap();
-            assert!(
-                found.insert((session, turn)),
-                "duplicate chain S{session:04}/T{turn:04}"
-            );
-        }
     }
-    found
+    cards::chains_in(ws.root(), PROJECT)
 }
 
 async fn concurrent_writers(servers: usize) {

@@ -3,17 +3,14 @@
 
 mod common;
 
+use common::cards;
 use common::{PROJECT, Paused, Workspace, call_ok, connect, text, try_call};
 use serde_json::{Value, json};
 
 const CARD: &str = "projects/Demo-0123456789ab/evidence/S0001.json";
 
 fn chain(turn: &str, lines: &str) -> Value {
-    json!({"project_key": PROJECT, "session_ref": "S0001", "evidence_chain": {
-        "turn_ref": turn,
-        "trigger": {"type": "user_approval", "summary": "ok", "citations": [{"lines": lines}]},
-        "terminal_state": {"type": "clarification_only", "summary": "ok", "citations": [{"lines": lines}]},
-        "materiality": "minor"}})
+    cards::minor_chain("S0001", turn, lines)
 }
 
 #[tokio::test]

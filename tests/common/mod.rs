@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: temp workspaces and the real binary.
 #![allow(dead_code)]
 
+pub mod cards;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
