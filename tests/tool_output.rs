@@ -51,26 +51,10 @@ fn hanging_endpoint() -> Hanging {
             let (r, c) = (r.clone(), c.clone());
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream);
-                let mut length = 0usize;
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                    if let Some((k, v)) = line.split_once(':')
-                        && k.eq_ignore_ascii_case("content-length")
-                    {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                if !first.starts_with("POST /v1/chat/completions ") {
+                let Some(request) = common::http::read_request(&mut reader) else {
+                    return;
+                };
+                if !request.is_chat() {
                     let _ = reader.get_mut().write_all(
                         b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
                     );
@@ -158,25 +142,14 @@ fn fake_endpoint_with(
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut length = 0usize;
-            let mut authorization = None;
-            let mut first = String::new();
-            let _ = reader.read_line(&mut first);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        length = v.trim().parse().unwrap_or(0);
-                    } else if k.eq_ignore_ascii_case("authorization") {
-                        authorization = Some(v.trim().to_string());
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
+            let Some(common::http::Request {
+                first,
+                authorization,
+                body,
+            }) = common::http::read_request(&mut reader)
+            else {
+                continue;
+            };
             let reply = |stream: &mut std::net::TcpStream, status: &str, text: &str| {
                 let _ = write!(
                     stream,
@@ -1049,23 +1022,10 @@ fn raw_endpoint(answer: fn(&mut std::net::TcpStream)) -> String {
             let Ok(mut stream) = stream else { return };
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some((k, v)) = line.split_once(':')
-                        && k.eq_ignore_ascii_case("content-length")
-                    {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                if first.starts_with("POST /v1/chat/completions ") {
+                let Some(request) = common::http::read_request(&mut reader) else {
+                    return;
+                };
+                if request.is_chat() {
                     answer(&mut stream);
                 } else {
                     let _ = stream.write_all(

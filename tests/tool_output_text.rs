@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -375,22 +375,11 @@ fn endpoint(answer: &'static str, grep: Option<&'static str>) -> Endpoint {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut first = String::new();
-            let _ = reader.read_line(&mut first);
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':')
-                    && k.eq_ignore_ascii_case("content-length")
-                {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
+            let Some(common::http::Request { first, body, .. }) =
+                common::http::read_request(&mut reader)
+            else {
+                continue;
+            };
             let (status, reply) = if first.starts_with("POST /v1/chat/completions ") {
                 let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let system = request["messages"][0]["content"].as_str().unwrap_or("");

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cards;
+pub mod http;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
