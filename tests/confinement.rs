@@ -271,21 +271,14 @@ fn a_fifo_at_the_session_index_does_not_hang_import() {
 /// Runs `import`; a hung import is killed after 60 s so that the test fails instead of
 /// hanging.
 fn import_or_kill(ws: &Workspace) -> std::process::Output {
-    let mut child = std::process::Command::new(common::BIN)
+    let child = std::process::Command::new(common::BIN)
         .args(["import", "--workspace"])
         .arg(ws.root())
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..600 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    child.wait_with_output().unwrap()
+    common::output_or_kill(child, std::time::Duration::from_secs(60))
 }
 
 /// A FIFO planted at a card the store already holds is refused by the next import (which

@@ -484,7 +484,7 @@ fn wait_dead(pid: u32) {
 
 /// Runs the binary; one that hangs is killed after 60 s so that the test fails instead.
 fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
-    let mut child = std::process::Command::new(common::BIN)
+    let child = std::process::Command::new(common::BIN)
         .args(args)
         .arg("--workspace")
         .arg(ws.root())
@@ -493,14 +493,7 @@ fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..600 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    child.wait_with_output().unwrap()
+    common::output_or_kill(child, std::time::Duration::from_secs(60))
 }
 
 /// A FIFO at the store path: `dump` and `verify` (read-only opens) say it is not a regular

@@ -475,3 +475,17 @@ pub fn exit_or_hang(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// The output of `child`; one still running after `hang` (a bound far above any normal
+/// run) is killed first, so that a hang fails the test instead of hanging it.
+pub fn output_or_kill(
+    mut child: std::process::Child,
+    hang: std::time::Duration,
+) -> std::process::Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("waits").is_none() && started.elapsed() < hang {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("output")
+}
