@@ -9,76 +9,33 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
-use common::{BIN, PROJECT, Workspace};
+use common::{PROJECT, Workspace};
 use serde_json::{Value, json};
 
 const BIG: &str = "1000000000000000000000000000000";
 
 /// A `serve` process spoken to line by line.
-struct Raw {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-    /// The answer to `initialize`.
-    initialized: Value,
-}
+struct Raw(common::stdio::LineServer);
+
+/// Far above any answer's time: the tests fail on a missing answer, never on a slow one.
+const NEVER: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Raw {
     fn start(ws: &Workspace) -> Raw {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", ws.root())
-            .env("RUST_LOG", "off")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut raw = Raw {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-            initialized: Value::Null,
-        };
-        raw.initialized = raw.request(
-            "initialize",
-            r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}"#,
-        );
-        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        raw
-    }
-
-    fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
+        Raw(common::stdio::LineServer::start(
+            common::stdio::serve_command(ws, &[]),
+            "t",
+            NEVER,
+        ))
     }
 
     /// Sends a request whose params are `params` (JSON text, sent as written) and returns
     /// the answer's `result`.
     fn request(&mut self, method: &str, params: &str) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
-        ));
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "serve closed stdout before answering {method}");
-            let message: Value = serde_json::from_str(&line).expect("a JSON message");
-            if message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-        }
+        let id = self.0.request_text(method, params);
+        let message = self.0.answer(id, NEVER);
+        assert!(message.get("error").is_none(), "{method}: {message}");
+        message["result"].clone()
     }
 
     /// A `read_session_lines` call with `arguments` (JSON text): whether it is an error
@@ -93,13 +50,6 @@ impl Raw {
             .expect("a text")
             .to_owned();
         (result["isError"] == json!(true), text)
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -174,7 +124,7 @@ fn same_on_both_contracts(raw: &mut Raw) {
     );
     assert_eq!(raw.request("prompts/list", "{}"), json!({"prompts": []}));
     assert_eq!(
-        raw.initialized["capabilities"],
+        raw.0.initialized["result"]["capabilities"],
         json!({
             "experimental": {},
             "prompts": {"listChanged": false},

@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{BIN, PROJECT, Workspace};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A generous bound: the bug was "never".
 const NEVER: Duration = Duration::from_secs(30);
@@ -113,106 +113,15 @@ fn command(ws: &Workspace, args: &[&str]) -> Command {
 }
 
 /// A `serve` driven line by line: requests out, answers in, each with a bound.
-struct Server {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    next_id: i64,
-    /// Answers received while waiting for another one.
-    early: Vec<Value>,
-}
+type Server = common::stdio::LineServer;
 
-impl Server {
-    fn start(ws: &Workspace, envs: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", ws.root())
-            .env("RUST_LOG", "off")
-            .envs(envs.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            next_id: 1,
-            early: Vec::new(),
-        };
-        let init = server.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bounded-waits", "version": "0"}}),
-        );
-        server.answer(init, NEVER);
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{message}").expect("request written");
-        stdin.flush().expect("flushed");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> i64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> i64 {
-        self.request("tools/call", json!({"name": tool, "arguments": args}))
-    }
-
-    /// The answer to request `id`, within `bound`.
-    fn answer(&mut self, id: i64, bound: Duration) -> Value {
-        if let Some(at) = self.early.iter().position(|m| m["id"] == json!(id)) {
-            return self.early.swap_remove(at);
-        }
-        let deadline = Instant::now() + bound;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to request {id} within {bound:?}"));
-            let message: Value = serde_json::from_str(&line).expect("a JSON line");
-            if message["id"] == json!(id) {
-                return message;
-            }
-            self.early.push(message);
-        }
-    }
-
-    /// The text of a tool call's answer.
-    fn text(&mut self, id: i64, bound: Duration) -> String {
-        let answer = self.answer(id, bound);
-        answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a text result: {answer}"))
-            .to_owned()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `serve` on `ws` with `envs`, past its handshake.
+fn start_server(ws: &Workspace, envs: &[(&str, &str)]) -> Server {
+    Server::start(
+        common::stdio::serve_command(ws, envs),
+        "bounded-waits",
+        NEVER,
+    )
 }
 
 #[test]
@@ -246,7 +155,7 @@ fn serve_answers_ping_and_reads_while_a_stopped_process_holds_the_lock() {
     let ws = changed_workspace();
     let holder = stopped_import(&ws);
     let named = format!("process {}", holder.pid());
-    let mut server = Server::start(&ws, &[("EVIDENCE_STORE_LOCK_TIMEOUT_SECS", "2")]);
+    let mut server = start_server(&ws, &[("EVIDENCE_STORE_LOCK_TIMEOUT_SECS", "2")]);
     let ping = server.call("prompt_diary_ping", json!({}));
     let ping = server.answer(ping, NEVER);
     assert!(ping["result"].is_object(), "{ping}");
@@ -311,7 +220,7 @@ fn closing_stdin_ends_serve_while_a_model_call_never_answers() {
     .expect("payload");
     let (url, accepted) = silent_endpoint();
     let payload_dir = payloads.path().to_string_lossy().into_owned();
-    let mut server = Server::start(
+    let mut server = start_server(
         &ws,
         &[
             ("EVIDENCE_STORE_TEST_PAYLOADS", &payload_dir),
@@ -456,41 +365,8 @@ fn too_many_open_files_at_start_is_retried_by_the_next_call() {
     let ws = Workspace::example();
     ws.ok(&["import"]);
     // The soft limit only, so that this (same-user) test can raise it again.
-    let mut child = Command::new("bash")
-        .arg("-c")
-        .arg(format!("ulimit -Sn 12 && exec {BIN} serve"))
-        .env("PROMPT_DIARY_WORKSPACE", ws.root())
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let pid = child.id();
-    let stdout = child.stdout.take().expect("piped");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut server = Server {
-        stdin: child.stdin.take(),
-        child,
-        lines,
-        next_id: 1,
-        early: Vec::new(),
-    };
-    let init = server.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "bounded-waits", "version": "0"}}),
-    );
-    server.answer(init, NEVER);
-    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut server = limited_server(&ws, "-Sn 12");
+    let pid = server.child.id();
     let ping = server.call("prompt_diary_ping", json!({}));
     let first = server.answer(ping, NEVER);
     assert_eq!(
@@ -544,41 +420,12 @@ fn too_many_open_files_at_start_is_retried_by_the_next_call() {
 
 /// A `serve` started by a shell that first applies `limit` (`ulimit` arguments).
 fn limited_server(ws: &Workspace, limit: &str) -> Server {
-    let mut child = Command::new("bash")
-        .arg("-c")
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
         .arg(format!("ulimit {limit} && exec {BIN} serve"))
         .env("PROMPT_DIARY_WORKSPACE", ws.root())
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let stdout = child.stdout.take().expect("piped");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut server = Server {
-        stdin: child.stdin.take(),
-        child,
-        lines,
-        next_id: 1,
-        early: Vec::new(),
-    };
-    let init = server.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "bounded-waits", "version": "0"}}),
-    );
-    server.answer(init, NEVER);
-    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    server
+        .env("RUST_LOG", "off");
+    Server::start(cmd, "bounded-waits", NEVER)
 }
 
 #[test]

@@ -10,13 +10,11 @@
 mod common;
 
 use std::ffi::CString;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use common::{PROJECT, Workspace};
@@ -242,77 +240,25 @@ fn imports_survive_a_fifo_swap_loop_on_schema_7() {
 }
 
 /// `serve` over pipes, spoken to in raw JSON-RPC lines, every wait bounded.
-struct Serve {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    next_id: u64,
-}
+struct Serve(common::stdio::LineServer);
 
 impl Serve {
     fn start(ws: &Workspace) -> Serve {
-        let mut child = Command::new(bin())
-            .arg("serve")
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", ws.root())
-            .env("RUST_LOG", "off")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut serve = Serve {
-            child,
-            stdin,
-            lines,
-            next_id: 0,
-        };
-        let init = serve.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "session-files", "version": "0"}}),
-        );
-        assert!(init.is_some(), "serve answers initialize");
-        serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        serve
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("open");
-        writeln!(stdin, "{message}").expect("serve reads");
-        stdin.flush().expect("flush");
+            .env("RUST_LOG", "off");
+        Serve(common::stdio::LineServer::start(
+            cmd,
+            "session-files",
+            BOUND,
+        ))
     }
 
     /// The answer to one request, or `None` when none came within [`BOUND`].
     fn request(&mut self, method: &str, params: Value) -> Option<Value> {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + BOUND;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                        continue;
-                    };
-                    if message["id"] == json!(id) {
-                        return Some(message);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
-            }
-        }
+        let id = self.0.request(method, params);
+        self.0.try_answer(id, BOUND)
     }
 
     /// `(isError, text)` of a tool call; panics when no answer came within the bound.
@@ -329,15 +275,8 @@ impl Serve {
 
     /// Closes stdin; true when the process then ended within the bound.
     fn close(mut self) -> bool {
-        drop(self.stdin.take());
-        common::exit_or_hang(&mut self.child, BOUND).is_some()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        drop(self.0.stdin.take());
+        common::exit_or_hang(&mut self.0.child, BOUND).is_some()
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod cards;
 pub mod http;
+pub mod stdio;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
