@@ -34,15 +34,7 @@ fn index_row(session_ref: &str, source: &str, path: &str, lines: usize) -> Strin
 
 /// A workspace of one project whose sessions are `(session_ref, source, lines)`.
 fn workspace(sessions: &[(&str, &str, Vec<Value>)]) -> Workspace {
-    let ws = Workspace::empty();
-    ws.write(
-        "metadata.json",
-        r#"{"report_date": "2026-01-20", "status": "final", "timezone": "UTC"}"#,
-    );
-    ws.write(
-        &format!("projects/{P}/project.json"),
-        format!(r#"{{"project_key": "{P}", "project_label": "Check"}}"#),
-    );
+    let ws = Workspace::one_project("2026-01-20", P, "Check");
     let mut index = String::new();
     for (session_ref, source, lines) in sessions {
         let rel = format!("sessions/{source}/{session_ref}.jsonl");

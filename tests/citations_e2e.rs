@@ -118,15 +118,7 @@ fn codex_session(cwd: &str) -> Vec<u8> {
 
 /// The workspace, with the cited project's code at `<root>/code` (`src/auth.py`, 50 lines).
 fn workspace() -> Workspace {
-    let ws = Workspace::empty();
-    ws.write(
-        "metadata.json",
-        r#"{"report_date": "2026-01-20", "status": "final", "timezone": "UTC"}"#,
-    );
-    ws.write(
-        &format!("projects/{P}/project.json"),
-        format!(r#"{{"project_key": "{P}", "project_label": "Cite"}}"#),
-    );
+    let ws = Workspace::one_project("2026-01-20", P, "Cite");
     let auth: String = (1..=50).map(|i| format!("line {i}\n")).collect();
     ws.write("code/src/auth.py", auth);
     let cwd = ws.path("code").display().to_string();
@@ -757,15 +749,7 @@ fn receipt_cleanup_refuses_a_receipts_dir_outside() {
 /// says which content block it came from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_count_agrees_on_multi_block_and_multi_line_turns() {
-    let ws = Workspace::empty();
-    ws.write(
-        "metadata.json",
-        r#"{"report_date": "2026-01-20", "status": "final", "timezone": "UTC"}"#,
-    );
-    ws.write(
-        &format!("projects/{P}/project.json"),
-        format!(r#"{{"project_key": "{P}", "project_label": "Cite"}}"#),
-    );
+    let ws = Workspace::one_project("2026-01-20", P, "Cite");
     ws.write("code/src/a.py", "1\n2\n3\n");
     let cwd = ws.path("code").display().to_string();
     let blocks = |texts: &[&str]| -> Value {

@@ -35,6 +35,21 @@ impl Workspace {
 
     /// A copy of the example workspace's own files: what the README's commands write
     /// there (the store, `daily-report.json`, cards, receipts) is not copied.
+    /// A workspace of one project, `project_key` labelled `label`, final for
+    /// `report_date` in UTC, with no session yet.
+    pub fn one_project(report_date: &str, project_key: &str, label: &str) -> Self {
+        let ws = Workspace::empty();
+        ws.write(
+            "metadata.json",
+            format!(r#"{{"report_date": "{report_date}", "status": "final", "timezone": "UTC"}}"#),
+        );
+        ws.write(
+            &format!("projects/{project_key}/project.json"),
+            format!(r#"{{"project_key": "{project_key}", "project_label": "{label}"}}"#),
+        );
+        ws
+    }
+
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_example(
@@ -364,15 +379,7 @@ impl Workspace {
     /// A workspace of one project, `LOAD_PROJECT`, with `sessions` sessions of `turns`
     /// two-line turns each, for load tests (session files are not needed to write evidence).
     pub fn load_test(sessions: usize, turns: usize) -> Workspace {
-        let ws = Workspace::empty();
-        ws.write(
-            "metadata.json",
-            r#"{"report_date": "2026-01-15", "status": "final", "timezone": "UTC"}"#,
-        );
-        ws.write(
-            &format!("projects/{LOAD_PROJECT}/project.json"),
-            format!(r#"{{"project_key": "{LOAD_PROJECT}", "project_label": "Load"}}"#),
-        );
+        let ws = Workspace::one_project("2026-01-15", LOAD_PROJECT, "Load");
         let mut index = String::new();
         for s in 1..=sessions {
             let turns: Vec<Value> = (1..=turns)
