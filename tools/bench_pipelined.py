@@ -80,11 +80,11 @@ def main() -> int:
             break
         peak = max(peak, vm_hwm_mb(proc.pid)) if proc.poll() is None else peak
         try:
-            message = json.loads(line)
+            answer = json.loads(line)
         except ValueError:
             torn += 1
             continue
-        seen[message.get("id")] = seen.get(message.get("id"), 0) + 1
+        seen[answer.get("id")] = seen.get(answer.get("id"), 0) + 1
     code = proc.wait()
     missing = sum(1 for i in range(1, args.n + 1) if i not in seen)
     repeated = sum(1 for count in seen.values() if count > 1)
