@@ -126,6 +126,10 @@ class Client:
         self.send(message(rid, method, params))
         return rid
 
+    def cancel(self, rid: Any, reason: str) -> None:
+        """notifications/cancelled for the request `rid`."""
+        self.send(notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
+
     def answer(self, rid: Any) -> dict | None:
         """The answer to `rid` if it has come."""
         with self.cond:
