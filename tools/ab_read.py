@@ -22,10 +22,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bench import RawClient, middle_reads
+from bench import middle_reads
+from mcp_client import LockstepClient
 
 
-def timed_read(client: RawClient, args: dict) -> float:
+def timed_read(client: LockstepClient, args: dict) -> float:
     start = time.perf_counter()
     line = client.request_raw("tools/call", {"name": "read_session_lines", "arguments": args})
     took = time.perf_counter() - start
@@ -46,7 +47,7 @@ def main() -> int:
     compact, full = middle_reads(ws)
     stores = [ws / ".evidence-store" / f"ab-{hashlib.sha256(str(Path(b).resolve()).encode()).hexdigest()[:12]}.redb"
               for b in args.bins]
-    clients = [RawClient([b, "serve", "--store", str(store)], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+    clients = [LockstepClient([b, "serve", "--store", str(store)], {"PROMPT_DIARY_WORKSPACE": str(ws)})
                for b, store in zip(args.bins, stores)]
     for client in clients:
         client.initialize()

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from mcp_client import LockstepClient
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target" / "release" / "evidence-store"
 REFERENCE_ROWS = True
@@ -106,45 +108,7 @@ def bench_import(work: Path, size: str) -> list[str]:
     ]
 
 
-class RawClient:
-    """Line-delimited JSON-RPC over a child's stdio, with nothing else in the way."""
-
-    def __init__(self, cmd: list[str], env: dict) -> None:
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, **env})
-        self.next_id = 0
-
-    def request(self, method: str, params: dict) -> dict:
-        return json.loads(self.request_raw(method, params))
-
-    def request_raw(self, method: str, params: dict) -> bytes:
-        """Sends a request and returns its response line unparsed (what latency measures)."""
-        self.next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}) + "\n"
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(line.encode())
-        self.proc.stdin.flush()
-        while True:
-            line = self.proc.stdout.readline()
-            # Responses start {"jsonrpc":"2.0","id":N,...}: match without parsing the body.
-            if f'"id":{self.next_id},'.encode() in line[:64]:
-                return line
-
-    def notify(self, method: str) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": method}) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def initialize(self) -> None:
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
-        self.notify("notifications/initialized")
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait()
-
-
-def read_latency(client: RawClient, args: dict, repeat: int) -> tuple[float, int]:
+def read_latency(client: LockstepClient, args: dict, repeat: int) -> tuple[float, int]:
     times = []
     size = 0
     for _ in range(repeat):
@@ -173,9 +137,9 @@ def middle_reads(ws: Path, compact_width: int = 2000) -> tuple[dict, dict]:
     return compact, full
 
 
-def serve(ws: Path, reference: bool) -> RawClient:
+def serve(ws: Path, reference: bool) -> LockstepClient:
     cmd = REFERENCE if reference else [str(BIN), "serve"]
-    client = RawClient(cmd, {"PROMPT_DIARY_WORKSPACE": str(ws)})
+    client = LockstepClient(cmd, {"PROMPT_DIARY_WORKSPACE": str(ws)})
     client.initialize()
     return client
 
@@ -234,7 +198,7 @@ def bench_startup(work: Path) -> list[str]:
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            client = RawClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+            client = LockstepClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
             client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
             times.append(time.perf_counter() - start)
             client.close()
@@ -252,7 +216,7 @@ def bench_startup(work: Path) -> list[str]:
             if fresh:
                 shutil.rmtree(store, ignore_errors=True)
             start = time.perf_counter()
-            client = RawClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+            client = LockstepClient(REFERENCE if reference else [str(BIN), "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
             client.initialize()
             client.notify("notifications/initialized")
             listed = client.request("tools/list", {})

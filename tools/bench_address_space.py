@@ -17,54 +17,37 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "attack"))
 from common import indexes, make_workspace  # noqa: E402
+from mcp_client import INITIALIZED, Client, initialize_params, message, tool_call  # noqa: E402
 
 
 def run_load(bin_: str, ws: Path, store: Path, limit_mib: int | None, give_up: float) -> tuple[str, str]:
     prefix = f"ulimit -v {limit_mib * 1024}; " if limit_mib else ""
-    proc = subprocess.Popen(["bash", "-c", prefix + 'exec "$0" --workspace "$1" --store "$2" serve', bin_, str(ws), str(store)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    answers: dict[int, dict] = {}
-    done = threading.Event()
-
-    def read() -> None:
-        assert proc.stdout
-        for line in proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if "id" in msg:
-                answers[msg["id"]] = msg
-                if len(answers) >= 42:
-                    done.set()
-        done.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    send = lambda msg: (proc.stdin.write((json.dumps(msg) + "\n").encode()), proc.stdin.flush())  # noqa: E731
-    send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}})
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    raw = Client(["bash", "-c", prefix + 'exec "$0" --workspace "$1" --store "$2" serve', bin_, str(ws), str(store)],
+                 stderr=subprocess.PIPE)
+    proc = raw.proc
+    raw.send(message(0, "initialize", initialize_params("b")))
+    raw.send(INITIALIZED)
     project, rows = next(iter(indexes(ws).items()))
     session = max(rows, key=lambda r: r.get("line_count", 0) or r.get("turn_end_line", 0))
     lines = max(t["turn_end_line"] for t in session.get("turns", [])) if session.get("turns") else 200
     for i in range(40):
         start = 1 + (i * 7) % max(1, lines - 100)
-        send({"jsonrpc": "2.0", "id": 1 + i, "method": "tools/call",
-              "params": {"name": "read_session_lines",
-                         "arguments": {"project_key": project, "session_ref": session["session_ref"],
-                                       "start_line": start, "end_line": min(lines, start + 99), "mode": "full"}}})
-    send({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
-          "params": {"name": "write_report_title", "arguments": {"title": {"title": "A day", "source_user_messages": []}}}})
+        raw.send(message(1 + i, "tools/call", tool_call("read_session_lines", {
+            "project_key": project, "session_ref": session["session_ref"],
+            "start_line": start, "end_line": min(lines, start + 99), "mode": "full"})))
+    raw.send(message(41, "tools/call", tool_call("write_report_title",
+                                                  {"title": {"title": "A day", "source_user_messages": []}})))
     end = time.monotonic() + give_up
-    while len(answers) < 42 and time.monotonic() < end and proc.poll() is None:
-        done.wait(0.2)
+    with raw.cond:
+        while len(raw.answers) < 42 and not raw.eof and time.monotonic() < end and proc.poll() is None:
+            raw.cond.wait(0.2)
+        answers = {json.loads(key): msg for key, msg in raw.answers.items()}
     peak = ""
     try:
         status = Path(f"/proc/{proc.pid}/status").read_text()

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
 import time
 from pathlib import Path
+
+from mcp_client import LockstepClient
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "Demo-0123456789ab"
@@ -57,20 +58,9 @@ def main() -> None:
     subprocess.run([args.bin, "--workspace", str(ws), "import"], check=True, stdout=subprocess.DEVNULL)
     import_s = time.perf_counter() - start
 
-    proc = subprocess.Popen([args.bin, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "PROMPT_DIARY_WORKSPACE": str(ws)})
-    next_id = 0
-
-    def request(method: str, params: dict) -> dict:
-        nonlocal next_id
-        next_id += 1
-        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params}) + "\n").encode())
-        proc.stdin.flush()
-        return json.loads(proc.stdout.readline())
-
-    request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})
-    proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    proc.stdin.flush()
+    client = LockstepClient([args.bin, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+    request = client.request
+    client.initialize("b")
 
     def timed(arguments: dict, runs: int = 30) -> tuple[float, dict]:
         answer = {}
@@ -91,8 +81,7 @@ def main() -> None:
                       {"query": "src/", "limit": 200}, {"query": "no-such-thing"}):
         ms, answer = timed(arguments)
         print(f"| `{json.dumps(arguments)}` | {answer['total_matches']} | {len(answer['results'])} | {ms:.1f} |")
-    proc.stdin.close()
-    proc.wait()
+    client.finish()
 
 
 if __name__ == "__main__":

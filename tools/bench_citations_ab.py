@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import RawClient, generate, session_files, timed  # noqa: E402
+from bench import generate, session_files, timed  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
 PROJECT = "Cite-0123456789ab"
 CITED_SESSIONS = 20
@@ -124,7 +125,7 @@ def bench_search(work: Path, new: str) -> list[str]:
     summary = cited_workspace(ws)
     shutil.rmtree(ws / ".evidence-store", ignore_errors=True)
     subprocess.run([new, "--workspace", str(ws), "import"], check=True, capture_output=True)
-    client = RawClient([new, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws), "RUST_LOG": "off"})
+    client = LockstepClient([new, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws), "RUST_LOG": "off"})
     client.initialize()
     queries = [
         ({"query": "src/mod_7/file.py"}, "path substring"),

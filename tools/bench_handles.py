@@ -18,7 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench import ROOT, RawClient
+from bench import ROOT
+from mcp_client import LockstepClient
 
 PROJECT = "Demo-0123456789ab"
 
@@ -70,7 +71,7 @@ def median_ms(f, repeat: int) -> float:
     return statistics.median(times)
 
 
-def call(client: RawClient, name: str, args: dict) -> str:
+def call(client: LockstepClient, name: str, args: dict) -> str:
     answer = client.request("tools/call", {"name": name, "arguments": args})
     result = answer["result"]
     assert not result.get("isError"), result
@@ -79,7 +80,7 @@ def call(client: RawClient, name: str, args: dict) -> str:
 
 def measure(binary: str, ws: Path, repeat: int, log_file: Path) -> dict:
     subprocess.run([binary, "--workspace", str(ws), "import"], check=True, capture_output=True)
-    client = RawClient([binary, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
+    client = LockstepClient([binary, "serve"], {"PROMPT_DIARY_WORKSPACE": str(ws)})
     client.initialize()
     client.notify("notifications/initialized")
     start = time.perf_counter()

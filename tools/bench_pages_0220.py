@@ -6,7 +6,7 @@
   scale  one compact page in the middle of a 1 MB and of a 1 GB session.
 
 Workspaces come from tools/gen_workspace.py, made schema 7 as in tools/test_pages_0220.py.
-Both servers are driven by bench.py's raw JSON-RPC client. Prints Markdown.
+Both servers are driven by tools/mcp_client.py's lockstep client. Prints Markdown.
 
 Usage: tools/.venv-0.2.20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
        (build first: cargo build --release)
@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, SESSION_ARGS, RawClient, generate, serve  # noqa: E402
+from bench import BIN, SESSION_ARGS, generate, serve  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 from test_pages_0220 import to_schema_7  # noqa: E402
 
 
@@ -43,7 +44,7 @@ def base_args(ws: Path) -> tuple[dict, int]:
     return {"project_key": index.parent.name, "session_ref": row["session_ref"]}, row["target_end_line"]
 
 
-def call(client: RawClient, args: dict) -> tuple[float, dict, int]:
+def call(client: LockstepClient, args: dict) -> tuple[float, dict, int]:
     start = time.perf_counter()
     line = client.request_raw("tools/call", {"name": "read_session_lines", "arguments": args})
     took = time.perf_counter() - start
@@ -53,7 +54,7 @@ def call(client: RawClient, args: dict) -> tuple[float, dict, int]:
     return took, page, len(text.encode())
 
 
-def one_page(client: RawClient, args: dict, repeat: int) -> tuple[float, int]:
+def one_page(client: LockstepClient, args: dict, repeat: int) -> tuple[float, int]:
     times, size = [], 0
     for _ in range(repeat):
         took, _, size = call(client, args)
@@ -61,7 +62,7 @@ def one_page(client: RawClient, args: dict, repeat: int) -> tuple[float, int]:
     return statistics.median(times) * 1000, size
 
 
-def walk(client: RawClient, args: dict) -> tuple[float, int]:
+def walk(client: LockstepClient, args: dict) -> tuple[float, int]:
     start, pages, cursor = time.perf_counter(), 0, None
     while True:
         _, page, _ = call(client, args if cursor is None else dict(args, cursor=cursor))

@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,14 +47,13 @@ def main() -> int:
                             env={**os.environ, "PROMPT_DIARY_WORKSPACE": str(ws), "RUST_LOG": "off"})
     assert proc.stdin and proc.stdout
 
-    def send(message: dict) -> None:
-        proc.stdin.write((json.dumps(message) + "\n").encode())
+    def send(msg: dict) -> None:
+        proc.stdin.write(frame(msg))
 
-    send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipelined", "version": "0"}}})
+    send(message(0, "initialize", initialize_params("pipelined")))
     proc.stdin.flush()
     proc.stdout.readline()
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send(INITIALIZED)
     proc.stdin.flush()
     last = row["target_end_line"] - 200
     sent = [0]
@@ -60,9 +61,9 @@ def main() -> int:
     def writer() -> None:
         for i in range(1, args.n + 1):
             start = 1 + (i * 37) % last
-            send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "read_session_lines", "arguments": {
+            send(message(i, "tools/call", tool_call("read_session_lines", {
                 "project_key": index.parent.name, "session_ref": row["session_ref"],
-                "start_line": start, "end_line": start + 199}}})
+                "start_line": start, "end_line": start + 199})))
             sent[0] = i
         proc.stdin.close()
 
@@ -79,11 +80,11 @@ def main() -> int:
             break
         peak = max(peak, vm_hwm_mb(proc.pid)) if proc.poll() is None else peak
         try:
-            message = json.loads(line)
+            answer = json.loads(line)
         except ValueError:
             torn += 1
             continue
-        seen[message.get("id")] = seen.get(message.get("id"), 0) + 1
+        seen[answer.get("id")] = seen.get(answer.get("id"), 0) + 1
     code = proc.wait()
     missing = sum(1 for i in range(1, args.n + 1) if i not in seen)
     repeated = sum(1 for count in seen.values() if count > 1)

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
-import os
 import socketserver
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import mcp_client
 
 HERE = Path(__file__).resolve().parent
 BOMB = r"\b(?:\w+\W+){100}ZZZ"
@@ -83,46 +84,12 @@ def endpoint(kind: str, delay: float) -> Server:
     return server
 
 
-class Client:
-    """Line-delimited JSON-RPC over `serve`'s stdio."""
+class Client(mcp_client.Client):
+    """`serve` over stdio, initialized, with its peak RSS at hand."""
 
     def __init__(self, cmd: list[str], env: dict) -> None:
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env={**os.environ, **env})
-        self.next_id = 0
-        self.answers: dict[int, dict] = {}
-        self.lock = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "0"}}, 60)
-        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self) -> None:
-        assert self.proc.stdout
-        for line in self.proc.stdout:
-            msg = json.loads(line)
-            if "id" in msg:
-                with self.lock:
-                    self.answers[msg["id"]] = msg
-                    self.lock.notify_all()
-
-    def _send(self, msg: dict) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def call(self, method: str, params: dict, give_up: float) -> dict | None:
-        self.next_id += 1
-        n = self.next_id
-        self._send({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
-        end = time.monotonic() + give_up
-        with self.lock:
-            while n not in self.answers:
-                left = end - time.monotonic()
-                if left <= 0:
-                    return None
-                self.lock.wait(left)
-            return self.answers.pop(n)
+        super().__init__(cmd, env)
+        self.initialize("bench")
 
     def peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -130,7 +97,7 @@ class Client:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
-    def close(self) -> None:
+    def close(self) -> None:  # type: ignore[override]
         self.proc.kill()
         self.proc.wait()
 

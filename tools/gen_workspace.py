@@ -251,6 +251,14 @@ def relabel_schema_7(out: Path, previous_context: bool = True) -> None:
         index.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
 
 
+def indexes(ws: Path) -> dict[str, list[dict]]:
+    """Every project's sessions.index.jsonl rows, by project key, projects in name order."""
+    return {
+        index.parent.name: [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for index in sorted(ws.glob("projects/*/sessions.index.jsonl"))
+    }
+
+
 def verify(root: Path) -> int:
     problems = []
     for index in sorted(root.glob("projects/*/sessions.index.jsonl")):

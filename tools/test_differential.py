@@ -36,6 +36,7 @@ from pathlib import Path
 
 import handles
 import histories
+from gen_workspace import indexes
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -267,6 +268,45 @@ def work_item_for(n: int, key: tuple[str, str], committed: bool) -> dict:
     return dict(material, outcomes=[], terminal_states=[state("failed")], confidence="high")
 
 
+async def write_chains(both, project: str, rows: list[dict], chain_for, even: tuple[int, ...], odd: tuple[int, ...]
+                       ) -> list[tuple[str, str]]:
+    """write_evidence through both servers for every turn of a project's index rows: the
+    chain variants `even` on even-numbered turns of a session, `odd` on the others.
+    Returns the (session_ref, turn_ref) of the writes answered "appended"."""
+    committed: list[tuple[str, str]] = []
+    for row in rows:
+        for k, turn in enumerate(row["turns"]):
+            for variant in even if k % 2 == 0 else odd:
+                args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
+                got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
+                if got.get("status") == "appended":
+                    committed.append((row["session_ref"], turn["turn_ref"]))
+    return committed
+
+
+def work_item_args(project: str, rows: list[dict], committed: list, work_item_for
+                   ) -> list[tuple[tuple[str, str], int, dict]]:
+    """(turn key, n, write_work_item arguments) for every turn of a project's index rows,
+    n counting the turns from 1; each item is `work_item_for(n, key, key in committed)`."""
+    out = []
+    n = 0
+    for row in rows:
+        for turn in row["turns"]:
+            key = (row["session_ref"], turn["turn_ref"])
+            n += 1
+            out.append((key, n, {"project_key": project, "work_item": work_item_for(n, key, key in committed)}))
+    return out
+
+
+def compare_files(ws_ours: Path, ws_ref: Path, diff: Diff) -> None:
+    """Cards and envelopes, byte for byte."""
+    for path in sorted(ws_ref.rglob("*.json")):
+        rel = path.relative_to(ws_ref)
+        if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
+            mine = ws_ours / rel
+            diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
+
+
 async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: Diff
                          ) -> tuple[dict[str, list], list[dict]]:
     """The same writes against both servers: results, then every file written, byte for byte.
@@ -276,36 +316,19 @@ async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_py
     committed: dict[str, list] = {}
     held_back: list[dict] = []
     async with server_pair(ws_ours, ws_ref, binary, reference_python, diff) as both:
-        indexes = sorted(ws_ours.glob("projects/*/sessions.index.jsonl"))
-        for index in indexes:
-            project = index.parent.name
-            committed[project] = []
-            rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
-            for row in rows:
-                for k, turn in enumerate(row["turns"]):
-                    for variant in (3, 1, 2, 0, 0) if k % 2 == 0 else (1,):
-                        args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
-                        got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
-                        if got.get("status") == "appended":
-                            committed[project].append((row["session_ref"], turn["turn_ref"]))
-            n = 0
-            for row in rows:
-                for turn in row["turns"]:
-                    key = (row["session_ref"], turn["turn_ref"])
-                    n += 1
-                    args = {"project_key": project, "work_item": work_item_for(n, key, key in committed[project])}
-                    if index == indexes[-1]:
-                        held_back.append(args)
-                        continue
-                    what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
-                    await both("write_work_item", args, what)
-                    # The same item again: duplicate ref and coverage errors.
-                    await both("write_work_item", args, what + " again")
-    for path in sorted(ws_ref.rglob("*.json")):
-        rel = path.relative_to(ws_ref)
-        if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
-            mine = ws_ours / rel
-            diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
+        projects = indexes(ws_ours)
+        last = list(projects)[-1] if projects else None
+        for project, rows in projects.items():
+            committed[project] = await write_chains(both, project, rows, chain_for, (3, 1, 2, 0, 0), (1,))
+            for _key, _n, args in work_item_args(project, rows, committed[project], work_item_for):
+                if project == last:
+                    held_back.append(args)
+                    continue
+                what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
+                await both("write_work_item", args, what)
+                # The same item again: duplicate ref and coverage errors.
+                await both("write_work_item", args, what + " again")
+    compare_files(ws_ours, ws_ref, diff)
     return committed, held_back
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import histories  # noqa: E402
 import gen_workspace  # noqa: E402
+from gen_workspace import indexes  # noqa: E402
 import test_differential as base  # noqa: E402
 import test_pages_0220 as pages  # noqa: E402
 
@@ -117,17 +118,8 @@ def chain_for(turn: dict, variant: int) -> dict:
 async def compare_write_evidence(both, ws: Path) -> dict[str, list]:
     """Every turn gets several chains; returns each project's committed turns."""
     committed: dict[str, list] = {}
-    for index in sorted(ws.glob("projects/*/sessions.index.jsonl")):
-        project = index.parent.name
-        committed[project] = []
-        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for row in rows:
-            for k, turn in enumerate(row["turns"]):
-                for variant in (3, 4, 5, 1, 2, 0, 0) if k % 2 == 0 else (4,):
-                    args = {"project_key": project, "session_ref": row["session_ref"], "evidence_chain": chain_for(turn, variant)}
-                    got = await both("write_evidence", args, f"write_evidence {project}/{row['session_ref']}/{turn['turn_ref']} v{variant}")
-                    if got.get("status") == "appended":
-                        committed[project].append((row["session_ref"], turn["turn_ref"]))
+    for project, rows in indexes(ws).items():
+        committed[project] = await base.write_chains(both, project, rows, chain_for, (3, 4, 5, 1, 2, 0, 0), (4,))
         first = rows[0] if rows else None
         if first and first["turns"]:
             args = {"project_key": project, "session_ref": "S9999", "evidence_chain": chain_for(first["turns"][0], 0)}
@@ -158,47 +150,32 @@ async def compare_write_work_item(both, ws: Path, committed: dict[str, list]) ->
     """Work items for every project but the last, each twice (the second time: duplicate
     ref and coverage errors); the last project's items are returned, for later."""
     held_back: list[dict] = []
-    indexes = sorted(ws.glob("projects/*/sessions.index.jsonl"))
-    for index in indexes:
-        project = index.parent.name
-        rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
-        n = 0
-        for row in rows:
-            for turn in row["turns"]:
-                key = (row["session_ref"], turn["turn_ref"])
-                n += 1
-                args = {"project_key": project, "work_item": work_item_for(n, key, key in committed[project])}
-                if index == indexes[-1]:
-                    held_back.append(args)
-                    continue
-                what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
-                got = await both("write_work_item", args, what)
-                if got.get("status") != "appended" and "disposition" in json.dumps(got):
-                    # Repaired: the item goes in with a valid disposition (or none).
-                    fixed = base.work_item_for(n, key, key in committed[project])
-                    if fixed["kind"] == "material_work_item":
-                        fixed["disposition"] = {"type": "completed", "scope": "s", "summary": "s",
-                                                "evidence_refs": [{"session_ref": key[0], "turn_ref": key[1]}]}
-                    args = {"project_key": project, "work_item": fixed}
-                    await both("write_work_item", args, what + " repaired")
-                await both("write_work_item", args, what + " again")
+    projects = indexes(ws)
+    last = list(projects)[-1] if projects else None
+    for project, rows in projects.items():
+        for key, n, args in base.work_item_args(project, rows, committed[project], work_item_for):
+            if project == last:
+                held_back.append(args)
+                continue
+            what = f"write_work_item {project} {args['work_item']['work_item_ref']}"
+            got = await both("write_work_item", args, what)
+            if got.get("status") != "appended" and "disposition" in json.dumps(got):
+                # Repaired: the item goes in with a valid disposition (or none).
+                fixed = base.work_item_for(n, key, key in committed[project])
+                if fixed["kind"] == "material_work_item":
+                    fixed["disposition"] = {"type": "completed", "scope": "s", "summary": "s",
+                                            "evidence_refs": [{"session_ref": key[0], "turn_ref": key[1]}]}
+                args = {"project_key": project, "work_item": fixed}
+                await both("write_work_item", args, what + " repaired")
+            await both("write_work_item", args, what + " again")
     return [a for a in held_back if "disposition" in a["work_item"] or a["work_item"]["kind"] != "material_work_item"]
-
-
-def compare_files(ws_ours: Path, ws_ref: Path, diff: base.Diff) -> None:
-    """Cards and envelopes, byte for byte."""
-    for path in sorted(ws_ref.rglob("*.json")):
-        rel = path.relative_to(ws_ref)
-        if rel.parts[0] == "projects" and (rel.parts[-2] == "evidence" or rel.name == "project-synthesis.json"):
-            mine = ws_ours / rel
-            diff.compare(f"file {rel}", mine.read_bytes().decode() if mine.exists() else None, path.read_bytes().decode())
 
 
 async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_python: Path, diff: base.Diff):
     async with base.server_pair(ws_ours, ws_ref, binary, reference_python, diff) as both:
         committed = await compare_write_evidence(both, ws_ours)
         held_back = await compare_write_work_item(both, ws_ours, committed)
-    compare_files(ws_ours, ws_ref, diff)
+    base.compare_files(ws_ours, ws_ref, diff)
     return committed, held_back
 
 

@@ -33,6 +33,8 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from gen_workspace import indexes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -63,13 +65,6 @@ async def serve(binary: Path, ws: Path):
                 return value
 
             yield call
-
-
-def indexes(ws: Path) -> dict[str, list[dict]]:
-    return {
-        index.parent.name: [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for index in sorted(ws.glob("projects/*/sessions.index.jsonl"))
-    }
 
 
 def chain(turn: dict) -> dict:

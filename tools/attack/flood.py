@@ -143,8 +143,7 @@ def main() -> int:
                 else:
                     raw.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params(i)})
                     if args.kind.endswith("cancel"):
-                        raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                  "params": {"requestId": i, "reason": "timeout"}})
+                        raw.cancel(i, "timeout")
                         cancelled.add(json.dumps(i))
                 sent[0] = i
         except (BrokenPipeError, OSError):

@@ -428,8 +428,7 @@ def cancel_storm(binary: Path, ws: Path, handle: str, port: int, work: Path, n: 
             for i in range(n):
                 rid = raw.request("tools/call", {"name": "tool_output",
                                                  "arguments": {"handle": handle, "extract": "x", "mode": "full-chunked"}})
-                raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": rid, "reason": "storm"}})
+                raw.cancel(rid, "storm")
             sent = time.time() - t0
             t1 = time.time()
             ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=60)
@@ -475,8 +474,7 @@ def cancel_in_flight(binary: Path, ws: Path, handle: str, port: int, work: Path,
                 with STATE.lock:
                     peak = max(peak, STATE.open_conns)
                 for rid in ids:
-                    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                              "params": {"requestId": rid, "reason": "storm"}})
+                    raw.cancel(rid, "storm")
                 t1 = time.time()
                 ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=60)
                 took = time.time() - t1
@@ -527,8 +525,7 @@ def cancel_full(binary: Path, ws: Path, handle: str, port: int, work: Path, dead
                     waiting = STATE.open_conns
                 t0 = time.time()
                 for rid in ids:
-                    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                              "params": {"requestId": rid, "reason": "client timeout"}})
+                    raw.cancel(rid, "client timeout")
                 ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=deadline + 30)
                 took = time.time() - t0
                 time.sleep(0.5)

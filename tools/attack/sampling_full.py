@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RELEASE, Raw, cli, make_workspace  # noqa: E402
+from mcp_client import INITIALIZED  # noqa: E402
 from hostile_endpoint import biggest_handle  # noqa: E402
 
 NONCE = re.compile(r"<ai-agent-([0-9a-f]+)-FINAL format=")
@@ -68,7 +69,7 @@ def run(binary: Path, ws: Path, handle: str, n: int, deadline: int) -> tuple[flo
     try:
         raw.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
                                 "clientInfo": {"name": "attack", "version": "0"}})
-        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        raw.send(INITIALIZED)
         t0 = time.time()
         ids = [raw.request("tools/call", {"name": "tool_output", "arguments": {
             "handle": handle, "extract": "x", "mode": "full-chunked"}}) for _ in range(n)]
