@@ -42,5 +42,5 @@ fn a_store_path_that_is_a_directory_names_the_cause_once() {
     std::fs::create_dir_all(ws.store()).unwrap();
     let err = stderr_of(&["import"], ws.root());
     assert!(err.contains("store.redb"), "{err}");
-    assert_once(&err, "(os error 21)");
+    assert_once(&err, "it is not a regular file");
 }

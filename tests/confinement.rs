@@ -362,3 +362,299 @@ async fn a_store_symlinked_outside_is_refused_and_left_alone() {
     ws.ok(&["--store", own.to_str().unwrap(), "import"]);
     assert!(own.exists(), "an explicit --store is used where it says");
 }
+
+/// What a planted entry at one of the store's own names is.
+#[derive(Debug, Clone, Copy)]
+enum Planted {
+    /// A hard link to a file outside the workspace.
+    HardLink,
+    /// A symlink to a file inside the workspace (one outside is refused as outside).
+    Symlink,
+    Fifo,
+    Directory,
+}
+
+const PLANTED: [Planted; 4] = [
+    Planted::HardLink,
+    Planted::Symlink,
+    Planted::Fifo,
+    Planted::Directory,
+];
+
+/// Puts `what` at `rel` in the workspace: a hard link to `victim`, or a relative symlink
+/// to a copy of it inside the workspace (`inside-victim`).
+fn plant(ws: &Workspace, rel: &str, what: Planted, victim: &Path) {
+    let at = ws.path(rel);
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    match std::fs::symlink_metadata(&at) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir(&at).unwrap(),
+        Ok(_) => std::fs::remove_file(&at).unwrap(),
+        Err(_) => {}
+    }
+    match what {
+        Planted::HardLink => std::fs::hard_link(victim, &at).unwrap(),
+        Planted::Symlink => {
+            std::fs::write(ws.path("inside-victim"), SECRET).unwrap();
+            // Relative, so that it stays inside (an absolute one is refused as such).
+            let up = "../".repeat(rel.matches('/').count());
+            symlink(format!("{up}inside-victim"), &at).unwrap();
+        }
+        Planted::Fifo => {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&at)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        }
+        Planted::Directory => std::fs::create_dir(&at).unwrap(),
+    }
+}
+
+/// Runs a command that must not hang on a planted FIFO; stdout and stderr together.
+fn outcome(ws: &Workspace, args: &[&str]) -> (Option<i32>, String) {
+    let out = run_or_kill(ws, args);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
+    let child = std::process::Command::new(common::BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::output_or_kill(child, std::time::Duration::from_secs(60))
+}
+
+/// The message each kind of planted entry is refused with.
+fn refusal(what: Planted) -> &'static str {
+    match what {
+        Planted::HardLink => "it has 2 hard links",
+        Planted::Symlink => "it is a symlink, not a regular file",
+        Planted::Fifo | Planted::Directory => "it is not a regular file",
+    }
+}
+
+/// The document lock is a file of the store's own: a hard link planted at its name (a
+/// name inside the workspace for a file outside), a symlink, a FIFO or a directory is
+/// refused by every command that takes the lock, with the reason, and nothing is written
+/// through it (the holder line would truncate the outside file).
+#[test]
+fn a_planted_document_lock_is_refused_and_nothing_is_written_through_it() {
+    let (_out, victim) = outside();
+    for what in PLANTED {
+        let ws = Workspace::example();
+        ws.ok(&["import"]);
+        plant(&ws, ".evidence-store/documents.lock", what, &victim);
+        for args in [
+            &["import", "--rehash"][..],
+            &["export"],
+            &["build"],
+            &["verify-citations"],
+            &["verify"],
+        ] {
+            let (code, text) = outcome(&ws, args);
+            assert_ne!(code, Some(0), "{what:?} {args:?}: {text}");
+            assert!(
+                text.contains("documents.lock") && text.contains(refusal(what)),
+                "{what:?} {args:?}: {text}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            SECRET.as_bytes(),
+            "{what:?}"
+        );
+        if let Planted::Symlink = what {
+            assert_eq!(ws.read("inside-victim"), SECRET.as_bytes());
+        }
+        assert!(!ws.path("daily-report.json").exists(), "{what:?}: no build");
+    }
+}
+
+/// The store file is opened and checked by its descriptor before redb sees it: a hard
+/// link planted at `store.redb` (to an empty file outside, or to another workspace's
+/// store), a symlink, a FIFO or a directory is refused by every command, and the file it
+/// leads to is left as it was.
+#[test]
+fn a_planted_store_file_is_refused_and_the_file_behind_it_is_untouched() {
+    let (out, victim) = outside();
+    for what in PLANTED {
+        let ws = Workspace::example();
+        plant(&ws, ".evidence-store/store.redb", what, &victim);
+        for args in [
+            &["import"][..],
+            &["dump", "--stats"],
+            &["export"],
+            &["build"],
+            &["verify"],
+            &["verify-citations"],
+        ] {
+            let (code, text) = outcome(&ws, args);
+            assert_ne!(code, Some(0), "{what:?} {args:?}: {text}");
+            assert!(
+                text.contains("store.redb") && text.contains(refusal(what)),
+                "{what:?} {args:?}: {text}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            SECRET.as_bytes(),
+            "{what:?}"
+        );
+        // A rebuild renames its new store over the name: the entry goes, what it led to
+        // stays as it was (a directory cannot be renamed over).
+        let (code, text) = outcome(&ws, &["import", "--rebuild"]);
+        match what {
+            Planted::Directory => assert_ne!(code, Some(0), "{text}"),
+            _ => {
+                assert_eq!(code, Some(0), "{what:?}: {text}");
+                ws.ok(&["verify"]);
+            }
+        }
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            SECRET.as_bytes(),
+            "{what:?}"
+        );
+    }
+
+    // A hard link to an empty file outside: no store is written into it.
+    let empty = out.path().join("empty.redb");
+    std::fs::write(&empty, b"").unwrap();
+    let ws = Workspace::example();
+    plant(&ws, ".evidence-store/store.redb", Planted::HardLink, &empty);
+    let err = ws.fails(&["import"]);
+    assert!(err.contains("it has 2 hard links"), "{err}");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+
+    // A hard link to another workspace's store: that store is not taken over.
+    let other = Workspace::example();
+    other.ok(&["import"]);
+    let before = std::fs::read(other.store()).unwrap();
+    let ws = Workspace::example();
+    plant(
+        &ws,
+        ".evidence-store/store.redb",
+        Planted::HardLink,
+        &other.store(),
+    );
+    let err = ws.fails(&["import"]);
+    assert!(err.contains("it has 2 hard links"), "{err}");
+    std::fs::remove_file(ws.store()).unwrap();
+    assert_eq!(std::fs::read(other.store()).unwrap(), before);
+}
+
+/// A rebuild's scratch file has a name of its own (pid and random part), created
+/// exclusively: a hard link planted at the name an earlier scheme used (`.store.redb.rebuild-<pid>`, here with a live pid so that cleanup keeps
+/// it) is neither written nor removed, and the rebuild succeeds beside it.
+#[test]
+fn a_planted_rebuild_scratch_name_is_never_written_through() {
+    let (_out, victim) = outside();
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let planted = format!(".evidence-store/.store.redb.rebuild-{}", std::process::id());
+    plant(&ws, &planted, Planted::HardLink, &victim);
+    let rebuilt = ws.ok(&["import", "--rebuild"]);
+    assert!(rebuilt.starts_with("rebuilt "), "{rebuilt}");
+    assert_eq!(std::fs::read(&victim).unwrap(), SECRET.as_bytes());
+    assert_eq!(
+        ws.read(&planted),
+        SECRET.as_bytes(),
+        "the planted file stays"
+    );
+    assert!(ws.ok(&["verify"]).contains("no problems found"));
+}
+
+/// Documents and receipts are replaced through fresh temp files renamed over their
+/// names: a hard link planted at `daily-report.json` or at a receipt is replaced, never
+/// written through, and the file outside keeps its bytes.
+#[test]
+fn hard_links_at_documents_and_receipts_are_replaced_not_written_through() {
+    let (_out, victim) = outside();
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let receipt = "projects/Demo-0123456789ab/receipts/evidence-S0001-T0001.json";
+    ws.ok(&["export"]);
+    assert!(ws.path(receipt).exists(), "the example exports a receipt");
+    plant(&ws, receipt, Planted::HardLink, &victim);
+    ws.ok(&["build"]);
+    plant(&ws, "daily-report.json", Planted::HardLink, &victim);
+    ws.ok(&["export"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), SECRET.as_bytes());
+    use std::os::unix::fs::MetadataExt;
+    for rel in [receipt, "daily-report.json"] {
+        assert_eq!(std::fs::metadata(ws.path(rel)).unwrap().nlink(), 1, "{rel}");
+        assert_ne!(ws.read(rel), SECRET.as_bytes(), "{rel}");
+    }
+}
+
+/// Index values no session can have are refused at import with the row and the rule,
+/// as other index problems are, rather than stored changed (a line number clamped) or
+/// accepted and then failing every write (a `session_ref` too long for a file name).
+#[test]
+fn index_values_that_cannot_be_served_are_refused_at_import() {
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let huge_ref = format!("S{}", "1".repeat(4000));
+    let cases = [
+        (
+            "\"target_end_line\": 8",
+            "\"target_end_line\": 18446744073709551615".to_owned(),
+            "target_end_line 18446744073709551615 is beyond the last line a session file can have (9223372036854775807)",
+        ),
+        (
+            "\"target_end_line\": 8",
+            format!("\"target_end_line\": 1{}", "0".repeat(30)),
+            "target_end_line 1000000000000000000000000000000 is beyond the last line",
+        ),
+        (
+            "\"turn_end_line\": 6",
+            "\"turn_end_line\": 99999999999999999999".to_owned(),
+            "turn_end_line 99999999999999999999 is beyond the last line",
+        ),
+        (
+            "\"S0001\"",
+            format!("\"{huge_ref}\""),
+            "is 4001 bytes, longer than the 235 a session_ref may have",
+        ),
+        (
+            "\"S0001\"",
+            format!("\"{}\"", "é".repeat(118)),
+            "is 236 bytes, longer than the 235 a session_ref may have",
+        ),
+    ];
+    for (from, to, rule) in cases {
+        let ws = Workspace::example();
+        let text = String::from_utf8(ws.read(&index)).unwrap();
+        assert!(text.contains(from), "{from}");
+        ws.write(&index, text.replacen(from, &to, 1));
+        let err = ws.fails(&["import"]);
+        let shown = ws.path(&index).display().to_string();
+        assert!(err.contains(&format!("{shown}:1 ")), "{rule}: {err}");
+        assert!(err.contains(rule), "{rule}: {err}");
+        assert!(!ws.store().exists(), "{rule}: no store");
+    }
+
+    // The longest session_ref allowed is served and written: its receipt's name fits.
+    let ws = Workspace::example();
+    let text = String::from_utf8(ws.read(&index)).unwrap();
+    let longest = "S".repeat(235);
+    ws.write(
+        &index,
+        text.replacen("\"S0001\"", &format!("\"{longest}\""), 1),
+    );
+    ws.ok(&["import"]);
+    ws.ok(&["build"]);
+    ws.ok(&["export"]);
+    let receipt = format!("projects/{PROJECT}/receipts/evidence-{longest}-T0001.json");
+    assert!(ws.path(&receipt).exists(), "{receipt}");
+}

@@ -302,7 +302,7 @@ fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
     assert_eq!(status.code(), Some(130), "{rest}");
     assert_eq!(
         rest,
-        "evidence-store: interrupted; the store is unchanged\n"
+        "evidence-store: interrupted by SIGINT; the store is unchanged\n"
     );
 
     let sessions: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
@@ -311,6 +311,156 @@ fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
     assert!(
         out.contains("1 file(s) indexed") && out.contains("2 unchanged"),
         "{out}"
+    );
+}
+
+/// Starts `args` stopped at the pause point `step`, sends it `signal` once it says it is
+/// paused (the pause ends at the signal, as work reaches its next safe point), and
+/// returns its exit code, stdout and the rest of its stderr. stdin stays open throughout:
+/// only the signal can end the pause.
+fn signalled_at(
+    ws: &Workspace,
+    args: &[&str],
+    step: &str,
+    signal: rustix::process::Signal,
+) -> (Option<i32>, String, String) {
+    use std::io::{BufRead, Read};
+    let mut child = Command::new(BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.root())
+        .env("EVIDENCE_STORE_PAUSE_AT", step)
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let _stdin = child.stdin.take().expect("piped");
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("reads stderr");
+    assert_eq!(line, format!("evidence-store: paused at {step}\n"));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).expect("signal sent");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = child.wait().expect("waits");
+    (status.code(), out, rest)
+}
+
+const SIGNALS: [(rustix::process::Signal, &str, i32); 3] = [
+    (rustix::process::Signal::INT, "SIGINT", 130),
+    (rustix::process::Signal::TERM, "SIGTERM", 143),
+    (rustix::process::Signal::HUP, "SIGHUP", 129),
+];
+
+/// SIGINT, SIGTERM and SIGHUP during an import are handled alike: the import stops at a
+/// safe point without committing, closes the store, exits 128 + the signal with one line
+/// saying the store is unchanged, and `verify` right after finds the store healthy (not
+/// "not closed cleanly", as after a process that exits without closing it).
+#[test]
+fn every_signal_stops_an_import_cleanly_and_verify_finds_the_store_healthy() {
+    for (signal, name, code) in SIGNALS {
+        let ws = Workspace::example();
+        ws.ok(&["import"]);
+        ws.add_large_session();
+        let (got, _, err) = signalled_at(&ws, &["import"], "before-commit", signal);
+        assert_eq!(got, Some(code), "{name}: {err}");
+        assert_eq!(
+            err,
+            format!("evidence-store: interrupted by {name}; the store is unchanged\n")
+        );
+        let verified = ws.ok(&["verify"]);
+        assert!(verified.contains("no problems found"), "{name}: {verified}");
+        let sessions: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
+        assert_eq!(sessions["tables"]["sessions"], 2, "{name}: {sessions}");
+    }
+}
+
+/// A first import that a signal stops leaves no store behind (not an empty one that
+/// `dump` would show as `workspace: -`), so the next command says to import.
+#[test]
+fn an_interrupted_first_import_leaves_no_store() {
+    let ws = Workspace::example();
+    let (got, _, err) = signalled_at(
+        &ws,
+        &["import"],
+        "before-commit",
+        rustix::process::Signal::INT,
+    );
+    assert_eq!(got, Some(130), "{err}");
+    assert_eq!(
+        err,
+        "evidence-store: interrupted by SIGINT; nothing was imported and no store was left\n"
+    );
+    assert!(!ws.store().exists(), "no store left");
+    let dumped = ws.fails(&["dump"]);
+    assert!(
+        dumped.contains("run `evidence-store import` first"),
+        "{dumped}"
+    );
+    ws.ok(&["import"]);
+    assert!(ws.ok(&["verify"]).contains("no problems found"));
+}
+
+/// A signal during `import --rebuild` (here just before its rename) stops it: the old
+/// store stays in place, the scratch file is removed, the exit code is 128 + the signal.
+#[test]
+fn a_signal_during_a_rebuild_keeps_the_store_and_removes_the_scratch_file() {
+    for (signal, name, code) in SIGNALS {
+        let ws = Workspace::example();
+        ws.ok(&["import"]);
+        let before = std::fs::read(ws.store()).unwrap();
+        let (got, out, err) = signalled_at(&ws, &["import", "--rebuild"], "before-rename", signal);
+        assert_eq!(got, Some(code), "{name}: {out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "evidence-store: interrupted by {name}; the store is unchanged (the partial rebuild was removed)\n"
+            )
+        );
+        assert_eq!(std::fs::read(ws.store()).unwrap(), before, "{name}");
+        let mut left: Vec<String> = std::fs::read_dir(ws.path(".evidence-store"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["documents.lock", "store.redb"], "{name}");
+        assert!(ws.ok(&["verify"]).contains("no problems found"), "{name}");
+    }
+}
+
+/// Scratch files that killed rebuilds left (their process is gone) are removed by the
+/// next command of any kind, here a `dump`; one of a live process stays.
+#[test]
+fn scratch_files_of_killed_rebuilds_are_removed_by_the_next_command() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let dead = [
+        ".evidence-store/.store.redb.rebuild-4000000000",
+        ".evidence-store/.store.redb.rebuild-4000000001.0123456789abcdef",
+    ];
+    for rel in dead {
+        ws.write(rel, "partial");
+    }
+    let live = format!(".evidence-store/.store.redb.rebuild-{}", std::process::id());
+    ws.write(&live, "partial");
+    ws.ok(&["dump"]);
+    for rel in dead {
+        assert!(!ws.path(rel).exists(), "{rel} removed");
+    }
+    assert!(
+        ws.path(&live).exists(),
+        "a live process's scratch file stays"
     );
 }
 

@@ -108,6 +108,8 @@ pub enum ReverifyError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Lock(crate::documents::DocumentError),
 }
 
 /// Checks the stored citations again (all, one project's, or one session's) against the
@@ -120,9 +122,21 @@ pub fn verify_citations(
     session_ref: Option<&str>,
 ) -> Result<Reverified, ReverifyError> {
     // The lock order of every writer: the document lock, then the store's write lock.
-    let _lock = crate::documents::lock(root)
-        .inspect_err(|e| tracing::warn!(error = %e, "re-verifying without the document lock"))
-        .ok();
+    let _lock = match crate::documents::lock(root) {
+        Ok(lock) => Some(lock),
+        // Not the lock file of its own (a hard link, a FIFO): refused, never written.
+        Err(crate::documents::DocumentError::Unwritable { rel, source })
+            if crate::util::fsutil::not_own_file(&source).is_some() =>
+        {
+            return Err(ReverifyError::Lock(
+                crate::documents::DocumentError::Unwritable { rel, source },
+            ));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "re-verifying without the document lock");
+            None
+        }
+    };
     let mut writer = store.writer()?;
     if let Some(p) = project_key {
         if !writer.has_project(p)? {

@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 use crate::cli::args::{Command, Config};
 use crate::cli::dump;
 use crate::cli::export::{ExportError, export_all};
-use crate::cli::progress::{Bar, ImportBar, Status};
+use crate::cli::progress::{Bar, Status};
 use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::service::Service;
@@ -19,7 +19,24 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
     crate::documents::set_holder_label(format!("evidence-store {}", command_name(&config.command)));
     check_store_inside(&config)?;
-    run_command(&config).map_err(|e| {
+    let (watched, names_a_store) = match &config.command {
+        Command::Help { .. } | Command::Report { .. } => (false, false),
+        // `serve` ends with its input; `run` watches once its command has ended.
+        Command::Serve | Command::Run { .. } => (false, true),
+        _ => (true, true),
+    };
+    if names_a_store {
+        remove_abandoned_scratch(&config.store);
+    }
+    if watched && let Err(e) = crate::cli::signals::watch() {
+        tracing::warn!(%e, "signals will stop this command without cleaning up");
+    }
+    let result = run_command(&config);
+    // (`run` says it itself.)
+    if watched && let Some(signal) = crate::util::stop::requested() {
+        return Ok(interrupted(&config, signal, result.is_ok()));
+    }
+    result.map_err(|e| {
         // A lock on the store held past the wait's bound: name who holds it, when the
         // document lock's holder (which a writer takes first) says.
         let busy = e.chain().any(|c| {
@@ -60,12 +77,20 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             // the wait's bound leaves the store unchecked.
             let root = &config.workspace.path;
             let hold_writers = || {
-                if !root.join(crate::documents::LOCK_FILE).is_file() {
+                // Anything at the name is taken as the lock, so that what is not a lock
+                // file of its own is refused rather than passed by.
+                if std::fs::symlink_metadata(root.join(crate::documents::LOCK_FILE)).is_err() {
                     return Ok(None);
                 }
                 match crate::documents::lock(root) {
                     Ok(lock) => Ok(Some(lock)),
                     Err(e @ crate::documents::DocumentError::Busy(_)) => Err(e.to_string()),
+                    // Not the lock file of its own (a hard link, a FIFO): never written.
+                    Err(crate::documents::DocumentError::Unwritable { rel, source })
+                        if crate::util::fsutil::not_own_file(&source).is_some() =>
+                    {
+                        Err(format!("{rel} cannot be used: {source}"))
+                    }
                     Err(_) => Ok(None),
                 }
             };
@@ -148,6 +173,48 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Scratch files that killed runs left beside the store (a rebuild's, a `verify`'s copy):
+/// removed by the next command of any kind, when the process that made them is gone.
+pub(crate) fn remove_abandoned_scratch(store: &std::path::Path) {
+    crate::import::rebuild::remove_abandoned_scratch(store);
+    verify::remove_stale_copies(store);
+}
+
+/// The line and exit code (128 + the signal) of a command a signal stopped: what state
+/// the store is in. `finished`: the command ran to its end (it was past its last safe
+/// point, or has none).
+pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitCode {
+    let state = match (&config.command, finished) {
+        (Command::Import { rebuild: true, .. }, false) => {
+            "the store is unchanged (the partial rebuild was removed)"
+        }
+        (Command::Import { rebuild: true, .. }, true) => {
+            "the rebuild had finished: the rebuilt store is in place"
+        }
+        (Command::Import { .. }, false) if !config.store.exists() => {
+            "nothing was imported and no store was left"
+        }
+        (Command::Import { .. }, true) => "the import had finished and is committed",
+        (
+            Command::Build
+            | Command::Export
+            | Command::VerifyCitations { .. }
+            | Command::Run { .. },
+            true,
+        ) => "it had finished: the store and the files hold its result",
+        (Command::Export, false) => {
+            "the store is unchanged, and every file written is whole: run `evidence-store export` again"
+        }
+        (Command::Build, false) => "the store and daily-report.json are unchanged",
+        _ => "the store is unchanged",
+    };
+    eprintln!(
+        "evidence-store: interrupted by {}; {state}",
+        crate::util::stop::signal_name(signal)
+    );
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
 }
 
 /// The commands that read a store refuse to make one: without it, they say to import.
@@ -271,14 +338,20 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
         }
         bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
     }
+    let fresh = std::fs::symlink_metadata(&config.store).is_err();
     let store = Store::open(&config.store)?;
-    let report = import::import(
+    let imported = import::import(
         &config.workspace,
         &store,
         ImportOptions { rehash },
-        &ImportBar::new("import"),
-    )
-    .with_context(|| import_failed(&config.workspace))?;
+        &Bar::new("import"),
+    );
+    if imported.is_err() && fresh {
+        // A first import that failed or was stopped leaves no store behind (closed first).
+        drop(store);
+        crate::store::remove_if_unused(&config.store);
+    }
+    let report = imported.with_context(|| import_failed(&config.workspace))?;
     println!("{}", summary(&report));
     Ok(ExitCode::SUCCESS)
 }

@@ -7,3 +7,4 @@ pub(crate) mod export;
 pub(crate) mod progress;
 pub(crate) mod run;
 pub(crate) mod serve;
+pub(crate) mod signals;

@@ -65,6 +65,10 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         }
     };
     let code = exit_code(status);
+    // From here on `run` does its own writing: a signal stops it at a safe point.
+    if let Err(e) = crate::cli::signals::watch() {
+        tracing::warn!(%e, "signals will stop this command without cleaning up");
+    }
 
     let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())
         .into_iter()
@@ -82,10 +86,19 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
     }
     let mut failed = false;
     for (root, store) in targets.iter().filter(|(_, store)| store.exists()) {
+        if crate::util::stop::requested().is_some() {
+            break;
+        }
+        crate::cli::app::remove_abandoned_scratch(store);
         if let Err(e) = import_and_export(root, store) {
-            eprintln!("evidence-store: {e:#}");
+            if crate::util::stop::requested().is_none() {
+                eprintln!("evidence-store: {e:#}");
+            }
             failed = true;
         }
+    }
+    if let Some(signal) = crate::util::stop::requested() {
+        return Ok(crate::cli::app::interrupted(config, signal, !failed));
     }
     Ok(match code {
         0 if failed => ExitCode::FAILURE,

@@ -276,7 +276,15 @@ fn wait_in_turn(
             let _ = tx.send(taken);
         })
         .map_err(&unwritable)?;
-    match rx.recv_timeout(poll.left()) {
+    // In slices, so that a signal asking this process to stop ends the wait too.
+    let taken = loop {
+        match rx.recv_timeout(poll.left().min(std::time::Duration::from_millis(50))) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if !poll.left().is_zero() && crate::util::stop::requested().is_none() => {}
+            other => break other,
+        }
+    };
+    match taken {
         Ok(Ok(())) => {
             let line = holder_line();
             if file.write_at(line.as_bytes(), 0).is_ok() {

@@ -69,6 +69,10 @@ pub enum ImportError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Busy(#[from] crate::documents::LockBusy),
+    #[error(transparent)]
+    Lock(crate::documents::DocumentError),
+    #[error(transparent)]
+    Stopped(#[from] crate::util::stop::Stopped),
     #[error(
         "the store {store} holds a prompt-diary {} workspace (schema_version {}), but the workspace \
          is now prompt-diary {} (schema_version {}); a store serves one contract: run \
@@ -230,12 +234,26 @@ fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
 
 /// Debug builds only, for tests that need an import stopped at a known step: when
 /// `EVIDENCE_STORE_PAUSE_AT` names `step`, say so on stderr and wait for a line (or the
-/// end) on stdin, or for a kill.
+/// end) on stdin, for a signal asking the process to stop ([`crate::util::stop`]), or
+/// for a kill.
 pub(crate) fn pause_point(step: &str) {
     #[cfg(debug_assertions)]
     if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
         eprintln!("evidence-store: paused at {step}");
-        let _ = io::stdin().read_line(&mut String::new());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _ = std::thread::Builder::new()
+            .name("pause".into())
+            .spawn(move || {
+                let _ = io::stdin().read_line(&mut String::new());
+                let _ = tx.send(());
+            });
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            rx.recv_timeout(std::time::Duration::from_millis(10))
+        {
+            if crate::util::stop::requested().is_some() {
+                break;
+            }
+        }
     }
     #[cfg(not(debug_assertions))]
     let _ = step;
@@ -287,6 +305,15 @@ pub fn import_within(
     let _lock = match crate::documents::lock_within(&root.path, lock_wait) {
         Ok(lock) => Some(lock),
         Err(crate::documents::DocumentError::Busy(busy)) => return Err(busy.into()),
+        // Something other than the lock file of its own is at its name (a hard link to a
+        // file elsewhere, a FIFO, a directory): refused, never written through.
+        Err(crate::documents::DocumentError::Unwritable { rel, source })
+            if crate::util::fsutil::not_own_file(&source).is_some() =>
+        {
+            return Err(ImportError::Lock(
+                crate::documents::DocumentError::Unwritable { rel, source },
+            ));
+        }
         Err(e) => {
             tracing::warn!(error = %e, "importing without the document lock");
             None
@@ -320,6 +347,8 @@ pub fn import_within(
         .iter()
         .flat_map(|p| p.sessions.iter().map(move |s| (p, s)));
     for ((project, session), item) in sessions.zip(plan) {
+        // A safe point: nothing is committed yet, the transaction is dropped on the way out.
+        crate::util::stop::check()?;
         // The line table this transaction sees for the session, whatever its path.
         let stored = item.stored.and_then(|s| match s.file {
             FileState::Indexed(record) => Some(record),
@@ -435,6 +464,8 @@ pub fn import_within(
     writer.put_workspace(&workspace_record(root, &workspace))?;
     writer.put_contract(workspace.contract)?;
     pause_point("before-commit");
+    // The last safe point: from the commit on, the import finishes.
+    crate::util::stop::check()?;
     progress.committing();
     writer.commit()?;
     report.committed = true;
@@ -647,7 +678,11 @@ fn index_file(
         file.file(),
         stamp.size,
         &scan::Searcher::default,
-        |entry| Ok(sink.push(entry)?),
+        |entry| {
+            // Within a large file too: every line is a safe point.
+            crate::util::stop::check().map_err(IndexError::Stopped)?;
+            Ok(sink.push(entry)?)
+        },
         |n| {
             done += n;
             on_progress(done);
@@ -656,6 +691,7 @@ fn index_file(
     .map_err(|e| match e {
         IndexError::Io(source) => io_error(source),
         IndexError::Store(e) => ImportError::Store(e),
+        IndexError::Stopped(e) => ImportError::Stopped(e),
     })?;
     let prescan = scan::merge(searched);
     let digest = sink.finish()?;
@@ -683,6 +719,7 @@ fn index_file(
 enum IndexError {
     Io(io::Error),
     Store(StoreError),
+    Stopped(crate::util::stop::Stopped),
 }
 
 impl From<io::Error> for IndexError {

@@ -36,11 +36,17 @@ pub enum RebuildError {
     },
 }
 
-/// The scratch file a rebuild of `store` writes before renaming it into place.
+/// The scratch file a rebuild of `store` writes before renaming it into place:
+/// `.<store name>.rebuild-<pid>.<random>`, new to this run (created exclusively, so a
+/// file planted at a name that can be guessed is never opened).
 pub fn temp_store_path(store: &Path) -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
     let mut name = std::ffi::OsString::from(".");
     name.push(store.file_name().unwrap_or_default());
-    name.push(format!(".rebuild-{}", std::process::id()));
+    name.push(format!(".rebuild-{}.{random:016x}", std::process::id()));
     store.with_file_name(name)
 }
 
@@ -58,9 +64,9 @@ pub fn rebuild(
         });
     }
     let temp = temp_store_path(store_path);
-    let _ = std::fs::remove_file(&temp);
     remove_abandoned_scratch(store_path);
     let result = build_and_replace(root, store_path, &temp, progress);
+    // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
@@ -74,7 +80,7 @@ fn build_and_replace(
     progress: &dyn Progress,
 ) -> Result<ImportReport, RebuildError> {
     let report = {
-        let store = Store::open(temp)?;
+        let store = Store::create_new(temp)?;
         import::import(root, &store, ImportOptions { rehash: true }, progress)?
     };
     let replace_error = |source| RebuildError::Replace {
@@ -86,6 +92,8 @@ fn build_and_replace(
         .and_then(|f| f.sync_all())
         .map_err(replace_error)?;
     import::pause_point("before-rename");
+    // The last point at which a stop leaves the old store in place.
+    crate::util::stop::check().map_err(|e| RebuildError::Import(e.into()))?;
     std::fs::rename(temp, store_path).map_err(replace_error)?;
     let dir = store_path
         .parent()
@@ -111,8 +119,9 @@ fn build_and_replace(
 }
 
 /// Removes scratch files of rebuilds that were killed: those whose process is gone. (A
-/// reused process id only leaves a file behind for a later rebuild to remove.)
-fn remove_abandoned_scratch(store_path: &Path) {
+/// reused process id only leaves a file behind for a later command to remove.) Every
+/// command that names a store calls it, not only a later rebuild.
+pub fn remove_abandoned_scratch(store_path: &Path) {
     let (Some(dir), Some(name)) = (store_path.parent(), store_path.file_name()) else {
         return;
     };
@@ -134,6 +143,8 @@ fn remove_abandoned_scratch(store_path: &Path) {
         else {
             continue;
         };
+        // `<pid>` (before the random part was added) or `<pid>.<random>`.
+        let pid = pid.split_once('.').map_or(pid.as_str(), |(pid, _)| pid);
         let alive = pid.parse::<u32>().is_ok_and(|pid| {
             pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
         });

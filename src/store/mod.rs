@@ -156,6 +156,10 @@ pub enum OpenError {
          repair it: run `evidence-store import` once (it repairs the file), then retry"
     )]
     NeedsRepair { path: String },
+    #[error(
+        "the store {path} cannot be used: {why}; nothing was written through it (remove what is at that name, then run `evidence-store import`)"
+    )]
+    NotOwnFile { path: String, why: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -283,15 +287,32 @@ impl Store {
     /// Opens the store at `path`, creating it (and its directory) when missing, and
     /// bringing an older schema up to date.
     pub fn open(path: &Path) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::Write)
+    }
+
+    /// Creates a new store at `path`, which must not exist (a rebuild's scratch file):
+    /// nothing planted at the name is ever opened.
+    pub fn create_new(path: &Path) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::New)
+    }
+
+    fn open_as(path: &Path, access: Access) -> Result<Store, OpenError> {
         let shown = path.display().to_string();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // A workspace's own store directory is made beneath the root when it is opened.
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && workspace_of_store(path).is_none())
+        {
             std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir {
                 path: dir.display().to_string(),
                 source,
             })?;
         }
         let fault = backend::Fault::from_env();
-        let (db, file_id) = open_writable(path, &shown, fault.clone())?;
+        let (db, file_id) = match access {
+            Access::New => try_open_writable_as(path, &shown, fault.clone(), Access::New)?,
+            _ => open_writable(path, &shown, fault.clone())?,
+        };
         let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
             Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
             Err(OpenError::Store(e)) => Err(e),
@@ -497,14 +518,33 @@ fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
 /// `import`). A damaged or missing file counts as not in use.
 pub fn open_by_a_writer(path: &Path) -> bool {
     let shown = path.display().to_string();
-    if regular_file(path, &shown).is_err() {
+    let Ok(file) = store_file(path, &shown, Access::Read) else {
         return false;
-    }
-    let probe = guard::guard(&shown, || match Database::builder().open_read_only(path) {
-        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
-        _ => Ok(false),
+    };
+    let probe = guard::guard(&shown, || {
+        match Database::builder().open_read_only_with_backend(FileBackend::new(file).store()?) {
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => Ok(true),
+            _ => Ok(false),
+        }
     });
     probe.unwrap_or(false)
+}
+
+/// Removes the store at `path` if it holds no workspace and no other process has it
+/// open: what a first import leaves when it fails or is stopped. Returns whether it did.
+pub fn remove_if_unused(path: &Path) -> bool {
+    if open_by_a_writer(path) {
+        return false;
+    }
+    // Anything that does not open as an empty store of ours is left alone.
+    let unused = Store::open_read_only(path)
+        .and_then(|store| Ok(!store.reader()?.has_workspace()?))
+        .unwrap_or(false);
+    if unused {
+        tracing::info!(store = %path.display(), "removing the store a failed first import created");
+        let _ = std::fs::remove_file(path);
+    }
+    unused
 }
 
 impl Drop for Store {
@@ -540,7 +580,8 @@ fn open_writable(
         match try_open_writable(path, shown, fault.clone()) {
             Err(OpenError::Database { source, .. })
                 if matches!(*source, redb::Error::DatabaseAlreadyOpen)
-                    && std::time::Instant::now() < deadline =>
+                    && std::time::Instant::now() < deadline
+                    && crate::util::stop::requested().is_none() =>
             {
                 if !said {
                     tracing::warn!(
@@ -556,21 +597,99 @@ fn open_writable(
     }
 }
 
+/// How the store file is opened by [`store_file`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// An existing file, read only.
+    Read,
+    /// Read and write, created when missing.
+    Write,
+    /// A new file (a rebuild's scratch file): created here, never an existing one.
+    New,
+}
+
+/// Opens the store file and checks it by its descriptor before redb sees it: a regular
+/// file with one link, owned by this user ([`fsutil::check_own`]); redb then works on
+/// this very descriptor, never on the path again. A workspace's own store
+/// (`<root>/.evidence-store/store.redb`) is opened beneath the workspace root, never
+/// through a symlink at its name; a `--store` path is the user's choice and is followed.
+fn store_file(path: &Path, shown: &str, access: Access) -> Result<std::fs::File, OpenError> {
+    use crate::util::fsutil::{self, OwnOpen};
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: std::io::Error| match fsutil::not_own_file(&e) {
+        Some(why) => OpenError::NotOwnFile {
+            path: shown.to_owned(),
+            why: why.to_string(),
+        },
+        None => OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        },
+    };
+    let own_root = (access != Access::New)
+        .then(|| workspace_of_store(path))
+        .flatten();
+    let file = match own_root {
+        Some(root) => {
+            let how = match access {
+                Access::Read => OwnOpen::Read,
+                _ => OwnOpen::ReadWrite,
+            };
+            fsutil::open_own(&root, WORKSPACE_STORE, how)
+                .and_then(|f| f.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)))
+                .map_err(failed)?
+        }
+        None => {
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true).custom_flags(libc::O_NONBLOCK);
+            match access {
+                Access::Read => {}
+                Access::Write => {
+                    options.write(true).create(true).truncate(false);
+                }
+                Access::New => {
+                    options.write(true).create_new(true);
+                }
+            }
+            let file = options.open(path).map_err(failed)?;
+            fsutil::check_own(&file).map_err(failed)?;
+            let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| failed(e.into()))?;
+            rustix::fs::fcntl_setfl(&file, flags.difference(rustix::fs::OFlags::NONBLOCK))
+                .map_err(|e| failed(e.into()))?;
+            file
+        }
+    };
+    Ok(file)
+}
+
+/// The workspace root of a workspace's own store path (`<root>/.evidence-store/store.redb`).
+fn workspace_of_store(path: &Path) -> Option<PathBuf> {
+    if !path.ends_with(WORKSPACE_STORE) {
+        return None;
+    }
+    let root = path.parent()?.parent()?;
+    Some(if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root.to_path_buf()
+    })
+}
+
 fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
 ) -> Result<(Database, (u64, u64)), OpenError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| OpenError::Database {
-            path: shown.to_owned(),
-            source: Box::new(e.into()),
-        })?;
+    try_open_writable_as(path, shown, fault, Access::Write)
+}
+
+fn try_open_writable_as(
+    path: &Path,
+    shown: &str,
+    fault: Option<Arc<backend::Fault>>,
+    access: Access,
+) -> Result<(Database, (u64, u64)), OpenError> {
+    let file = store_file(path, shown, access)?;
     let id = file
         .metadata()
         .map(|m| file_id(&m))
@@ -589,29 +708,16 @@ fn try_open_writable(
     opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
 }
 
-/// A store path that names something other than a regular file (a FIFO, a device) is
-/// refused before it is opened: a read-only open of a FIFO would wait for a writer forever.
-fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(OpenError::Database {
-            path: shown.to_owned(),
-            source: Box::new(
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file").into(),
-            ),
-        }),
-        _ => Ok(()),
-    }
-}
-
 /// Opens an existing file without writing to it; a store that needs repair (a writer
-/// was killed) is refused by redb rather than repaired.
+/// was killed) is refused by redb rather than repaired. The file is opened non-blocking
+/// and checked first ([`store_file`]): a FIFO at the path would wait for a writer forever.
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
-    regular_file(path, shown)?;
+    let file = store_file(path, shown, Access::Read)?;
     let opened = guard::guard(shown, || {
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(CACHE_BYTES)
-            .open_read_only(path)
+            .open_read_only_with_backend(FileBackend::new(file).store()?)
             .store()
     });
     opened.map_err(|e| match e {

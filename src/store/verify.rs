@@ -300,7 +300,7 @@ fn copy_owner(store_name: &str, name: &str) -> Option<u32> {
 
 /// Removes copies a killed `verify` left: only names of our pattern for this store, only
 /// when the process that made them no longer exists (a running `verify`'s copy stays).
-fn remove_stale_copies(path: &Path) {
+pub fn remove_stale_copies(path: &Path) {
     let Some(store_name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };

@@ -561,17 +561,115 @@ pub fn check_confined(root: &Path, rel: &str) -> io::Result<()> {
     }
 }
 
-/// Opens (creating it and its directory if missing) the lock file `<root>/<rel>`, refused
-/// when its real location is outside the root.
+/// Why a file this program keeps for itself (the document lock, the store, a temp file)
+/// is not used: only a regular file with one link, owned by this process's effective
+/// user, is written. A hard link is not a path: confinement by path cannot see that a
+/// name inside the workspace is also a file elsewhere, but its link count can.
+#[derive(Debug, thiserror::Error)]
+pub enum NotOwnFile {
+    #[error("it is a symlink, not a regular file")]
+    Symlink,
+    #[error("it is not a regular file")]
+    NotRegular,
+    #[error(
+        "it has {links} hard links (a file of the workspace's own has one): writing it would change a file elsewhere too"
+    )]
+    Links { links: u64 },
+    #[error("it is owned by uid {owner}, not by this user (uid {me})")]
+    Owner { owner: u32, me: u32 },
+}
+
+impl From<NotOwnFile> for io::Error {
+    fn from(e: NotOwnFile) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, e)
+    }
+}
+
+/// The [`NotOwnFile`] inside `e`, if that is why it failed.
+pub fn not_own_file(e: &io::Error) -> Option<&NotOwnFile> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<NotOwnFile>())
+}
+
+/// Checks the opened file by its descriptor (`fstat`): a regular file with exactly one
+/// link, owned by the effective user. What the descriptor is, not what a path named.
+pub fn check_own(file: &impl AsFd) -> io::Result<()> {
+    let st = rfs::fstat(file)?;
+    if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+        return Err(NotOwnFile::NotRegular.into());
+    }
+    #[allow(clippy::useless_conversion)]
+    let links = u64::from(st.st_nlink);
+    if links != 1 {
+        return Err(NotOwnFile::Links { links }.into());
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if st.st_uid != me {
+        return Err(NotOwnFile::Owner {
+            owner: st.st_uid,
+            me,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// How [`open_own`] opens a file of the program's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnOpen {
+    /// Read only; it must exist.
+    Read,
+    /// Read and write, created when missing.
+    ReadWrite,
+}
+
+/// Opens `<root>/<rel>`, a file this program keeps for itself (the store, the document
+/// lock), beneath the root's descriptor (its directory created if missing when writing):
+/// never through a symlink at its name, never waiting on a FIFO there, and checked with
+/// [`check_own`] before anything is written through it. `None`: there is none (reading).
+pub fn open_own(root: &Path, rel: &str, how: OwnOpen) -> io::Result<Option<File>> {
+    let root = Root::open(root)?;
+    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let opened = match how {
+        OwnOpen::Read => {
+            let rel_path = plain(rel)?;
+            match root.open_beneath_errno(rel_path, flags | OFlags::RDONLY, Mode::empty()) {
+                Err(Errno::NOENT) => return Ok(None),
+                Err(Errno::XDEV) => return Err(escape(&root.path, rel_path)),
+                other => other,
+            }
+        }
+        OwnOpen::ReadWrite => {
+            let (dir, name) = root.parent_of(rel)?;
+            rfs::openat(
+                &dir.fd,
+                name,
+                flags | OFlags::RDWR | OFlags::CREATE,
+                Mode::from_raw_mode(0o666),
+            )
+        }
+    };
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) => return Err(NotOwnFile::Symlink.into()),
+        // A directory at the name, opened for writing.
+        Err(Errno::ISDIR) => return Err(NotOwnFile::NotRegular.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let file = File::from(fd);
+    check_own(&file)?;
+    // Blocking from here on (a regular file never blocks; redb expects plain I/O).
+    let _ = rfs::fcntl_setfl(&file, rfs::fcntl_getfl(&file)?.difference(OFlags::NONBLOCK));
+    Ok(Some(file))
+}
+
+/// Opens (creating it and its directory if missing) the lock file `<root>/<rel>` with
+/// [`open_own`]: refused when its real location is outside the root, or when it is not a
+/// regular file of one link owned by this user (a hard link planted there would have its
+/// other name truncated by the holder line).
 pub fn open_lock_file(root: &Path, rel: &str) -> io::Result<File> {
-    let (dir, name) = Root::open(root)?.parent_of(rel)?;
-    let fd = rfs::openat(
-        &dir.fd,
-        name,
-        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o666),
-    )?;
-    Ok(File::from(fd))
+    open_own(root, rel, OwnOpen::ReadWrite)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no lock file"))
 }
 
 /// A file replaced by [`replace`]: kept, or put back as it was.
@@ -623,7 +721,14 @@ fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o666),
     )?;
-    Ok((temp, File::from(fd)))
+    let file = File::from(fd);
+    // Created just now, exclusively: one link, ours. Checked all the same before a byte
+    // is written through it.
+    if let Err(e) = check_own(&file) {
+        let _ = dir.remove(&temp);
+        return Err(e);
+    }
+    Ok((temp, file))
 }
 
 /// Replaces `<root>/<rel>` with `bytes` atomically and durably (temp file in the same

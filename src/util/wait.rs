@@ -89,8 +89,12 @@ impl Poll {
         self.timeout
     }
 
-    /// Sleeps once; `false` (without sleeping) once the deadline has passed.
+    /// Sleeps once; `false` (without sleeping) once the deadline has passed, or once a
+    /// signal asked the process to stop ([`super::stop`]): nobody waits on after that.
     pub fn sleep(&mut self) -> bool {
+        if super::stop::requested().is_some() {
+            return false;
+        }
         let Some(left) = self.timeout.checked_sub(self.started.elapsed()) else {
             return false;
         };

@@ -137,7 +137,21 @@ fn int_value(value: Option<&Value>) -> Option<i64> {
     }
 }
 
+/// The last line a session file can have: one line per byte of the largest file
+/// (2^63 - 1 bytes). The store keeps line numbers as they are, so a larger one is refused
+/// rather than changed.
+pub const MAX_LINE: i64 = i64::MAX;
+
+/// A line number: an integer (as [`int_value`] reads it) no larger than [`MAX_LINE`].
 fn int(map: &Map, field: &str) -> Result<i64, String> {
+    if let Some(Value::Int(text)) = map.get(field)
+        && !text.starts_with('-')
+        && text.parse::<i64>().is_err()
+    {
+        return Err(format!(
+            "{field} {text} is beyond the last line a session file can have ({MAX_LINE})"
+        ));
+    }
     int_value(map.get(field)).ok_or_else(|| format!("missing integer field '{field}'"))
 }
 
@@ -173,6 +187,15 @@ fn session_row(
         return Err(format!(
             "session_ref {} must be a plain file name",
             py_repr(&session_ref)
+        ));
+    }
+    if session_ref.len() > MAX_REF_BYTES {
+        let cut = crate::util::text::floor_char_boundary(&session_ref, 40);
+        return Err(format!(
+            "session_ref {}... is {} bytes, longer than the {MAX_REF_BYTES} a session_ref may have \
+             (its receipt file name evidence-<session_ref>-<turn_ref>.json must fit in 255 bytes)",
+            py_repr(&session_ref[..cut]),
+            session_ref.len()
         ));
     }
     let source = string(row, "source")?;
@@ -248,6 +271,11 @@ fn previous_context(turn: &Map, turn_ref: &str, turn_start: i64) -> Result<(), S
     }
     Ok(())
 }
+
+/// The longest `session_ref` in bytes: the longest file name made of it,
+/// `evidence-<session_ref>-T0001.json` (20 bytes more), must fit in a file name (255
+/// bytes); the card `<session_ref>.json` and the temp names of both are shorter.
+pub const MAX_REF_BYTES: usize = 255 - "evidence--T0001.json".len();
 
 /// A `session_ref` names the card file `evidence/<session_ref>.json`, so it must stay one
 /// path component: no `/` and no NUL. Everything else (even `""`, `.` and `..`, which give
@@ -486,7 +514,14 @@ mod tests {
                 Some("0"),
                 Err("1 target span start line must be positive"),
             ),
-            ("target_end_line", Some("100000000000000000000000"), Ok(1)),
+            (
+                "target_end_line",
+                Some("100000000000000000000000"),
+                Err(
+                    "1 target_end_line 100000000000000000000000 is beyond the last line a session file can have (9223372036854775807)",
+                ),
+            ),
+            ("target_end_line", Some("9223372036854775807"), Ok(1)),
             ("turns", None, Err("1 missing array field 'turns'")),
             ("turns", Some("{}"), Err("1 missing array field 'turns'")),
             ("turns", Some("[]"), Ok(1)),
