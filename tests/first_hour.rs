@@ -316,7 +316,8 @@ fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
 
 /// Starts `args` stopped at the pause point `step`, sends it `signal` once it says it is
 /// paused (the pause ends at the signal, as work reaches its next safe point), and
-/// returns its exit code, stdout and the rest of its stderr. stdin stays open throughout:
+/// returns its exit code (`None` when it had to be killed), stdout and the rest of its
+/// stderr. stdin stays open throughout:
 /// only the signal can end the pause.
 fn signalled_at(
     ws: &Workspace,
@@ -326,9 +327,9 @@ fn signalled_at(
 ) -> (Option<i32>, String, String) {
     use std::io::{BufRead, Read};
     let mut child = Command::new(BIN)
-        .args(args)
         .arg("--workspace")
         .arg(ws.root())
+        .args(args)
         .env("EVIDENCE_STORE_PAUSE_AT", step)
         .env_remove("PROMPT_DIARY_WORKSPACE")
         .env("RUST_LOG", "off")
@@ -344,6 +345,9 @@ fn signalled_at(
     assert_eq!(line, format!("evidence-store: paused at {step}\n"));
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, signal).expect("signal sent");
+    // A process that ignores the signal would wait at the pause for ever: killed after a
+    // generous bound, and then it has no exit code.
+    let status = common::exit_or_hang(&mut child, std::time::Duration::from_secs(60));
     let mut out = String::new();
     child
         .stdout
@@ -353,8 +357,7 @@ fn signalled_at(
         .unwrap();
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
-    let status = child.wait().expect("waits");
-    (status.code(), out, rest)
+    (status.and_then(|s| s.code()), out, rest)
 }
 
 const SIGNALS: [(rustix::process::Signal, &str, i32); 3] = [
@@ -375,12 +378,13 @@ fn every_signal_stops_an_import_cleanly_and_verify_finds_the_store_healthy() {
         ws.add_large_session();
         let (got, _, err) = signalled_at(&ws, &["import"], "before-commit", signal);
         assert_eq!(got, Some(code), "{name}: {err}");
+        let verified = ws.run(&["verify"]);
+        let text = String::from_utf8_lossy(&verified.stdout);
+        assert!(text.contains("no problems found"), "{name}: {text}");
         assert_eq!(
             err,
             format!("evidence-store: interrupted by {name}; the store is unchanged\n")
         );
-        let verified = ws.ok(&["verify"]);
-        assert!(verified.contains("no problems found"), "{name}: {verified}");
         let sessions: Value = serde_json::from_str(&ws.ok(&["dump", "--json"])).unwrap();
         assert_eq!(sessions["tables"]["sessions"], 2, "{name}: {sessions}");
     }
@@ -398,11 +402,11 @@ fn an_interrupted_first_import_leaves_no_store() {
         rustix::process::Signal::INT,
     );
     assert_eq!(got, Some(130), "{err}");
+    assert!(!ws.store().exists(), "no store left");
     assert_eq!(
         err,
         "evidence-store: interrupted by SIGINT; nothing was imported and no store was left\n"
     );
-    assert!(!ws.store().exists(), "no store left");
     let dumped = ws.fails(&["dump"]);
     assert!(
         dumped.contains("run `evidence-store import` first"),
@@ -437,6 +441,28 @@ fn a_signal_during_a_rebuild_keeps_the_store_and_removes_the_scratch_file() {
         assert_eq!(left, ["documents.lock", "store.redb"], "{name}");
         assert!(ws.ok(&["verify"]).contains("no problems found"), "{name}");
     }
+}
+
+/// `run`'s own import after its command has ended is stopped by a signal like any
+/// import: nothing committed, nothing exported, 128 + the signal, the store healthy.
+#[test]
+fn a_signal_during_runs_own_import_stops_it_cleanly() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    ws.add_large_session();
+    let (got, _, err) = signalled_at(
+        &ws,
+        &["run", "--", "true"],
+        "before-commit",
+        rustix::process::Signal::TERM,
+    );
+    assert_eq!(got, Some(143), "{err}");
+    assert!(ws.ok(&["verify"]).contains("no problems found"));
+    assert_eq!(
+        err,
+        "evidence-store: interrupted by SIGTERM; the store is unchanged\n"
+    );
+    assert!(!ws.path("daily-report.json").exists(), "nothing exported");
 }
 
 /// Scratch files that killed rebuilds left (their process is gone) are removed by the
