@@ -20,10 +20,11 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, PromptsCapability, ResourcesCapability, ServerCapabilities,
-    ServerConfig, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Extensions, GetPromptRequestParams, GetPromptResponse, Implementation,
+    JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
+    ServerCapabilities, ServerConfig, ToolsCapability,
 };
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
@@ -537,6 +538,54 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(Vec::new()))
+    }
+
+    /// No resource exists: resource-not-found (-32002), naming the URI.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(ErrorData::resource_not_found(
+            format!(
+                "Unknown resource: {} (this server has no resources; resources/list is empty)",
+                request.uri
+            ),
+            Some(serde_json::json!({"uri": request.uri})),
+        ))
+    }
+
+    /// No prompt exists: invalid params (-32602), naming the prompt.
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(ErrorData::invalid_params(
+            format!(
+                "Unknown prompt: {} (this server has no prompts; prompts/list is empty)",
+                request.name
+            ),
+            None,
+        ))
+    }
+
+    /// A request rmcp could not read as its method's: for a method MCP defines, its
+    /// params are wrong (invalid params, -32602, saying what is wrong and what the method
+    /// takes); any other method is not found (-32601).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match args::params_problem(&request.method, request.params) {
+            Some(problem) => Err(ErrorData::invalid_params(problem, None)),
+            None => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {}", request.method),
+                None,
+            )),
+        }
     }
 
     async fn list_prompts(
