@@ -62,7 +62,7 @@ fn claude_session(p: &Project, eol: &str) -> String {
         "**Evidence**: out/secret.py:1",
         "**Evidence**: pipe.py:1",
         &format!("**Evidence**: {abs}"),
-        "**Evidence**: tests/test_a.py::test_x - PASS",
+        "**Evidence**: pytest tests/test_a.py::test_x - PASS",
         "**Evidence**: pytest tests/test_a.py::test_y - FAIL",
         "**Evidence**: [Spec](https://example.com/spec)",
         "**Evidence**: src/a.py:2-3",
@@ -178,14 +178,14 @@ async fn markers_of_every_type_are_indexed_verified_and_served() {
                 2,
                 "T0001",
                 "test",
-                "tests/test_a.py::test_x - PASS",
+                "pytest tests/test_a.py::test_x - PASS",
                 "unchecked"
             ),
             row(
                 2,
                 "T0001",
                 "test",
-                "tests/test_a.py::test_y - FAIL",
+                "pytest tests/test_a.py::test_y - FAIL",
                 "unchecked"
             ),
             row(
@@ -195,7 +195,7 @@ async fn markers_of_every_type_are_indexed_verified_and_served() {
                 "Spec: https://example.com/spec",
                 "unchecked"
             ),
-            row(2, "T0001", "command", "pytest -q\n4 passed", "unchecked"),
+            row(2, "T0001", "command", "pytest -q", "unchecked"),
             row(4, "T0001", "file", "src/a.py:1", "ok"),
             row(4, "T0001", "unknown", "notes", "unchecked"),
             row(7, "T0002", "file", "src/a.py:3", "ok"),
@@ -314,8 +314,8 @@ async fn search_ranks_filters_and_says_when_it_is_cut() {
             ("S0001", "src/a.py:1", 4),
             ("S0001", "src/a.py:3", 7),
             ("S0002", "src/a.py:1", 6),
-            ("S0001", "tests/test_a.py::test_x - PASS", 2),
-            ("S0001", "tests/test_a.py::test_y - FAIL", 2),
+            ("S0001", "pytest tests/test_a.py::test_x - PASS", 2),
+            ("S0001", "pytest tests/test_a.py::test_y - FAIL", 2),
         ]
     );
     let exact = search(json!({"query": "SRC/A.PY:1"})).await;
