@@ -157,6 +157,9 @@ struct ModelFlags {
     /// Average line size above which `auto` prefers full-chunked
     #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
     tool_output_long_line_bytes: usize,
+    /// Overlap of consecutive full-chunked chunks, in percent of the chunk size (0 to 50)
+    #[arg(long, env = OVERLAP_ENV, hide_env_values = true, value_name = "PERCENT", default_value_t = crate::tool_output::chunk::DEFAULT_OVERLAP_PCT, value_parser = parse_overlap)]
+    tool_output_chunk_overlap_percent: usize,
     /// Longest one `tool_output` call may take, in seconds; past it the answer is the
     /// truncate fallback
     #[arg(long, env = DEADLINE_ENV, hide_env_values = true, value_name = "SECS", default_value_t = crate::tool_output::engine::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
@@ -173,6 +176,15 @@ fn parse_cap(text: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// A chunk overlap: 0 to 50 percent (more would read most of the payload twice).
+fn parse_overlap(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n > 50 {
+        return Err(format!("{n} is above the largest overlap, 50 percent"));
+    }
+    Ok(n)
+}
+
 /// Environment variables of the `tool_output` settings (see `ModelFlags`).
 pub(crate) const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
 pub(crate) const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
@@ -184,6 +196,7 @@ pub(crate) const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
 pub(crate) const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
 pub(crate) const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
 pub(crate) const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
+pub(crate) const OVERLAP_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_CHUNK_OVERLAP_PERCENT";
 
 impl ModelFlags {
     fn settings(&self) -> ToolOutputSettings {
@@ -194,6 +207,7 @@ impl ModelFlags {
                 max_bytes: self.tool_output_max_bytes,
                 max_chunks: self.tool_output_max_chunks,
                 long_line_bytes: self.tool_output_long_line_bytes,
+                overlap_pct: self.tool_output_chunk_overlap_percent,
                 context_tokens: self.model_context_tokens,
                 max_output_tokens: self.model_max_output_tokens,
                 deadline: std::time::Duration::from_secs(self.tool_output_deadline_secs),
@@ -222,6 +236,7 @@ pub(crate) fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, 
         (MAX_CHUNKS_ENV, e.max_chunks.to_string()),
         (LONG_LINE_ENV, e.long_line_bytes.to_string()),
         (DEADLINE_ENV, e.deadline.as_secs().to_string()),
+        (OVERLAP_ENV, e.overlap_pct.to_string()),
     ];
     if let Some(p) = &settings.endpoint {
         out.push((MODEL_URL_ENV, p.base_url.clone()));
