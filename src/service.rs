@@ -151,9 +151,18 @@ impl Service {
                 crate::util::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
         }
         if let Some(problem) = service.current_problem() {
-            tracing::warn!(problem = %problem.message, "workspace unavailable; every call will report it");
+            tracing::debug!(problem = %problem.message, "workspace unavailable; every call will report it");
         }
         service
+    }
+
+    /// Why the workspace cannot be served, when the problem lasts until someone fixes it
+    /// (every call answers with it); `None` when it is served or a later call may succeed
+    /// (a lock held by another process).
+    pub fn unavailable(&self) -> Option<String> {
+        self.current_problem()
+            .filter(|p| !p.transient)
+            .map(|p| p.message)
     }
 
     fn current_problem(&self) -> Option<StartProblem> {

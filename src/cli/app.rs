@@ -150,8 +150,18 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The commands that read a store refuse to make one: without it, they say to import.
+/// The commands that read a store refuse to make one: without it, they say to import,
+/// or, when the workspace directory itself does not exist, that it does not.
 fn store_must_exist(config: &Config) -> anyhow::Result<()> {
+    let workspace = &config.workspace.path;
+    if !config.store.exists() && !workspace.exists() {
+        bail!(
+            "the workspace directory {} does not exist: give --workspace (or \
+             PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made \
+             (<reports root>/work/<date>; `prompt-diary list` lists them)",
+            config.workspace.display
+        );
+    }
     if !config.store.exists() {
         bail!(
             "no store at {}: run `evidence-store import` first",

@@ -41,7 +41,8 @@ pub(crate) fn version_text() -> &'static str {
         prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
         skeleton; `export` writes every document the store holds back into the workspace; \
         `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
-        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it.",
+        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it; \
+        `verify-citations` checks the files agents cited again, as they are now.",
     disable_help_subcommand = true
 )]
 struct Cli {
@@ -107,12 +108,6 @@ enum CliCommand {
         #[command(flatten)]
         model: ModelFlags,
     },
-    /// Print this message or the help of the given subcommand(s)
-    Help {
-        /// The subcommand whose help to print
-        #[arg(value_name = "COMMAND")]
-        command: Vec<String>,
-    },
     /// Check the agent citations in the store again against the cited files as they are
     /// now (all, one project's or one session's) and store the new results
     VerifyCitations {
@@ -120,6 +115,12 @@ enum CliCommand {
         project_key: Option<String>,
         /// Only this session of the project (e.g. S0001)
         session_ref: Option<String>,
+    },
+    /// Print this message or the help of the given subcommand(s)
+    Help {
+        /// The subcommand whose help to print
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
     },
 }
 
