@@ -49,6 +49,8 @@ pub struct Service {
     problem: Mutex<Option<StartProblem>>,
     /// Held by whoever is (re)starting, so that one call at a time does.
     starting: Mutex<()>,
+    /// How its imports run (how citations are extracted).
+    import: ImportOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -137,6 +139,12 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
+        Service::start_with(root, store_path, ImportOptions::default())
+    }
+
+    /// [`Service::start`], importing with `import`'s options (a re-hash aside: every
+    /// import of a server is incremental).
+    pub fn start_with(root: WorkspaceRoot, store_path: &Path, import: ImportOptions) -> Service {
         let service = Service {
             root,
             store_path: store_path.to_path_buf(),
@@ -145,6 +153,10 @@ impl Service {
             pending: AtomicBool::new(true),
             problem: Mutex::new(None),
             starting: Mutex::new(()),
+            import: ImportOptions {
+                rehash: false,
+                ..import
+            },
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
@@ -228,13 +240,7 @@ impl Service {
                 }
             }
         };
-        match import::import_within(
-            &self.root,
-            store,
-            ImportOptions::default(),
-            &Quiet,
-            lock_wait,
-        ) {
+        match import::import_within(&self.root, store, self.import, &Quiet, lock_wait) {
             Ok(report) => {
                 tracing::info!(?report, "workspace imported");
                 self.set_problem(None);

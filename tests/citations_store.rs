@@ -593,3 +593,45 @@ async fn garbage_lines_with_markers_cite_nothing_and_import_goes_on() {
     assert_eq!(s2["citation_count"], 0);
     client.cancel().await.unwrap();
 }
+
+/// With JSON extraction off (`--citations-json off`, Ralph's `enable_json = false`) only
+/// the markers are read; a change of the setting makes the next import take every
+/// session's citations again, and an unchanged one scans nothing.
+#[test]
+fn the_json_setting_is_applied_and_a_change_takes_citations_again() {
+    let p = Project::new();
+    let ws = workspace(&p, "\n");
+    let scans = |json: &str| {
+        let out = Command::new(BIN)
+            .args(["import", "--citations-json", json, "--workspace"])
+            .arg(ws.root())
+            .env("EVIDENCE_STORE_COUNT_SCANS", "1")
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .env_remove("EVIDENCE_STORE_CITATIONS_JSON")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("evidence-store: citation scans: "))
+            .map_or(0, |n| n.parse::<usize>().unwrap())
+    };
+    let s1 = |ws: &Workspace| {
+        let dumped: Value = serde_json::from_str(&ws.ok(&["dump", "citations", "--json"])).unwrap();
+        dumped["projects"][0]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_ref"] == "S0001")
+            .map(|s| s["by_type"].clone())
+            .unwrap()
+    };
+    assert_eq!(scans("on"), 2);
+    assert_eq!(s1(&ws)["unknown"], 1, "the JSON block's untyped citation");
+    assert_eq!(scans("off"), 2);
+    assert_eq!(s1(&ws).get("unknown"), None, "no JSON block read");
+    assert_eq!(scans("off"), 0);
+    assert_eq!(scans("on"), 2);
+    assert_eq!(s1(&ws)["unknown"], 1);
+}

@@ -57,6 +57,14 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The options as the store records them: 0 for the defaults, bit 0 set when JSON
+    /// evidence blocks are not read.
+    pub fn bits(self) -> u64 {
+        u64::from(!self.enable_json)
+    }
+}
+
 /// Python's `\s` for `str` patterns: the characters `str.isspace()` accepts.
 const WS: &str = r"[\t\n\x0B\x0C\r\x1C-\x1F \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]";
 

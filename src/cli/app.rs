@@ -112,7 +112,14 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         }
         Command::Build => {
             store_must_exist(&config)?;
-            let service = Service::start(config.workspace.clone(), &config.store);
+            let service = Service::start_with(
+                config.workspace.clone(),
+                &config.store,
+                ImportOptions {
+                    rehash: false,
+                    citations: config.citations,
+                },
+            );
             let built = service.build().map_err(|e| {
                 anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
             })?;
@@ -262,14 +269,18 @@ fn verify_text(shown: &str, v: &verify::Verified) -> String {
 
 fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<ExitCode> {
     if rebuild {
-        let report =
-            crate::import::rebuild::rebuild(&config.workspace, &config.store, &Bar::new("rebuild"))
-                .with_context(|| {
-                    format!(
-                        "rebuild of {} failed; the store is unchanged",
-                        config.store.display()
-                    )
-                })?;
+        let report = crate::import::rebuild::rebuild(
+            &config.workspace,
+            &config.store,
+            config.citations,
+            &Bar::new("rebuild"),
+        )
+        .with_context(|| {
+            format!(
+                "rebuild of {} failed; the store is unchanged",
+                config.store.display()
+            )
+        })?;
         println!("rebuilt {}: {}", config.store.display(), summary(&report));
         return Ok(ExitCode::SUCCESS);
     }
@@ -285,7 +296,10 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
     let report = import::import(
         &config.workspace,
         &store,
-        ImportOptions { rehash },
+        ImportOptions {
+            rehash,
+            citations: config.citations,
+        },
         &ImportBar::new("import"),
     )
     .with_context(|| import_failed(&config.workspace))?;

@@ -52,6 +52,11 @@ struct Cli {
     /// Store file [default: DIR/.evidence-store/store.redb]
     #[arg(long, global = true, value_name = "PATH")]
     store: Option<PathBuf>,
+    /// Whether a JSON `evidence` or `citations` block in an assistant message is read as
+    /// its citations before its `**Evidence**:` markers (Ralph's `enable_json`). Changing
+    /// it makes the next import take every session's citations again
+    #[arg(long, global = true, env = CITATIONS_JSON_ENV, hide_env_values = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    citations_json: String,
     #[command(subcommand)]
     command: CliCommand,
 }
@@ -198,6 +203,23 @@ pub(crate) const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
 pub(crate) const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
 pub(crate) const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
 pub(crate) const OVERLAP_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_CHUNK_OVERLAP_PERCENT";
+/// The citation extraction setting (`--citations-json`), `on` or `off`.
+pub(crate) const CITATIONS_JSON_ENV: &str = "EVIDENCE_STORE_CITATIONS_JSON";
+
+/// `--citations-json`'s value as extraction options.
+fn citation_options(json: &str) -> crate::citations::Options {
+    crate::citations::Options {
+        enable_json: json != "off",
+    }
+}
+
+/// The citation setting as the environment variable the servers `run` starts read.
+pub(crate) fn citations_env(options: crate::citations::Options) -> (&'static str, &'static str) {
+    (
+        CITATIONS_JSON_ENV,
+        if options.enable_json { "on" } else { "off" },
+    )
+}
 
 impl ModelFlags {
     fn settings(&self) -> ToolOutputSettings {
@@ -346,6 +368,8 @@ pub struct Config {
     pub(crate) command: Command,
     /// `tool_output`'s model and thresholds (used by `serve` and `run`).
     pub(crate) tool_output: ToolOutputSettings,
+    /// How imports extract citations.
+    pub(crate) citations: crate::citations::Options,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -421,11 +445,14 @@ fn report_config(
     } else {
         ToolOutputSettings::default()
     };
+    // Set by `run` for the servers it starts; anything but `off` is the default.
+    let citations = citation_options(&std::env::var(CITATIONS_JSON_ENV).unwrap_or_default());
     Config {
         store: default_store(&workspace.path),
         workspace,
         command: Command::Report { argv0, args },
         tool_output,
+        citations,
     }
 }
 
@@ -467,6 +494,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         CliCommand::Serve { model } | CliCommand::Run { model, .. } => model.settings(),
         _ => ToolOutputSettings::default(),
     };
+    let citations = citation_options(&cli.citations_json);
     let command = match cli.command {
         CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
         CliCommand::Verify => Command::Verify,
@@ -548,6 +576,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         store,
         command,
         tool_output,
+        citations,
     }
 }
 
@@ -684,5 +713,19 @@ mod tests {
         );
         let plain = parse_from(&["evidence-store", "serve"], None);
         assert_eq!(plain.tool_output.endpoint, None);
+        assert!(plain.citations.enable_json);
+        let off = parse_from(
+            &[
+                "evidence-store",
+                "run",
+                "--citations-json",
+                "off",
+                "--",
+                "x",
+            ],
+            None,
+        );
+        assert!(!off.citations.enable_json);
+        assert_eq!(citations_env(off.citations), (CITATIONS_JSON_ENV, "off"));
     }
 }

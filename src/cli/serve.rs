@@ -34,6 +34,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         workspace,
         store,
         tool_output,
+        citations,
         ..
     } = config;
     let endpoint = match &tool_output.endpoint {
@@ -54,7 +55,11 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
             let _ = tokio::signal::ctrl_c().await;
         };
         mcp::serve_stdio(shutdown, move || {
-            let service = Service::start(workspace, &store);
+            let import = crate::import::ImportOptions {
+                rehash: false,
+                citations,
+            };
+            let service = Service::start_with(workspace, &store, import);
             // A client shows a server that started as connected, whatever its workspace:
             // say plainly on stderr (its log) that this one answers nothing useful.
             if let Some(problem) = service.unavailable() {
