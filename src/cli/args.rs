@@ -234,7 +234,6 @@ impl ModelFlags {
                 context_tokens: self.model_context_tokens,
                 max_output_tokens: self.model_max_output_tokens,
                 deadline: std::time::Duration::from_secs(self.tool_output_deadline_secs),
-                ..EngineConfig::default()
             },
             endpoint: match (&self.model_url, &self.model) {
                 (Some(url), Some(model)) => Some(EndpointConfig {
