@@ -1450,6 +1450,13 @@ mod tests {
         let mut stdio = Stdio::new(read, io::sink()).unwrap();
         let mut send = |line: String| writeln!(write, "{line}").unwrap();
         let ping = |id: i64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        // The session starts (until then only requests are handed on), then its slot is
+        // given back as its answer would give it.
+        send(r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.to_owned());
+        assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], "init");
+        stdio
+            .gate
+            .release(Release::Id(RequestId::String("init".into())));
         for id in 0..IN_FLIGHT_MAX as i64 {
             send(ping(id));
             assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], id);
