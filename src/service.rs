@@ -49,6 +49,8 @@ pub struct Service {
     problem: Mutex<Option<StartProblem>>,
     /// Held by whoever is (re)starting, so that one call at a time does.
     starting: Mutex<()>,
+    /// How its imports run (how citations are extracted).
+    import: ImportOptions,
 }
 
 #[derive(Debug, Clone)]
@@ -137,6 +139,12 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
+        Service::start_with(root, store_path, ImportOptions::default())
+    }
+
+    /// [`Service::start`], importing with `import`'s options (a re-hash aside: every
+    /// import of a server is incremental).
+    pub fn start_with(root: WorkspaceRoot, store_path: &Path, import: ImportOptions) -> Service {
         let service = Service {
             root,
             store_path: store_path.to_path_buf(),
@@ -145,15 +153,28 @@ impl Service {
             pending: AtomicBool::new(true),
             problem: Mutex::new(None),
             starting: Mutex::new(()),
+            import: ImportOptions {
+                rehash: false,
+                ..import
+            },
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
                 crate::util::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
         }
         if let Some(problem) = service.current_problem() {
-            tracing::warn!(problem = %problem.message, "workspace unavailable; every call will report it");
+            tracing::debug!(problem = %problem.message, "workspace unavailable; every call will report it");
         }
         service
+    }
+
+    /// Why the workspace cannot be served, when the problem lasts until someone fixes it
+    /// (every call answers with it); `None` when it is served or a later call may succeed
+    /// (a lock held by another process).
+    pub fn unavailable(&self) -> Option<String> {
+        self.current_problem()
+            .filter(|p| !p.transient)
+            .map(|p| p.message)
     }
 
     fn current_problem(&self) -> Option<StartProblem> {
@@ -219,13 +240,7 @@ impl Service {
                 }
             }
         };
-        match import::import_within(
-            &self.root,
-            store,
-            ImportOptions::default(),
-            &Quiet,
-            lock_wait,
-        ) {
+        match import::import_within(&self.root, store, self.import, &Quiet, lock_wait) {
             Ok(report) => {
                 tracing::info!(?report, "workspace imported");
                 self.set_problem(None);

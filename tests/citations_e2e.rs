@@ -21,8 +21,9 @@ const T001_A: &str = "I've implemented the authentication feature.
 **Evidence**: src/auth.py:2-3
 **Evidence**: src/nope.py:1
 **Evidence**: src/auth.py:999
-**Evidence**: tests/test_auth.py::test_login - PASS
+**Evidence**: pytest tests/test_auth.py::test_login - PASS
 **Evidence**: pytest tests/test_api.py::test_create_user - FAIL
+**Evidence**: lint - PASS
 **Evidence**: [OWASP ASVS](https://owasp.org/asvs/)
 **Evidence**: src/auth.py:2-3
 **Evidence**:
@@ -309,22 +310,38 @@ async fn receipts_flow(ws: Workspace) {
             (2, 0, "src/auth.py:2-3", "ok"),
             (2, 0, "src/nope.py:1", "missing_file"),
             (2, 0, "src/auth.py:999", "line_out_of_range"),
-            (2, 0, "tests/test_auth.py::test_login - PASS", "unchecked"),
             (
                 2,
                 0,
-                "tests/test_api.py::test_create_user - FAIL",
+                "pytest tests/test_auth.py::test_login - PASS",
+                "unchecked"
+            ),
+            (
+                2,
+                0,
+                "pytest tests/test_api.py::test_create_user - FAIL",
                 "unchecked"
             ),
             (2, 0, "OWASP ASVS: https://owasp.org/asvs/", "unchecked"),
-            (2, 0, "pytest tests/test_auth.py -v\n2 passed", "unchecked"),
+            (2, 0, "pytest tests/test_auth.py -v", "unchecked"),
             (3, 0, "src/auth.py:1", "ok"),
         ]
     );
+    // A command block: the command is the reference, its output the context.
+    let command = t001["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "command")
+        .unwrap();
+    assert_eq!(command["context"], "2 passed");
     let codex = call_ok(&client, "read_agent_citations", read("S0003", None)).await;
     assert_eq!(
         triples(&codex).into_iter().map(|t| t.1).collect::<Vec<_>>(),
-        ["tests/test_auth.py::test_logout - PASS", "src/auth.py:10"]
+        [
+            "pytest tests/test_auth.py::test_logout - PASS",
+            "src/auth.py:10"
+        ]
     );
     assert_eq!(codex["citations"][0]["verification"]["status"], "unchecked");
     assert_eq!(codex["citations"][1]["verification"]["status"], "ok");

@@ -62,7 +62,7 @@ fn claude_session(p: &Project, eol: &str) -> String {
         "**Evidence**: out/secret.py:1",
         "**Evidence**: pipe.py:1",
         &format!("**Evidence**: {abs}"),
-        "**Evidence**: tests/test_a.py::test_x - PASS",
+        "**Evidence**: pytest tests/test_a.py::test_x - PASS",
         "**Evidence**: pytest tests/test_a.py::test_y - FAIL",
         "**Evidence**: [Spec](https://example.com/spec)",
         "**Evidence**: src/a.py:2-3",
@@ -178,14 +178,14 @@ async fn markers_of_every_type_are_indexed_verified_and_served() {
                 2,
                 "T0001",
                 "test",
-                "tests/test_a.py::test_x - PASS",
+                "pytest tests/test_a.py::test_x - PASS",
                 "unchecked"
             ),
             row(
                 2,
                 "T0001",
                 "test",
-                "tests/test_a.py::test_y - FAIL",
+                "pytest tests/test_a.py::test_y - FAIL",
                 "unchecked"
             ),
             row(
@@ -195,7 +195,7 @@ async fn markers_of_every_type_are_indexed_verified_and_served() {
                 "Spec: https://example.com/spec",
                 "unchecked"
             ),
-            row(2, "T0001", "command", "pytest -q\n4 passed", "unchecked"),
+            row(2, "T0001", "command", "pytest -q", "unchecked"),
             row(4, "T0001", "file", "src/a.py:1", "ok"),
             row(4, "T0001", "unknown", "notes", "unchecked"),
             row(7, "T0002", "file", "src/a.py:3", "ok"),
@@ -314,8 +314,8 @@ async fn search_ranks_filters_and_says_when_it_is_cut() {
             ("S0001", "src/a.py:1", 4),
             ("S0001", "src/a.py:3", 7),
             ("S0002", "src/a.py:1", 6),
-            ("S0001", "tests/test_a.py::test_x - PASS", 2),
-            ("S0001", "tests/test_a.py::test_y - FAIL", 2),
+            ("S0001", "pytest tests/test_a.py::test_x - PASS", 2),
+            ("S0001", "pytest tests/test_a.py::test_y - FAIL", 2),
         ]
     );
     let exact = search(json!({"query": "SRC/A.PY:1"})).await;
@@ -592,4 +592,46 @@ async fn garbage_lines_with_markers_cite_nothing_and_import_goes_on() {
     let s2 = call_ok(&client, "read_agent_citations", read_args("S0002")).await;
     assert_eq!(s2["citation_count"], 0);
     client.cancel().await.unwrap();
+}
+
+/// With JSON extraction off (`--citations-json off`, Ralph's `enable_json = false`) only
+/// the markers are read; a change of the setting makes the next import take every
+/// session's citations again, and an unchanged one scans nothing.
+#[test]
+fn the_json_setting_is_applied_and_a_change_takes_citations_again() {
+    let p = Project::new();
+    let ws = workspace(&p, "\n");
+    let scans = |json: &str| {
+        let out = Command::new(BIN)
+            .args(["import", "--citations-json", json, "--workspace"])
+            .arg(ws.root())
+            .env("EVIDENCE_STORE_COUNT_SCANS", "1")
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .env_remove("EVIDENCE_STORE_CITATIONS_JSON")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("evidence-store: citation scans: "))
+            .map_or(0, |n| n.parse::<usize>().unwrap())
+    };
+    let s1 = |ws: &Workspace| {
+        let dumped: Value = serde_json::from_str(&ws.ok(&["dump", "citations", "--json"])).unwrap();
+        dumped["projects"][0]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_ref"] == "S0001")
+            .map(|s| s["by_type"].clone())
+            .unwrap()
+    };
+    assert_eq!(scans("on"), 2);
+    assert_eq!(s1(&ws)["unknown"], 1, "the JSON block's untyped citation");
+    assert_eq!(scans("off"), 2);
+    assert_eq!(s1(&ws).get("unknown"), None, "no JSON block read");
+    assert_eq!(scans("off"), 0);
+    assert_eq!(scans("on"), 2);
+    assert_eq!(s1(&ws)["unknown"], 1);
 }

@@ -44,3 +44,21 @@ fn a_store_path_that_is_a_directory_names_the_cause_once() {
     assert!(err.contains("store.redb"), "{err}");
     assert_once(&err, "it is not a regular file");
 }
+
+/// `dump` on a directory that does not exist says so, instead of "run import first"
+/// (which would fail there too).
+#[test]
+fn dump_on_a_missing_directory_says_it_does_not_exist() {
+    let ws = Workspace::empty();
+    let missing = ws.path("work/2026-01-15");
+    let err = stderr_of(&["dump"], &missing);
+    assert_eq!(
+        err,
+        format!(
+            "evidence-store: the workspace directory {} does not exist: give --workspace (or \
+             PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made (<reports \
+             root>/work/<date>; `prompt-diary list` lists them)\n",
+            missing.display()
+        )
+    );
+}

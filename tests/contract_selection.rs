@@ -51,6 +51,23 @@ fn unsupported_schema_versions_are_refused_naming_the_served_ones() {
     }
 }
 
+/// A workspace a newer prompt-diary prepared is not fixed by preparing it again: the
+/// refusal names the release to install, or to upgrade evidence-store.
+#[test]
+fn a_newer_schema_names_the_release_to_install() {
+    let ws = example_with_schema("99");
+    let err = ws.redact(&ws.fails(&["import"]));
+    assert!(
+        err.contains(
+            "this workspace has schema_version 99. A newer prompt-diary prepared it, so \
+             preparing again with it gives the same schema: install prompt-diary 0.2.20 \
+             (`pip install prompt-diary==0.2.20`) and prepare the day again, or upgrade \
+             evidence-store to a release that serves schema_version 99."
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_store_keeps_its_contract_until_rebuilt() {
     let ws = Workspace::example();

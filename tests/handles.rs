@@ -206,6 +206,13 @@ async fn handles_are_stable_and_name_the_whole_payload() {
         one.contains(result_h.as_str()) && !one.contains(use_h.as_str()),
         "{one}"
     );
+    // The text view names its columns.
+    let header = one.lines().next().unwrap_or_default();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["LINE", "ENTRY", "INDEX", "HANDLE", "BYTES", "TOOL"],
+        "{one}"
+    );
 }
 
 #[tokio::test]

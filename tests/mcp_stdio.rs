@@ -19,6 +19,72 @@ async fn tools_list_matches_the_golden_file() {
 }
 
 #[tokio::test]
+async fn tools_list_on_a_schema_7_workspace_matches_its_golden_file() {
+    let ws = Workspace::example();
+    ws.to_schema_7();
+    let client = connect(&ws).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    insta::assert_json_snapshot!("tools_list_0_2_20", tools);
+    client.cancel().await.expect("clean shutdown");
+}
+
+/// prompt-diary's tools are listed as each release lists them (as
+/// `tools/reference_schemas.py` recorded them from its server), annotations aside; ours
+/// follow pydantic's conventions.
+#[tokio::test]
+async fn tools_list_shows_prompt_diary_s_own_schemas_on_both_contracts() {
+    for (schema_7, reference) in [
+        (
+            false,
+            include_str!("../src/mcp/schemas/prompt-diary-0.2.10.json"),
+        ),
+        (
+            true,
+            include_str!("../src/mcp/schemas/prompt-diary-0.2.20.json"),
+        ),
+    ] {
+        let ws = Workspace::example();
+        if schema_7 {
+            ws.to_schema_7();
+        }
+        let client = connect(&ws).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut t = serde_json::to_value(t).expect("json");
+                t.as_object_mut()
+                    .expect("a tool object")
+                    .remove("annotations");
+                t
+            })
+            .collect();
+        let reference: Vec<Value> = serde_json::from_str(reference).expect("reference JSON");
+        assert_eq!(
+            listed[..reference.len()],
+            reference[..],
+            "schema 7: {schema_7}"
+        );
+        for tool in &listed[reference.len()..] {
+            let schema = &tool["inputSchema"];
+            assert!(schema.get("$schema").is_none(), "{tool}");
+            assert!(schema["properties"].is_object(), "{tool}");
+            if tool["name"] != "tool_output" {
+                assert_eq!(
+                    schema["title"],
+                    format!("{}Arguments", tool["name"].as_str().expect("name")),
+                );
+            }
+            for (name, property) in schema["properties"].as_object().expect("properties") {
+                assert!(property.get("format").is_none(), "{name}: {property}");
+                assert_ne!(property.get("items"), Some(&json!(true)), "{name}");
+            }
+        }
+        client.cancel().await.expect("clean shutdown");
+    }
+}
+
+#[tokio::test]
 async fn ping_answers_constant_boilerplate() {
     let ws = Workspace::example();
     let client = connect(&ws).await;

@@ -150,7 +150,7 @@ fn every_undecodable_request_gets_its_json_rpc_answer() {
             br#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#.to_vec(),
             -32601,
             json!(7),
-            "no/such/method",
+            "Method not found: no/such/method",
         ),
         (
             br#"{"jsonrpc":"2.0","id":1e2,"method":"ping"}"#.to_vec(),
@@ -179,6 +179,115 @@ fn every_undecodable_request_gets_its_json_rpc_answer() {
     );
     let (rest, status) = raw.finish();
     assert!(rest.is_empty() && status.success());
+}
+
+/// The error answer to one request line sent after the handshake.
+fn error_for(line: &str) -> (i64, String) {
+    let ws = Workspace::example();
+    let mut raw = Raw::start(&ws);
+    raw.send(line);
+    let answer = raw.answer();
+    let (code, id, message) = error_of(&answer);
+    assert_eq!(id, &json!(7), "{answer}");
+    let got = (code, message.to_owned());
+    let (rest, status) = raw.finish();
+    assert!(rest.is_empty() && status.success());
+    got
+}
+
+#[test]
+fn tools_call_without_a_tool_name_is_invalid_params() {
+    let (code, message) =
+        error_for(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}"#);
+    assert_eq!(code, -32602, "{message}");
+    assert!(
+        message.starts_with(
+            "Invalid params for tools/call: missing field `name`; tools/call takes {\"name\""
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn tools_call_with_a_number_as_tool_name_is_invalid_params() {
+    let (code, message) =
+        error_for(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#);
+    assert_eq!(code, -32602, "{message}");
+    assert!(
+        message.starts_with(
+            "Invalid params for tools/call: invalid type: integer `5`, expected a string;"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params() {
+    let (code, message) = error_for(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"prompt_diary_ping","arguments":[1]}}"#,
+    );
+    assert_eq!(code, -32602, "{message}");
+    assert!(
+        message
+            .starts_with("Invalid params for tools/call: invalid type: sequence, expected a map;"),
+        "{message}"
+    );
+}
+
+#[test]
+fn resources_read_answers_resource_not_found() {
+    let (code, message) = error_for(
+        r#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"file:///etc/hosts"}}"#,
+    );
+    assert_eq!(code, -32002, "{message}");
+    assert_eq!(
+        message,
+        "Unknown resource: file:///etc/hosts (this server has no resources; resources/list is empty)"
+    );
+}
+
+#[test]
+fn prompts_get_answers_unknown_prompt_as_invalid_params() {
+    let (code, message) = error_for(
+        r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"summarize"}}"#,
+    );
+    assert_eq!(code, -32602, "{message}");
+    assert_eq!(
+        message,
+        "Unknown prompt: summarize (this server has no prompts; prompts/list is empty)"
+    );
+}
+
+#[test]
+fn an_initialized_notification_before_initialize_is_ignored() {
+    let ws = Workspace::example();
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .env("PROMPT_DIARY_WORKSPACE", ws.root())
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut raw = Raw {
+        stdin: child.stdin.take(),
+        child,
+        stdout,
+    };
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    raw.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).to_string());
+    assert_eq!(raw.answer()["id"], 0);
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(
+        raw.answer(),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}})
+    );
+    let (rest, status) = raw.finish();
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    assert!(status.success(), "{status}");
 }
 
 /// A 200 MB line is drained, not held, and answered with the id found in its head.

@@ -1,4 +1,4 @@
-//! How `tests/fixtures/store-v6.redb` was made: a store of schema version 6 with a value in
+//! How `tests/fixtures/store-v7.redb` was made: a store of schema version 7 with a value in
 //! every table, written by the real binary's `import`. The test that reads it back and
 //! pins every stored layout is `store::format_tests` (src/store/format_tests.rs).
 //!
@@ -64,11 +64,54 @@ fn fixture_workspace() -> Workspace {
 }
 
 #[test]
-#[ignore = "regenerates tests/fixtures/store-v6.redb, which must stay as schema 6 wrote it"]
-fn regenerate_the_schema_6_fixture() {
+#[ignore = "regenerates tests/fixtures/store-v7.redb, which must stay as schema 7 wrote it"]
+fn regenerate_the_schema_7_fixture() {
     let ws = fixture_workspace();
     let out = ws.ok(&["import"]);
     assert!(out.contains("imported"), "{out}");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v6.redb");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v7.redb");
     std::fs::copy(ws.store(), &fixture).expect("fixture written");
+}
+
+/// A store schema 6 wrote holds citations taken under the old rules: the example's test
+/// marker without `pytest ` (`tests/test_parser.py::test_parse_tokens - PASS`) stored as a
+/// test. The upgrade to 7 drops every citation and scan record, and the next import takes
+/// them again under the current rules: that marker is no citation any more, and the
+/// other citations are taken as before.
+#[test]
+fn the_schema_6_fixture_is_upgraded_and_its_citations_taken_again() {
+    let v6 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v6.redb");
+    let old = std::fs::read(&v6).expect("the schema 6 fixture");
+    let stored = b"tests/test_parser.py::test_parse_tokens - PASS";
+    assert!(old.windows(stored.len()).any(|w| w == stored));
+    let ws = fixture_workspace();
+    std::fs::create_dir_all(ws.path(".evidence-store")).expect("store directory");
+    std::fs::copy(&v6, ws.store()).expect("store copied");
+    let refused = ws.fails(&["dump", "citations"]);
+    assert!(
+        refused.contains("schema version 6") && refused.contains("evidence-store import"),
+        "{refused}"
+    );
+    ws.ok(&["import"]);
+    let dumped: serde_json::Value =
+        serde_json::from_str(&ws.ok(&["dump", "citations", "--json"])).expect("JSON");
+    let sessions: Vec<(String, serde_json::Value)> = dumped["projects"][0]["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| {
+            (
+                s["session_ref"].as_str().unwrap_or("").to_owned(),
+                s["by_type"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sessions,
+        [
+            ("S0001".to_owned(), json!({"file": 1})),
+            ("S0003".to_owned(), json!({"file": 1})),
+        ]
+    );
+    assert_eq!(dumped["citations"], 2);
 }

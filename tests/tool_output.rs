@@ -540,6 +540,54 @@ OUTPUT FORMAT (required)
     client.cancel().await.ok();
 }
 
+/// The chunk overlap is a setting (10% by default): at 25% the map prompt says so and two
+/// chunks share a quarter of their size.
+#[tokio::test]
+async fn the_chunk_overlap_is_configurable() {
+    let doc = huge_json();
+    let s = setup(&[("json-1", "exec_command", &doc)]);
+    let model = fake_endpoint(vec![
+        say(
+            "<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nnone</ai-agent-{N}-FINAL>",
+        ),
+        say("<ai-agent-{N}-FINAL format=\"text\">item 400</ai-agent-{N}-FINAL>"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item 400</ai-agent-{N}-FINAL>"),
+    ]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
+    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
+    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_CHUNK_OVERLAP_PERCENT", "25"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(
+        &client,
+        json!({"handle": "json-1", "extract": "broken items"}),
+    )
+    .await;
+    assert!(
+        text_of(&result).ends_with("item 400"),
+        "{}",
+        text_of(&result)
+    );
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 3, "two maps and one reduce");
+    let map1 = seen[0]["messages"][0]["content"].as_str().expect("system");
+    assert!(
+        map1.contains("CHUNK INFO\n- Index: 1 of 2\n- Overlap: 25%\n"),
+        "{map1}"
+    );
+    let c1 = seen[0]["messages"][1]["content"].as_str().expect("chunk 1");
+    let c2 = seen[1]["messages"][1]["content"].as_str().expect("chunk 2");
+    assert!(doc.starts_with(c1) && doc.ends_with(c2));
+    let shared = c1.len() + c2.len() - doc.len();
+    assert!(
+        (24..=26).contains(&(shared * 100 / c1.len())),
+        "{shared} of {}",
+        c1.len()
+    );
+    client.cancel().await.ok();
+}
+
 #[tokio::test]
 async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
     let log = test_log();

@@ -86,6 +86,46 @@ async fn serve_outside_a_workspace_says_so_and_creates_nothing() {
     assert_eq!(tree(cwd.root()), Vec::<String>::new(), "nothing created");
 }
 
+/// A client shows a server on a wrong workspace as connected: `serve` says so on stderr
+/// as it starts, whatever `RUST_LOG` says, and names the fix.
+#[test]
+fn serve_on_a_wrong_workspace_warns_on_stderr_at_start() {
+    let cwd = Workspace::empty();
+    let out = Command::new(BIN)
+        .args(["--workspace"])
+        .arg(cwd.root())
+        .arg("serve")
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("serve runs");
+    assert!(out.stdout.is_empty(), "stdout carries only MCP messages");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let shown = cwd.root().display().to_string();
+    assert!(
+        stderr.starts_with(&format!(
+            "evidence-store serve: WARNING: the prepared workspace {shown} cannot be served: \
+             required JSON file is missing: {shown}/metadata.json\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("give --workspace (or PROMPT_DIARY_WORKSPACE)"),
+        "{stderr}"
+    );
+    // A valid workspace starts without it.
+    let ws = Workspace::example();
+    let out = Command::new(BIN)
+        .args(["--workspace"])
+        .arg(ws.root())
+        .arg("serve")
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("serve runs");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("WARNING"));
+}
+
 #[test]
 fn dump_lines_rejects_ranges_the_read_would_reject() {
     let ws = Workspace::example();
@@ -121,6 +161,11 @@ fn help_names_every_command_and_argument() {
     );
     insta::assert_snapshot!("dump_lines_help", ws.ok(&["dump", "lines", "--help"]));
     insta::assert_snapshot!("run_help", ws.ok(&["run", "--help"]));
+    // Every command is listed before `help`, and the summary names each of them.
+    let help = ws.ok(&["--help"]);
+    let at = |name: &str| help.find(&format!("\n  {name} ")).unwrap_or(usize::MAX);
+    assert!(at("verify-citations") < at("help"), "{help}");
+    assert!(help.contains("`verify-citations` checks"), "{help}");
     let err = ws.fails(&["help", "nosuch"]);
     assert!(err.contains("unrecognized subcommand 'nosuch'"), "{err}");
 }

@@ -37,7 +37,7 @@ def make(work: Path, citations: int) -> Path:
     lines = []
     for k in range(citations // 10):
         marks = [f"**Evidence**: src/mod_{(k + j) % 60}.py:{(k * 7 + j) % 250 + 1}" for j in range(8)]
-        marks.append(f"**Evidence**: tests/test_{k % 40}.py::test_case_{k} - PASS")
+        marks.append(f"**Evidence**: pytest tests/test_{k % 40}.py::test_case_{k} - PASS")
         marks.append(f"**Evidence**: [Issue {k}](https://example.com/issues/{k})")
         text = f"Step {k} done.\n" + "\n".join(marks)
         lines.append(json.dumps({"type": "assistant", "cwd": str(proj),

@@ -41,7 +41,7 @@ FILLER = ("The function returns an error when the configuration is missing, so w
 def cited_message(s: int, t: int) -> str:
     n = (s * CITED_TURNS + t) % 400
     return (f"{FILLER}\n\n**Evidence**: src/mod_{n % 40}/file.py:{t + 1}-{t + 3}\n"
-            f"**Evidence**: tests/test_{n}.py::test_case_{t} - PASS\n"
+            f"**Evidence**: pytest tests/test_{n}.py::test_case_{t} - PASS\n"
             f"**Evidence**: [Design note {n}](https://example.com/notes/{n})\n"
             f"**Evidence**:\n```bash\ncargo test --lib mod_{n}\ntest result: ok. {t} passed\n```\n"
             f"**Evidence**: src/lib_{n}.rs:{t + 10}\n\nDone with step {t}.")

@@ -546,6 +546,21 @@ def read_summary(result: dict, paged: bool) -> dict:
     return {"line_range": result["line_range"], "mode": result["mode"], "lines": lines}
 
 
+async def compare_tool_lists(ours: ClientSession, theirs: ClientSession, diff: Diff) -> None:
+    """tools/list: every reference tool, in the reference's order, with its name, description,
+    inputSchema and outputSchema as JSON; our annotations (additive) and our own tools aside."""
+    listed = []
+    for session in (ours, theirs):
+        tools = (await session.list_tools()).tools
+        listed.append([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    ours_listed, reference = listed
+    names = [t["name"] for t in reference]
+    diff.compare("tools/list: prompt-diary's tools in its order", [t["name"] for t in ours_listed][:len(names)], names)
+    by_name = {t["name"]: {k: v for k, v in t.items() if k != "annotations"} for t in ours_listed}
+    for tool in reference:
+        diff.compare(f"tools/list: {tool['name']}", by_name.get(tool["name"]), tool)
+
+
 async def compare_arguments(ws: Path, binary: Path, reference_python: Path, diff: Diff, paged: bool) -> None:
     """Every argument case, on two fresh copies of `ws` (a value that is accepted may write),
     and the empty resource and prompt lists."""
@@ -559,6 +574,7 @@ async def compare_arguments(ws: Path, binary: Path, reference_python: Path, diff
                 await both(tool, args, f"arguments {tool} {label}", normalize)
             ours, theirs = SERVERS
             diff.compare("initialize: capabilities", *(i.capabilities.model_dump() for i in INITIALIZED))
+            await compare_tool_lists(ours, theirs, diff)
             for what in ("list_resources", "list_prompts"):
                 got = []
                 for session in (ours, theirs):

@@ -1,24 +1,29 @@
 //! Extraction of citations from one assistant message.
 //!
-//! The rules are Ralph's (`ralph_gold.evidence`), with Python `re` semantics, plus these
-//! fixes:
+//! The rules are Ralph's (`ralph_gold.evidence`), with Python `re` semantics: its four
+//! marker patterns verbatim, its references and contexts as its examples and receipt show
+//! them, plus the fixes numbered below.
 //!
-//! 1. **Test results with or without `pytest `.** The marker
-//!    `**Evidence**: tests/test_auth.py::test_login - PASS` is a test citation, as is the
-//!    same text after `pytest `. The reference is always `<path> - PASS|FAIL`, so a test
-//!    cited both ways is one citation. Without `pytest `, the path must name a test: a
-//!    file line (`src/a.py:3 - PASS`, already a file citation) and the bare word `pytest`
-//!    (`pytest - PASS`) are not test citations. With `pytest `, Ralph's pattern holds:
-//!    any path after it is the test.
-//! 2. **Line endings.** Every run of CRs directly before an LF is removed before matching
+//! - **File**: the reference is the path and lines; the context is up to 100 characters
+//!   on each side of the marker, stripped, at most 200.
+//! - **Command**: a fenced `bash` or `sh` block after the marker. The reference is the
+//!   command, the block's first line (`pytest tests/ -v`); the context is the rest of the
+//!   block, the command's output, stripped and cut to 200 characters (none when empty).
+//! - **Test**: `pytest <node id> - PASS|FAIL`; the reference is the marker's text,
+//!   `pytest <node id> - <result>`, as JSON citations write it. The pattern requires
+//!   `pytest` and whitespace: `**Evidence**: lint - PASS` or a link followed by ` - FAIL`
+//!   is no test citation (and, matching no other pattern, no citation).
+//! - **URL**: `[label](url)`; the reference is `label: url`.
+//!
+//! 1. **Line endings.** Every run of CRs directly before an LF is removed before matching
 //!    (CRLF becomes LF, and so does the doubled CRCRLF of a converted-twice file), so the
 //!    command pattern's `\n` matches and CRLF text gives the same citations as LF text.
 //!    A CR anywhere else is kept. Offsets are mapped back to the text as given.
-//! 3. **Duplicates.** A citation repeated within one message (same type and reference) is
+//! 2. **Duplicates.** A citation repeated within one message (same type and reference) is
 //!    kept once, at its first occurrence, with that occurrence's context.
-//! 4. **Order.** Citations come in order of position in the text, not grouped by type;
+//! 3. **Order.** Citations come in order of position in the text, not grouped by type;
 //!    where two patterns match at the same marker the order is file, command, test, url.
-//! 5. **A message that is one JSON object.** A bare JSON object ending the message may
+//! 4. **A message that is one JSON object.** A bare JSON object ending the message may
 //!    also start it (after whitespace), not only follow a newline.
 //!
 //! Python's `re` and the `regex` crate agree on these patterns: both pick the leftmost
@@ -41,7 +46,8 @@ use crate::util::pyjson::{self, Value};
 /// What to extract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// Look for a JSON evidence block first (Ralph's `enable_json`). On by default.
+    /// Look for a JSON evidence block first (Ralph's `enable_json`). On by default, as
+    /// Ralph's configuration turns it on (`enable_limits = true`).
     pub enable_json: bool,
 }
 
@@ -51,12 +57,20 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The options as the store records them: 0 for the defaults, bit 0 set when JSON
+    /// evidence blocks are not read.
+    pub fn bits(self) -> u64 {
+        u64::from(!self.enable_json)
+    }
+}
+
 /// Python's `\s` for `str` patterns: the characters `str.isspace()` accepts.
 const WS: &str = r"[\t\n\x0B\x0C\r\x1C-\x1F \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]";
 
 /// Characters of context kept on each side of a file citation's match.
 const CONTEXT_SIDE: usize = 100;
-/// Longest context, command reference and JSON context, in characters.
+/// Longest context, command reference and command output and JSON context, in characters.
 const MAX_CHARS: usize = 200;
 
 fn compile(pattern: &str) -> Regex {
@@ -68,18 +82,15 @@ fn compile(pattern: &str) -> Regex {
     }
 }
 
-// Ralph's four marker patterns, verbatim but for the optional `pytest ` and the DOTALL flag
-// written inline. MULTILINE changes nothing here: none of them uses `^` or `$`.
+// Ralph's four marker patterns, verbatim but for the DOTALL flag written inline.
+// MULTILINE changes nothing here: none of them uses `^` or `$`.
 static FILE_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\*\*Evidence\*\*:\s*([a-zA-Z0-9_/\.\-]+:\d+(?::\d+)?(?:-\d+)?)"));
 static COMMAND_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"(?s)\*\*Evidence\*\*:\s*```(?:bash|sh)\n(.*?)\n```"));
 static TEST_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(r"\*\*Evidence\*\*:\s*(pytest\s+)?([a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)")
+    compile(r"\*\*Evidence\*\*:\s*pytest\s+([a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)")
 });
-/// A whole path that is a file line, as the file pattern's reference is.
-static FILE_LINE_RE: LazyLock<Regex> =
-    LazyLock::new(|| compile(r"\A[a-zA-Z0-9_/\.\-]+:\d+(?::\d+)?(?:-\d+)?\z"));
 static URL_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\*\*Evidence\*\*:\s*\[([^\]]+)\]\(([^)]+)\)"));
 
@@ -158,23 +169,19 @@ fn marker_citations(text: &str) -> Vec<Found> {
         let (Some(whole), Some(block)) = (caps.get(0), caps.get(1)) else {
             continue;
         };
-        let reference = head_chars(py_strip(block.as_str()), MAX_CHARS);
+        let (command, output) = command_and_output(block.as_str());
         found.push((
             whole.start(),
             whole.end(),
-            citation(COMMAND, reference, None),
+            citation(COMMAND, command, Some(output).filter(|o| !o.is_empty())),
         ));
     }
     for caps in TEST_RE.captures_iter(text) {
-        let (Some(whole), Some(path), Some(result)) = (caps.get(0), caps.get(2), caps.get(3))
+        let (Some(whole), Some(path), Some(result)) = (caps.get(0), caps.get(1), caps.get(2))
         else {
             continue;
         };
-        // A match never holds a marker but its own, so passing one over loses no other.
-        if caps.get(1).is_none() && !names_a_test(path.as_str()) {
-            continue;
-        }
-        let reference = format!("{} - {}", path.as_str(), result.as_str());
+        let reference = format!("pytest {} - {}", path.as_str(), result.as_str());
         found.push((whole.start(), whole.end(), citation(TEST, &reference, None)));
     }
     for caps in URL_RE.captures_iter(text) {
@@ -187,10 +194,15 @@ fn marker_citations(text: &str) -> Vec<Found> {
     found
 }
 
-/// Whether the path of a test marker written without `pytest ` names a test: not the bare
-/// word `pytest`, and not a file line.
-fn names_a_test(path: &str) -> bool {
-    path != "pytest" && !FILE_LINE_RE.is_match(path)
+/// A command block's command (its first non-blank line, stripped) and output (the rest,
+/// stripped), each cut to 200 characters.
+fn command_and_output(block: &str) -> (&str, &str) {
+    let block = py_strip(block);
+    let (command, output) = block.split_once('\n').unwrap_or((block, ""));
+    (
+        head_chars(py_strip(command), MAX_CHARS),
+        head_chars(py_strip(output), MAX_CHARS),
+    )
 }
 
 fn citation(kind: &str, reference: &str, context: Option<&str>) -> Citation {
@@ -522,7 +534,6 @@ mod tests {
             &COMMAND_RE,
             &TEST_RE,
             &URL_RE,
-            &FILE_LINE_RE,
             &JSON_BLOCK_RE,
             &JSON_TAIL_RE,
         ] {

@@ -1,5 +1,6 @@
-//! Golden tests: agent-output examples of every marker and JSON evidence form, and the
-//! fixes to Ralph's rules listed in [`mod@super::extract`], each as (input text, expected
+//! Golden tests: the seed's examples, input and "Extracted citations" copied from it
+//! (`example_*`), its other agent-output samples of every marker and JSON evidence form,
+//! and the fixes listed in [`mod@super::extract`], each as (input text, expected
 //! citations as receipt JSON).
 
 use super::{Citation, Located, Options, extract};
@@ -17,6 +18,30 @@ fn check(enable_json: bool, input: &str, expect: &str) {
     let found_crlf = extract(&crlf, &options);
     assert_eq!(receipt_json(&found_crlf), expect, "CRLF input: {crlf:?}");
     assert_spans(&crlf, &found_crlf);
+}
+
+/// Extracts from the seed's agent output `input` and compares with its "Extracted
+/// citations" list `listed`, both copied from the seed: one `- type: reference` line per
+/// citation, in order, with ` (context: "...")` where the seed shows the context.
+fn seed_example(input: &str, listed: &str) {
+    let found = extract(input, &Options::default());
+    let lines: Vec<&str> = listed.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(found.len(), lines.len(), "{found:?}");
+    for (line, l) in lines.iter().zip(&found) {
+        let item = line.strip_prefix("- ").unwrap_or(line);
+        let (item, context) = match item.strip_suffix("\")") {
+            Some(head) => match head.split_once(" (context: \"") {
+                Some((item, context)) => (item, Some(context)),
+                None => (item, None),
+            },
+            None => (item, None),
+        };
+        let c = &l.citation;
+        assert_eq!(format!("{}: {}", c.kind, c.reference), item);
+        if let Some(context) = context {
+            assert_eq!(c.context.as_deref(), Some(context), "{line}");
+        }
+    }
 }
 
 fn receipt_json(found: &[Located]) -> serde_json::Value {
@@ -39,9 +64,25 @@ fn assert_spans(text: &str, found: &[Located]) {
     }
 }
 
-/// Example 1: two file references, each with the text around it.
+/// Example 1, as the seed gives it.
 #[test]
 fn example_1_file_references() {
+    seed_example(
+        r###"I've fixed the authentication bug.
+
+The issue was in the token validation logic:
+**Evidence**: src/auth/login.py:42-45
+**Evidence**: src/auth/jwt.py:100
+
+The fix validates tokens before decoding."###,
+        r###"- file: src/auth/login.py:42-45
+- file: src/auth/jwt.py:100"###,
+    );
+}
+
+/// Example 1's contexts: the text around each marker, 100 characters on each side.
+#[test]
+fn example_1_file_contexts() {
     check(
         true,
         r###"I've fixed the authentication bug.
@@ -66,43 +107,25 @@ The fix validates tokens before decoding."###,
     );
 }
 
-/// Example 2. The document lists these as `pytest tests/... - PASS`, the marker's text;
-/// the reference is `<path> - <result>`, so one test cited with and without `pytest `
-/// is one citation.
+/// Example 2, as the seed gives it: the reference keeps `pytest `.
 #[test]
 fn example_2_test_results() {
-    check(
-        true,
+    seed_example(
         r###"All tests are passing:
 
 **Evidence**: pytest tests/test_auth.py::test_login - PASS
 **Evidence**: pytest tests/test_auth.py::test_logout - PASS
 **Evidence**: pytest tests/test_api.py::test_create_user - PASS"###,
-        r###"[
-  {
-    "type": "test",
-    "reference": "tests/test_auth.py::test_login - PASS",
-    "context": null
-  },
-  {
-    "type": "test",
-    "reference": "tests/test_auth.py::test_logout - PASS",
-    "context": null
-  },
-  {
-    "type": "test",
-    "reference": "tests/test_api.py::test_create_user - PASS",
-    "context": null
-  }
-]"###,
+        r###"- test: pytest tests/test_auth.py::test_login - PASS
+- test: pytest tests/test_auth.py::test_logout - PASS
+- test: pytest tests/test_api.py::test_create_user - PASS"###,
     );
 }
 
-/// Example 3: the JSON block wins, contexts as written, a missing context is null.
+/// Example 3, as the seed gives it: the JSON block's citations with their contexts.
 #[test]
 fn example_3_structured_json() {
-    check(
-        true,
+    seed_example(
         r###"Task complete. Evidence:
 
 ```json
@@ -114,23 +137,9 @@ fn example_3_structured_json() {
   ]
 }
 ```"###,
-        r###"[
-  {
-    "type": "file",
-    "reference": "src/auth.py:42",
-    "context": "Added JWT validation"
-  },
-  {
-    "type": "test",
-    "reference": "pytest tests/test_auth.py - PASS",
-    "context": "All 3 tests passed"
-  },
-  {
-    "type": "url",
-    "reference": "JWT Spec: https://tools.ietf.org/html/rfc7519",
-    "context": null
-  }
-]"###,
+        r###"- file: src/auth.py:42 (context: "Added JWT validation")
+- test: pytest tests/test_auth.py - PASS (context: "All 3 tests passed")
+- url: JWT Spec: https://tools.ietf.org/html/rfc7519"###,
     );
 }
 
@@ -154,7 +163,8 @@ fn example_3_with_json_off_has_no_markers() {
     );
 }
 
-/// "For Agent Users": the test form without `pytest ` is a test citation.
+/// "For Agent Users": the test line has no `pytest `, so the seed's test pattern does not
+/// match it, and no other pattern does: only the file is cited.
 #[test]
 fn for_agent_users() {
     check(
@@ -170,11 +180,6 @@ The login function now validates JWT tokens correctly."###,
     "type": "file",
     "reference": "src/auth/login.py:42-56",
     "context": "I've implemented the authentication feature.\n\n**Evidence**: src/auth/login.py:42-56\n**Evidence**: tests/test_auth.py::test_login - PASS\n\nThe login function now validates JWT tokens co"
-  },
-  {
-    "type": "test",
-    "reference": "tests/test_auth.py::test_login - PASS",
-    "context": null
   }
 ]"###,
     );
@@ -290,7 +295,8 @@ fn file_reference_forms() {
     );
 }
 
-/// The command block example: the block, stripped and cut to 200 characters.
+/// The command block example: the command is the reference, its output the context
+/// (stripped, cut to 200 characters), as the seed's receipt stores `pytest tests/ -v`.
 #[test]
 fn command_block() {
     check(
@@ -308,10 +314,21 @@ tests/test_auth.py::test_logout PASSED
         r###"[
   {
     "type": "command",
-    "reference": "pytest tests/test_auth.py -v\n======================== test session starts =========================\ncollected 3 items\n\ntests/test_auth.py::test_login PASSED\ntests/test_auth.py::test_logout PASSED\n====",
-    "context": null
+    "reference": "pytest tests/test_auth.py -v",
+    "context": "======================== test session starts =========================\ncollected 3 items\n\ntests/test_auth.py::test_login PASSED\ntests/test_auth.py::test_logout PASSED\n========================= 2 passe"
   }
 ]"###,
+    );
+}
+
+/// The receipt's command citation: `pytest tests/ -v` with the output as its context.
+#[test]
+fn receipt_command_citation() {
+    check(
+        false,
+        "**Evidence**:\n```bash\npytest tests/ -v\n======================== test session starts...\n```",
+        r#"[{"type": "command", "reference": "pytest tests/ -v",
+             "context": "======================== test session starts..."}]"#,
     );
 }
 
@@ -324,12 +341,12 @@ fn test_result_examples() {
         r###"[
   {
     "type": "test",
-    "reference": "tests/test_auth.py::test_login - PASS",
+    "reference": "pytest tests/test_auth.py::test_login - PASS",
     "context": null
   },
   {
     "type": "test",
-    "reference": "tests/test_api.py::test_create_user - FAIL",
+    "reference": "pytest tests/test_api.py::test_create_user - FAIL",
     "context": null
   }
 ]"###,
@@ -375,7 +392,7 @@ fn prompt_author_instruction() {
   },
   {
     "type": "test",
-    "reference": "tests/test_example.py - PASS",
+    "reference": "pytest tests/test_example.py - PASS",
     "context": null
   }
 ]"###,
@@ -473,19 +490,36 @@ fn json_test_extraction_object() {
 
 // The fixes to Ralph's rules (numbered as in `extract.rs`) and the JSON rules.
 
-/// The test form without `pytest ` is a test citation, and both forms of the same test
-/// are one citation (the first).
+/// A test citation needs `pytest` and whitespace, as the seed's pattern does; its
+/// reference is `pytest <node id> - <result>` whatever the whitespace between them.
 #[test]
-fn test_form_with_or_without_pytest_is_one_citation() {
+fn a_test_citation_needs_pytest() {
     let text = "**Evidence**: t.py::a - FAIL\n**Evidence**: pytest t.py::a - FAIL";
     let found = extract(text, &Options::default());
     assert_eq!(found.len(), 1);
-    assert_eq!((found[0].offset, found[0].len), (0, 28));
+    assert_eq!((found[0].offset, found[0].len), (29, 35));
     check(
         true,
-        "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b - PASS",
-        r#"[{"type": "test", "reference": "tests/t.py::a - FAIL", "context": null},
-            {"type": "test", "reference": "tests/t.py::b - PASS", "context": null}]"#,
+        "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b  -  PASS",
+        r#"[{"type": "test", "reference": "pytest tests/t.py::a - FAIL", "context": null},
+            {"type": "test", "reference": "pytest tests/t.py::b - PASS", "context": null}]"#,
+    );
+}
+
+/// Results without `pytest ` are no citation at all: neither a bare word nor a link is a
+/// test, and neither is a file line or a `[label](url)` link.
+#[test]
+fn results_without_pytest_are_no_citation() {
+    check(false, "**Evidence**: lint - PASS", "[]");
+    check(
+        false,
+        "**Evidence**: https://ci.example.com/run/1 - FAIL",
+        "[]",
+    );
+    check(
+        true,
+        "Done.\n**Evidence**: lint - PASS\n**Evidence**: https://ci.example.com/run/1 - FAIL\n",
+        "[]",
     );
 }
 
@@ -496,7 +530,8 @@ fn crlf_command_block_matches_with_original_offsets() {
     let text = "Ran it:\r\n**Evidence**: ```sh\r\nmake test\r\nok\r\n```\r\n";
     let found = extract(text, &Options::default());
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].citation.reference, "make test\nok");
+    assert_eq!(found[0].citation.reference, "make test");
+    assert_eq!(found[0].citation.context.as_deref(), Some("ok"));
     assert_eq!(found[0].offset, 9);
     assert_eq!(
         &text[found[0].offset..found[0].offset + found[0].len],
@@ -529,15 +564,15 @@ fn repeated_citation_kept_once_with_first_context() {
 fn citations_ordered_by_position() {
     check(
         false,
-        "**Evidence**: [d](https://d)\n**Evidence**: t.py - PASS\n**Evidence**: ```bash\nls\n```\nx",
+        "**Evidence**: [d](https://d)\n**Evidence**: pytest t.py - PASS\n**Evidence**: ```bash\nls\n```\nx",
         r#"[{"type": "url", "reference": "d: https://d", "context": null},
-            {"type": "test", "reference": "t.py - PASS", "context": null},
+            {"type": "test", "reference": "pytest t.py - PASS", "context": null},
             {"type": "command", "reference": "ls", "context": null}]"#,
     );
 }
 
-/// A file line followed by a result is a file citation only: without `pytest `, a test
-/// marker must name a test, and a file line names none.
+/// A file line followed by a result is a file citation only; after `pytest `, the seed's
+/// pattern takes whatever path follows as the test.
 #[test]
 fn a_file_line_with_a_result_is_a_file_citation_only() {
     check(
@@ -551,16 +586,14 @@ fn a_file_line_with_a_result_is_a_file_citation_only() {
         r#"[{"type": "file", "reference": "src/a.py:3-5", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"},
             {"type": "file", "reference": "src/a.py:3:4", "context": "**Evidence**: src/a.py:3-5 - FAIL\n**Evidence**: src/a.py:3:4 - PASS"}]"#,
     );
-    // With `pytest `, Ralph's pattern: whatever path follows is the test.
     check(
         false,
         "**Evidence**: pytest t.py:3 - PASS",
-        r#"[{"type": "test", "reference": "t.py:3 - PASS", "context": null}]"#,
+        r#"[{"type": "test", "reference": "pytest t.py:3 - PASS", "context": null}]"#,
     );
 }
 
-/// The bare word `pytest` names no test: `**Evidence**: pytest - PASS` cites nothing,
-/// while a real test after it, or a node id without it, is a test.
+/// The bare word `pytest` names no test: the seed's pattern wants a path after it.
 #[test]
 fn bare_pytest_is_no_test() {
     check(false, "**Evidence**: pytest - PASS", "[]");
@@ -568,8 +601,7 @@ fn bare_pytest_is_no_test() {
     check(
         false,
         "**Evidence**: pytest - PASS\n**Evidence**: pytest tests/t.py - PASS\n**Evidence**: t.py::x - FAIL",
-        r#"[{"type": "test", "reference": "tests/t.py - PASS", "context": null},
-            {"type": "test", "reference": "t.py::x - FAIL", "context": null}]"#,
+        r#"[{"type": "test", "reference": "pytest tests/t.py - PASS", "context": null}]"#,
     );
 }
 
@@ -591,12 +623,18 @@ fn file_context_counts_characters_and_is_cut_to_200() {
     assert_eq!(context.chars().count(), 200);
 }
 
-/// A command's reference is the stripped block cut to 200 characters.
+/// A command's reference is its first line and its context the rest, each stripped and
+/// cut to 200 characters.
 #[test]
-fn command_reference_cut_to_200() {
-    let text = format!("**Evidence**: ```bash\n  {}\n```", "ß".repeat(300));
+fn command_reference_and_output_cut_to_200() {
+    let text = format!(
+        "**Evidence**: ```bash\n  {}\n{}\n```",
+        "ß".repeat(300),
+        "o".repeat(300)
+    );
     let found = extract(&text, &Options::default());
     assert_eq!(found[0].citation.reference, "ß".repeat(200));
+    assert_eq!(found[0].citation.context, Some("o".repeat(200)));
 }
 
 /// JSON: a missing or null type is `unknown`, other values are Python's `str()`, the

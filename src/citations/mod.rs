@@ -31,9 +31,10 @@ use serde::{Deserialize, Serialize};
 
 /// A file and line (or range): `**Evidence**: src/auth.py:42-45`.
 pub const FILE: &str = "file";
-/// A fenced `bash`/`sh` block after the marker; the reference is the block's text.
+/// A fenced `bash`/`sh` block after the marker; the reference is its command (first
+/// line), the context its output.
 pub const COMMAND: &str = "command";
-/// A test result: `**Evidence**: [pytest ]tests/test_auth.py::test_login - PASS`.
+/// A test result: `**Evidence**: pytest tests/test_auth.py::test_login - PASS`.
 pub const TEST: &str = "test";
 /// A markdown link: `**Evidence**: [text](url)`.
 pub const URL: &str = "url";

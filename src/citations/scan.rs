@@ -270,6 +270,7 @@ pub fn citations(
     prescan: &Prescan,
     capture: &Capture,
     checker: &mut Checker,
+    options: &Options,
 ) -> io::Result<Vec<CitationRecord>> {
     let mut out = Vec::new();
     let mut done_line = 0;
@@ -303,7 +304,7 @@ pub fn citations(
         };
         let turn_ref = turn_of(session, line);
         for message in texts.iter().filter(|t| !t.echo) {
-            for found in citations::extract(&message.text, &Options::default()) {
+            for found in citations::extract(&message.text, options) {
                 let c = found.citation;
                 let checked = checker.check(&c.kind, &c.reference, cwd.as_deref());
                 out.push(CitationRecord {

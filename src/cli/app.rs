@@ -137,7 +137,14 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         }
         Command::Build => {
             store_must_exist(&config)?;
-            let service = Service::start(config.workspace.clone(), &config.store);
+            let service = Service::start_with(
+                config.workspace.clone(),
+                &config.store,
+                ImportOptions {
+                    rehash: false,
+                    citations: config.citations,
+                },
+            );
             let built = service.build().map_err(|e| {
                 anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
             })?;
@@ -217,8 +224,18 @@ pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitC
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
 }
 
-/// The commands that read a store refuse to make one: without it, they say to import.
+/// The commands that read a store refuse to make one: without it, they say to import,
+/// or, when the workspace directory itself does not exist, that it does not.
 fn store_must_exist(config: &Config) -> anyhow::Result<()> {
+    let workspace = &config.workspace.path;
+    if !config.store.exists() && !workspace.exists() {
+        bail!(
+            "the workspace directory {} does not exist: give --workspace (or \
+             PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made \
+             (<reports root>/work/<date>; `prompt-diary list` lists them)",
+            config.workspace.display
+        );
+    }
     if !config.store.exists() {
         bail!(
             "no store at {}: run `evidence-store import` first",
@@ -319,14 +336,18 @@ fn verify_text(shown: &str, v: &verify::Verified) -> String {
 
 fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<ExitCode> {
     if rebuild {
-        let report =
-            crate::import::rebuild::rebuild(&config.workspace, &config.store, &Bar::new("rebuild"))
-                .with_context(|| {
-                    format!(
-                        "rebuild of {} failed; the store is unchanged",
-                        config.store.display()
-                    )
-                })?;
+        let report = crate::import::rebuild::rebuild(
+            &config.workspace,
+            &config.store,
+            config.citations,
+            &Bar::new("rebuild"),
+        )
+        .with_context(|| {
+            format!(
+                "rebuild of {} failed; the store is unchanged",
+                config.store.display()
+            )
+        })?;
         println!("rebuilt {}: {}", config.store.display(), summary(&report));
         return Ok(ExitCode::SUCCESS);
     }
@@ -343,7 +364,10 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
     let imported = import::import(
         &config.workspace,
         &store,
-        ImportOptions { rehash },
+        ImportOptions {
+            rehash,
+            citations: config.citations,
+        },
         &Bar::new("import"),
     );
     if imported.is_err() && fresh {

@@ -41,7 +41,8 @@ pub(crate) fn version_text() -> &'static str {
         prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
         skeleton; `export` writes every document the store holds back into the workspace; \
         `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
-        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it.",
+        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it; \
+        `verify-citations` checks the files agents cited again, as they are now.",
     disable_help_subcommand = true
 )]
 struct Cli {
@@ -51,6 +52,11 @@ struct Cli {
     /// Store file [default: DIR/.evidence-store/store.redb]
     #[arg(long, global = true, value_name = "PATH")]
     store: Option<PathBuf>,
+    /// Whether a JSON `evidence` or `citations` block in an assistant message is read as
+    /// its citations before its `**Evidence**:` markers (Ralph's `enable_json`). Changing
+    /// it makes the next import take every session's citations again
+    #[arg(long, global = true, env = CITATIONS_JSON_ENV, hide_env_values = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    citations_json: String,
     #[command(subcommand)]
     command: CliCommand,
 }
@@ -107,12 +113,6 @@ enum CliCommand {
         #[command(flatten)]
         model: ModelFlags,
     },
-    /// Print this message or the help of the given subcommand(s)
-    Help {
-        /// The subcommand whose help to print
-        #[arg(value_name = "COMMAND")]
-        command: Vec<String>,
-    },
     /// Check the agent citations in the store again against the cited files as they are
     /// now (all, one project's or one session's) and store the new results
     VerifyCitations {
@@ -120,6 +120,12 @@ enum CliCommand {
         project_key: Option<String>,
         /// Only this session of the project (e.g. S0001)
         session_ref: Option<String>,
+    },
+    /// Print this message or the help of the given subcommand(s)
+    Help {
+        /// The subcommand whose help to print
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
     },
 }
 
@@ -157,6 +163,9 @@ struct ModelFlags {
     /// Average line size above which `auto` prefers full-chunked
     #[arg(long, env = LONG_LINE_ENV, hide_env_values = true, value_name = "BYTES", default_value_t = crate::tool_output::route::DEFAULT_LONG_LINE_BYTES)]
     tool_output_long_line_bytes: usize,
+    /// Overlap of consecutive full-chunked chunks, in percent of the chunk size (0 to 50)
+    #[arg(long, env = OVERLAP_ENV, hide_env_values = true, value_name = "PERCENT", default_value_t = crate::tool_output::chunk::DEFAULT_OVERLAP_PCT, value_parser = parse_overlap)]
+    tool_output_chunk_overlap_percent: usize,
     /// Longest one `tool_output` call may take, in seconds; past it the answer is the
     /// truncate fallback
     #[arg(long, env = DEADLINE_ENV, hide_env_values = true, value_name = "SECS", default_value_t = crate::tool_output::engine::DEFAULT_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
@@ -173,6 +182,15 @@ fn parse_cap(text: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// A chunk overlap: 0 to 50 percent (more would read most of the payload twice).
+fn parse_overlap(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{e}"))?;
+    if n > 50 {
+        return Err(format!("{n} is above the largest overlap, 50 percent"));
+    }
+    Ok(n)
+}
+
 /// Environment variables of the `tool_output` settings (see `ModelFlags`).
 pub(crate) const MODEL_URL_ENV: &str = "EVIDENCE_STORE_MODEL_URL";
 pub(crate) const MODEL_ENV: &str = "EVIDENCE_STORE_MODEL";
@@ -184,6 +202,24 @@ pub(crate) const MAX_BYTES_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_BYTES";
 pub(crate) const MAX_CHUNKS_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS";
 pub(crate) const LONG_LINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_LONG_LINE_BYTES";
 pub(crate) const DEADLINE_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS";
+pub(crate) const OVERLAP_ENV: &str = "EVIDENCE_STORE_TOOL_OUTPUT_CHUNK_OVERLAP_PERCENT";
+/// The citation extraction setting (`--citations-json`), `on` or `off`.
+pub(crate) const CITATIONS_JSON_ENV: &str = "EVIDENCE_STORE_CITATIONS_JSON";
+
+/// `--citations-json`'s value as extraction options.
+fn citation_options(json: &str) -> crate::citations::Options {
+    crate::citations::Options {
+        enable_json: json != "off",
+    }
+}
+
+/// The citation setting as the environment variable the servers `run` starts read.
+pub(crate) fn citations_env(options: crate::citations::Options) -> (&'static str, &'static str) {
+    (
+        CITATIONS_JSON_ENV,
+        if options.enable_json { "on" } else { "off" },
+    )
+}
 
 impl ModelFlags {
     fn settings(&self) -> ToolOutputSettings {
@@ -194,10 +230,10 @@ impl ModelFlags {
                 max_bytes: self.tool_output_max_bytes,
                 max_chunks: self.tool_output_max_chunks,
                 long_line_bytes: self.tool_output_long_line_bytes,
+                overlap_pct: self.tool_output_chunk_overlap_percent,
                 context_tokens: self.model_context_tokens,
                 max_output_tokens: self.model_max_output_tokens,
                 deadline: std::time::Duration::from_secs(self.tool_output_deadline_secs),
-                ..EngineConfig::default()
             },
             endpoint: match (&self.model_url, &self.model) {
                 (Some(url), Some(model)) => Some(EndpointConfig {
@@ -222,6 +258,7 @@ pub(crate) fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, 
         (MAX_CHUNKS_ENV, e.max_chunks.to_string()),
         (LONG_LINE_ENV, e.long_line_bytes.to_string()),
         (DEADLINE_ENV, e.deadline.as_secs().to_string()),
+        (OVERLAP_ENV, e.overlap_pct.to_string()),
     ];
     if let Some(p) = &settings.endpoint {
         out.push((MODEL_URL_ENV, p.base_url.clone()));
@@ -330,6 +367,8 @@ pub struct Config {
     pub(crate) command: Command,
     /// `tool_output`'s model and thresholds (used by `serve` and `run`).
     pub(crate) tool_output: ToolOutputSettings,
+    /// How imports extract citations.
+    pub(crate) citations: crate::citations::Options,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -405,11 +444,14 @@ fn report_config(
     } else {
         ToolOutputSettings::default()
     };
+    // Set by `run` for the servers it starts; anything but `off` is the default.
+    let citations = citation_options(&std::env::var(CITATIONS_JSON_ENV).unwrap_or_default());
     Config {
         store: default_store(&workspace.path),
         workspace,
         command: Command::Report { argv0, args },
         tool_output,
+        citations,
     }
 }
 
@@ -451,6 +493,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         CliCommand::Serve { model } | CliCommand::Run { model, .. } => model.settings(),
         _ => ToolOutputSettings::default(),
     };
+    let citations = citation_options(&cli.citations_json);
     let command = match cli.command {
         CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
         CliCommand::Verify => Command::Verify,
@@ -532,6 +575,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         store,
         command,
         tool_output,
+        citations,
     }
 }
 
@@ -668,5 +712,19 @@ mod tests {
         );
         let plain = parse_from(&["evidence-store", "serve"], None);
         assert_eq!(plain.tool_output.endpoint, None);
+        assert!(plain.citations.enable_json);
+        let off = parse_from(
+            &[
+                "evidence-store",
+                "run",
+                "--citations-json",
+                "off",
+                "--",
+                "x",
+            ],
+            None,
+        );
+        assert!(!off.citations.enable_json);
+        assert_eq!(citations_env(off.citations), (CITATIONS_JSON_ENV, "off"));
     }
 }

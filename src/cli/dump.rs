@@ -495,21 +495,28 @@ pub fn to_text(target: &DumpTarget, value: &Value) -> String {
     indented(value)
 }
 
-/// One handle a line: where it is, its size and its tool.
+/// A table of handles under a header: where each is, its size and its tool.
 fn handles_text(listed: &[Value]) -> String {
     if listed.is_empty() {
         return "no handles: no tool entry of these lines is trimmed\n".into();
     }
-    let mut out = String::new();
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut out = format!(
+        "{:<7} {:<12} {:<5} {:<36}  {:>10}  {}\n",
+        "LINE", "ENTRY", "INDEX", "HANDLE", "BYTES", "TOOL"
+    );
     for h in listed {
         out.push_str(&format!(
-            "line {:<7} {:<12} {:<3} {}  {:>10} bytes  {}\n",
-            h["line"],
-            h["kind"].as_str().unwrap_or(""),
-            h["index"],
-            h["handle"].as_str().unwrap_or(""),
-            h["bytes"],
-            h["tool_name"].as_str().unwrap_or("")
+            "{:<7} {:<12} {:<5} {:<36}  {:>10}  {}\n",
+            text(&h["line"]),
+            text(&h["kind"]),
+            text(&h["index"]),
+            text(&h["handle"]),
+            text(&h["bytes"]),
+            text(&h["tool_name"])
         ));
     }
     out

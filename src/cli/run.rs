@@ -46,7 +46,11 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         .args(args)
         .env("PATH", path)
         .env(RUN_DIR_ENV, dir.path())
-        .envs(args::settings_env(&config.tool_output));
+        .envs(args::settings_env(&config.tool_output))
+        .env(
+            args::citations_env(config.citations).0,
+            args::citations_env(config.citations).1,
+        );
     let status = match wait_forwarding_signals(child) {
         Ok(status) => status,
         Err(Waited::NotStarted(e)) => {
@@ -90,7 +94,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
             break;
         }
         crate::cli::app::remove_abandoned_scratch(store);
-        if let Err(e) = import_and_export(root, store) {
+        if let Err(e) = import_and_export(root, store, config.citations) {
             if crate::util::stop::requested().is_none() {
                 eprintln!("evidence-store: {e:#}");
             }
@@ -109,14 +113,22 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
 /// Brings the store in line with the workspace (the files prompt-diary's own steps wrote,
 /// such as its Build's `daily-report.json`, are adopted), then writes every stored
 /// document back, so files and store agree when `run` returns.
-fn import_and_export(root: &WorkspaceRoot, store_path: &Path) -> anyhow::Result<()> {
+fn import_and_export(
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    citations: crate::citations::Options,
+) -> anyhow::Result<()> {
     let shown = root.path.display();
     let status = Status::new(format!("importing {shown}"));
     crate::store::check_own_store(&root.path, store_path).map_err(anyhow::Error::msg)?;
     let store = Store::open(store_path)?;
-    import::import(root, &store, ImportOptions::default(), &Bar::new("import")).with_context(
-        || format!("after the command: import of {shown} failed; nothing exported"),
-    )?;
+    let options = ImportOptions {
+        rehash: false,
+        citations,
+    };
+    import::import(root, &store, options, &Bar::new("import")).with_context(|| {
+        format!("after the command: import of {shown} failed; nothing exported")
+    })?;
     status.set(format!("exporting {shown}"));
     let (report, receipts) = export_all(&store, &root.path).map_err(|e| {
         let what = match e {

@@ -34,6 +34,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         workspace,
         store,
         tool_output,
+        citations,
         ..
     } = config;
     let endpoint = match &tool_output.endpoint {
@@ -53,7 +54,20 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        mcp::serve_stdio(shutdown, move || Service::start(workspace, &store)).await
+        mcp::serve_stdio(shutdown, move || {
+            let import = crate::import::ImportOptions {
+                rehash: false,
+                citations,
+            };
+            let service = Service::start_with(workspace, &store, import);
+            // A client shows a server that started as connected, whatever its workspace:
+            // say plainly on stderr (its log) that this one answers nothing useful.
+            if let Some(problem) = service.unavailable() {
+                eprintln!("{}", unavailable_warning(&problem));
+            }
+            service
+        })
+        .await
     });
     // Work still running (a model or a sampling client that never answers, a blocking
     // read) is not waited for past this: the tasks are dropped, the threads left to the
@@ -61,4 +75,14 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The warning `serve` prints when its workspace cannot be served.
+fn unavailable_warning(problem: &str) -> String {
+    format!(
+        "evidence-store serve: WARNING: {problem}\n\
+         evidence-store serve: every tool, prompt_diary_ping included, answers \"unavailable\" \
+         with this problem; give --workspace (or PROMPT_DIARY_WORKSPACE) a workspace \
+         `prompt-diary prepare` made (<reports root>/work/<date>)"
+    )
 }

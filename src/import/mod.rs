@@ -35,6 +35,9 @@ pub struct ImportOptions {
     /// Re-hash files whose stamp looks unchanged (their line tables are replaced only if
     /// the lines differ).
     pub rehash: bool,
+    /// How citations are extracted. Stored citations taken with other options are taken
+    /// again (every session file is read once more).
+    pub citations: crate::citations::Options,
 }
 
 /// What an import did.
@@ -422,6 +425,7 @@ pub fn import_within(
                         &indexed.prescan,
                         &capture,
                         &mut checker,
+                        &options.citations,
                     )
                     .map_err(|source| ImportError::Io {
                         path: item.path.display().to_string(),
@@ -463,6 +467,7 @@ pub fn import_within(
     }
     writer.put_workspace(&workspace_record(root, &workspace))?;
     writer.put_contract(workspace.contract)?;
+    writer.put_citation_options(options.citations.bits())?;
     pause_point("before-commit");
     // The last safe point: from the commit on, the import finishes.
     crate::util::stop::check()?;
@@ -600,6 +605,7 @@ fn plan(
     options: ImportOptions,
 ) -> Result<Vec<Planned>, ImportError> {
     let mut out = Vec::new();
+    let same_options = lookup.citation_options()? == options.citations.bits();
     // Without a root to open them under, every session file is missing.
     let sessions = Sessions::open(&root.path).ok();
     for project in &workspace.projects {
@@ -622,9 +628,13 @@ fn plan(
             let unchanged =
                 matches!((&previous, stamp), (Some(old), Some(now)) if now.matches(old));
             let citations_current = match (&previous, &stored) {
-                (Some(old), Some(record)) if record.session.source == session.source => lookup
-                    .citation_scan(&project.key, &session.session_ref)?
-                    .is_some_and(|scan| scan.digest == old.digest && scan.lines == old.lines),
+                (Some(old), Some(record))
+                    if record.session.source == session.source && same_options =>
+                {
+                    lookup
+                        .citation_scan(&project.key, &session.session_ref)?
+                        .is_some_and(|scan| scan.digest == old.digest && scan.lines == old.lines)
+                }
                 _ => false,
             };
             let needs_index =

@@ -56,6 +56,7 @@ pub fn temp_store_path(store: &Path) -> PathBuf {
 pub fn rebuild(
     root: &WorkspaceRoot,
     store_path: &Path,
+    citations: crate::citations::Options,
     progress: &dyn Progress,
 ) -> Result<ImportReport, RebuildError> {
     if crate::store::open_by_a_writer(store_path) {
@@ -65,7 +66,7 @@ pub fn rebuild(
     }
     let temp = temp_store_path(store_path);
     remove_abandoned_scratch(store_path);
-    let result = build_and_replace(root, store_path, &temp, progress);
+    let result = build_and_replace(root, store_path, &temp, citations, progress);
     // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -77,11 +78,20 @@ fn build_and_replace(
     root: &WorkspaceRoot,
     store_path: &Path,
     temp: &Path,
+    citations: crate::citations::Options,
     progress: &dyn Progress,
 ) -> Result<ImportReport, RebuildError> {
     let report = {
         let store = Store::create_new(temp)?;
-        import::import(root, &store, ImportOptions { rehash: true }, progress)?
+        import::import(
+            root,
+            &store,
+            ImportOptions {
+                rehash: true,
+                citations,
+            },
+            progress,
+        )?
     };
     let replace_error = |source| RebuildError::Replace {
         temp: temp.display().to_string(),
@@ -109,8 +119,16 @@ fn build_and_replace(
     let adopted = Store::open(store_path)
         .map_err(RebuildError::from)
         .and_then(|store| {
-            import::import(root, &store, ImportOptions { rehash: false }, progress)
-                .map_err(RebuildError::from)
+            import::import(
+                root,
+                &store,
+                ImportOptions {
+                    rehash: false,
+                    citations,
+                },
+                progress,
+            )
+            .map_err(RebuildError::from)
         });
     if let Err(e) = adopted {
         tracing::warn!(error = %e, "the rebuilt store is in place, but adopting documents written meanwhile failed: run `evidence-store import`");

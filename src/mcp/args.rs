@@ -486,6 +486,45 @@ fn truncated_repr(repr: &str) -> Cow<'_, str> {
     ))
 }
 
+/// What is wrong with the params of a request for `method`, one of the methods of the
+/// capabilities this server declares, that rmcp could not read (so its params are
+/// wrong), with what the method takes; `None` for any other method.
+pub fn params_problem(method: &str, params: Option<Value>) -> Option<String> {
+    use rmcp::model::{
+        CallToolRequestParams, GetPromptRequestParams, PaginatedRequestParams,
+        ReadResourceRequestParams,
+    };
+    fn problem<T: serde::de::DeserializeOwned>(params: Option<Value>) -> String {
+        let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        match serde_json::from_value::<T>(params) {
+            Err(e) => e.to_string(),
+            Ok(_) => "params that are not valid for it".to_owned(),
+        }
+    }
+    let (problem, takes) = match method {
+        "tools/call" => (
+            problem::<CallToolRequestParams>(params),
+            r#"{"name": "<tool name, a string>", "arguments": {<an object>}}"#,
+        ),
+        "resources/read" => (
+            problem::<ReadResourceRequestParams>(params),
+            r#"{"uri": "<a string>"}"#,
+        ),
+        "prompts/get" => (
+            problem::<GetPromptRequestParams>(params),
+            r#"{"name": "<a string>", "arguments": {<an object>}}"#,
+        ),
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => (
+            problem::<PaginatedRequestParams>(params),
+            r#"no params, or {"cursor": "<a string>"}"#,
+        ),
+        _ => return None,
+    };
+    Some(format!(
+        "Invalid params for {method}: {problem}; {method} takes {takes}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

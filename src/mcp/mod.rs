@@ -7,6 +7,7 @@
 pub mod args;
 mod citations;
 mod sampling;
+mod schemas;
 mod stdio;
 pub mod tool_output;
 
@@ -19,10 +20,11 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, PromptsCapability, ResourcesCapability, ServerCapabilities,
-    ServerConfig, ToolsCapability,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Extensions, GetPromptRequestParams, GetPromptResponse, Implementation,
+    JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
+    ServerCapabilities, ServerConfig, ToolsCapability,
 };
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
@@ -35,18 +37,6 @@ use crate::read::session_lines::TextForm;
 use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
 use args::{Arg, ArgErrors, Call};
-
-/// Registration order of prompt-diary 0.2.10, which `tools/list` keeps.
-const TOOL_ORDER: [&str; 8] = [
-    "prompt_diary_ping",
-    "write_evidence",
-    "write_work_item",
-    "write_project_summary",
-    "write_report_title",
-    "write_engagement",
-    "write_team_learning",
-    "read_session_lines",
-];
 
 const MODE_DESCRIPTION: &str = "Output verbosity. 'compact' (default) returns bounded structured records. \
 'full' returns raw JSONL lines and can be very large, so use it only for a narrow line range where exact raw \
@@ -74,7 +64,7 @@ pub struct ReadSessionLinesArgs {
     #[serde(default)]
     #[schemars(title = "Mode", description = MODE_DESCRIPTION, extend("default" = "compact"))]
     mode: Arg<ModeArg>,
-    /// The paged contract's continuation; its schema is [`read_schema_0_2_20`]'s.
+    /// The paged contract's continuation; its listed schema is 0.2.20's (`schemas.rs`).
     #[serde(default)]
     #[schemars(skip)]
     cursor: Arg<serde_json::Value>,
@@ -261,44 +251,6 @@ fn refuse(tool: &str, errors: ArgErrors) -> Option<CallToolResult> {
     errors
         .into_message(tool)
         .map(|message| argument_error(tool, message))
-}
-
-/// `read_session_lines`'s input schema under the paged contract: `mode` describes the
-/// page budget and `cursor` continues a read.
-fn read_schema_0_2_20() -> Arc<JsonObject> {
-    let schema = serde_json::json!({
-        "$defs": {"ReadCursor": {
-            "description": "Next physical line and Unicode-character offset in its serialized record or raw line.",
-            "properties": {
-                "line": {"title": "Line", "type": "integer"},
-                "offset": {"default": 0, "title": "Offset", "type": "integer"}
-            },
-            "required": ["line"], "title": "ReadCursor", "type": "object"
-        }},
-        "properties": {
-            "project_key": {"title": "Project Key", "type": "string"},
-            "session_ref": {"title": "Session Ref", "type": "string"},
-            "start_line": {"title": "Start Line", "type": "integer"},
-            "end_line": {"title": "End Line", "type": "integer"},
-            "mode": {
-                "default": "compact",
-                "description": "Output verbosity. 'compact' (default) returns bounded structured records. 'full' returns raw JSONL content, which can require many large pages; use it only for a narrow line range where exact raw content is necessary. Both modes return at most 32 KiB of JSON per page. Follow next_cursor with the same request until it is null.",
-                "enum": ["compact", "full"], "title": "Mode", "type": "string"
-            },
-            "cursor": {
-                "anyOf": [{"$ref": "#/$defs/ReadCursor"}, {"type": "null"}],
-                "default": null,
-                "description": "Continuation from next_cursor; omit for the first page."
-            }
-        },
-        "required": ["project_key", "session_ref", "start_line", "end_line"],
-        "title": "read_session_linesArguments",
-        "type": "object"
-    });
-    match schema {
-        serde_json::Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
 }
 
 fn ping_output_schema() -> Arc<JsonObject> {
@@ -588,6 +540,54 @@ impl ServerHandler for Server {
         Ok(ListResourcesResult::with_all_items(Vec::new()))
     }
 
+    /// No resource exists: resource-not-found (-32002), naming the URI.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(ErrorData::resource_not_found(
+            format!(
+                "Unknown resource: {} (this server has no resources; resources/list is empty)",
+                request.uri
+            ),
+            Some(serde_json::json!({"uri": request.uri})),
+        ))
+    }
+
+    /// No prompt exists: invalid params (-32602), naming the prompt.
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(ErrorData::invalid_params(
+            format!(
+                "Unknown prompt: {} (this server has no prompts; prompts/list is empty)",
+                request.name
+            ),
+            None,
+        ))
+    }
+
+    /// A request rmcp could not read as its method's: for a method MCP defines, its
+    /// params are wrong (invalid params, -32602, saying what is wrong and what the method
+    /// takes); any other method is not found (-32601).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match args::params_problem(&request.method, request.params) {
+            Some(problem) => Err(ErrorData::invalid_params(problem, None)),
+            None => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {}", request.method),
+                None,
+            )),
+        }
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -601,22 +601,10 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = self.tool_router.list_all();
-        if self.service.get().await?.contract().rules().paged_reads {
-            for tool in &mut tools {
-                if tool.name == "read_session_lines" {
-                    tool.input_schema = read_schema_0_2_20();
-                }
-            }
-        }
-        // prompt-diary's tools in its order, then ours by name.
-        tools.sort_by_key(|t| {
-            let at = TOOL_ORDER
-                .iter()
-                .position(|n| *n == t.name)
-                .unwrap_or(TOOL_ORDER.len());
-            (at, t.name.clone())
-        });
+        let contract = self.service.get().await?.contract();
+        let tools = schemas::listed(self.tool_router.list_all(), contract).map_err(|e| {
+            ErrorData::internal_error(format!("cannot read the listed schemas: {e}"), None)
+        })?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 

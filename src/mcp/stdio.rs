@@ -28,6 +28,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -549,6 +550,7 @@ impl Stdio {
             gate: gate.clone(),
             jobs: jobs.clone(),
             to_rmcp: Arc::new(Mutex::new(tx)),
+            started: Arc::new(AtomicBool::new(false)),
         };
         std::thread::Builder::new()
             .name("evidence-store-reader".into())
@@ -628,6 +630,8 @@ struct Reader {
     /// Locked while a message is chosen and handed on, so rmcp gets the messages in the
     /// order read, held lines excepted.
     to_rmcp: Arc<Mutex<mpsc::Sender<RxJsonRpcMessage<RoleServer>>>>,
+    /// A request that starts the session has been handed on (see [`starts_session`]).
+    started: Arc<AtomicBool>,
 }
 
 type ToRmcp = mpsc::Sender<RxJsonRpcMessage<RoleServer>>;
@@ -730,6 +734,22 @@ impl Reader {
                 true
             }
             Decoded::Message(message) => {
+                // Before the session starts rmcp takes requests only, and ends the
+                // session at anything else; a notification or response sent that early
+                // (an eager `notifications/initialized`) is ignored, as prompt-diary's
+                // server ignores it.
+                if !self.started.load(Ordering::Acquire) {
+                    match message.as_ref() {
+                        JsonRpcMessage::Request(request) if starts_session(&request.request) => {
+                            self.started.store(true, Ordering::Release);
+                        }
+                        JsonRpcMessage::Request(_) => {}
+                        _ => {
+                            tracing::debug!("a message before initialize is ignored");
+                            return true;
+                        }
+                    }
+                }
                 if let JsonRpcMessage::Request(request) = message.as_ref()
                     && !self.gate.take_id(request.id.clone())
                 {
@@ -766,6 +786,24 @@ impl Reader {
         };
         if self.jobs.send(job).is_err() {
             self.gate.release(Release::Slot);
+        }
+    }
+}
+
+/// Whether rmcp starts the session at `request`: `initialize`, or a request carrying the
+/// whole of the inline protocol metadata that starts a session without it. Before one,
+/// rmcp answers pings and refuses other requests, and stops at anything else.
+fn starts_session(request: &rmcp::model::ClientRequest) -> bool {
+    use rmcp::model::{ClientRequest, GetMeta, ProtocolVersion};
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.protocol_version().is_some()
+                && meta
+                    .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                    .is_empty()
         }
     }
 }
@@ -1412,6 +1450,13 @@ mod tests {
         let mut stdio = Stdio::new(read, io::sink()).unwrap();
         let mut send = |line: String| writeln!(write, "{line}").unwrap();
         let ping = |id: i64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        // The session starts (until then only requests are handed on), then its slot is
+        // given back as its answer would give it.
+        send(r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.to_owned());
+        assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], "init");
+        stdio
+            .gate
+            .release(Release::Id(RequestId::String("init".into())));
         for id in 0..IN_FLIGHT_MAX as i64 {
             send(ping(id));
             assert_eq!(next_for_rmcp(&mut stdio).unwrap()["id"], id);

@@ -11,7 +11,7 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
-use super::schema::{CITATION_SCANS, CITATIONS};
+use super::schema::{CITATION_SCANS, CITATIONS, META};
 use super::{Lookup, OrStore, StoreError, Writer, codec, guard};
 
 /// One citation as stored, without its line (the key holds it).
@@ -71,8 +71,21 @@ pub struct CitationScan {
     pub citations: u64,
 }
 
+/// `meta` key: the extraction options the stored citations were taken with, as bits
+/// (see `citations::Options::bits`); absent when they were the defaults.
+pub const OPTIONS_KEY: &str = "citation_options";
+
 /// Citation lookups; a snapshot ([`super::Reader`]) and a write transaction both answer.
 pub trait CitationLookup: Lookup {
+    /// The extraction options the stored citations were taken with (0: the defaults).
+    fn citation_options(&self) -> Result<u64, StoreError> {
+        guard::guard(self.shown(), || {
+            let table = self.table(META)?;
+            let value = table.get(OPTIONS_KEY).store()?;
+            Ok(value.map_or(0, |v| v.value()))
+        })
+    }
+
     /// The session's scan record, if it was scanned.
     fn citation_scan(
         &self,
@@ -172,6 +185,20 @@ pub trait CitationLookup: Lookup {
 impl<T: Lookup> CitationLookup for T {}
 
 impl Writer {
+    /// Records the extraction options the stored citations are taken with (the
+    /// defaults, 0, as no record).
+    pub fn put_citation_options(&mut self, bits: u64) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(META).store()?;
+            if bits == 0 {
+                table.remove(OPTIONS_KEY).store()?;
+            } else {
+                table.insert(OPTIONS_KEY, bits).store()?;
+            }
+            Ok(())
+        })
+    }
+
     /// Replaces every citation of one session by `citations` (grouped by line) and records
     /// the line table they were taken from.
     pub fn put_session_citations(

@@ -34,14 +34,20 @@ const STEPS: &[Step] = &[
         from: 5,
         run: retake_citations,
     },
+    Step {
+        from: 6,
+        run: retake_citations,
+    },
 ];
 
-/// 5 → 6: every stored citation and scan record goes; the layout is unchanged. Version 5
-/// took a Codex line's project directory from any earlier `"cwd"` key, read cited files
-/// in system directories, counted `src/a.py:3 - PASS` as a test too and `pytest - PASS`
-/// as a test; results of those rules stay wrong until the session file changes. With no
-/// scan record left, the next import takes every session's citations again under the
-/// current rules (line tables are kept when the lines are the same).
+/// 5 → 6 and 6 → 7: every stored citation and scan record goes; the layout is unchanged.
+/// Version 5 took a Codex line's project directory from any earlier `"cwd"` key, read
+/// cited files in system directories, counted `src/a.py:3 - PASS` as a test too and
+/// `pytest - PASS` as a test. Version 6 took a test marker without `pytest ` as a test
+/// and stored a test's reference without `pytest `, and a command block whole as its
+/// reference with no context. Results of those rules stay wrong until the session file
+/// changes. With no scan record left, the next import takes every session's citations
+/// again under the current rules (line tables are kept when the lines are the same).
 fn retake_citations(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(schema::CITATIONS)?.retain(|_, _| false)?;
     txn.open_table(schema::CITATION_SCANS)?
@@ -363,42 +369,44 @@ mod tests {
 
     /// A version-5 store's citations and scan records are dropped, nothing else.
     #[test]
-    fn version_5_stores_lose_their_citations_and_scans() {
+    fn version_5_and_6_stores_lose_their_citations_and_scans() {
         use crate::store::Lookup;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.redb");
-        let store = crate::store::Store::open(&path).unwrap();
-        {
-            let writer = store.writer().unwrap();
-            let txn = writer.txn().unwrap();
-            txn.open_table(schema::CITATIONS)
-                .unwrap()
-                .insert(("P", "S0001", 2), b"x".as_slice())
-                .unwrap();
-            txn.open_table(schema::CITATION_SCANS)
-                .unwrap()
-                .insert(("P", "S0001"), b"y".as_slice())
-                .unwrap();
-            txn.open_table(schema::DOCUMENTS)
-                .unwrap()
-                .insert("daily-report.json", b"z".as_slice())
-                .unwrap();
-            txn.open_table(META)
-                .unwrap()
-                .insert("schema_version", 5)
-                .unwrap();
-            writer.commit().unwrap();
+        for version in [5, 6] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.redb");
+            let store = crate::store::Store::open(&path).unwrap();
+            {
+                let writer = store.writer().unwrap();
+                let txn = writer.txn().unwrap();
+                txn.open_table(schema::CITATIONS)
+                    .unwrap()
+                    .insert(("P", "S0001", 2), b"x".as_slice())
+                    .unwrap();
+                txn.open_table(schema::CITATION_SCANS)
+                    .unwrap()
+                    .insert(("P", "S0001"), b"y".as_slice())
+                    .unwrap();
+                txn.open_table(schema::DOCUMENTS)
+                    .unwrap()
+                    .insert("daily-report.json", b"z".as_slice())
+                    .unwrap();
+                txn.open_table(META)
+                    .unwrap()
+                    .insert("schema_version", version)
+                    .unwrap();
+                writer.commit().unwrap();
+            }
+            drop(store);
+            let store = crate::store::Store::open(&path).unwrap();
+            let reader = store.reader().unwrap();
+            assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
+            assert_eq!(reader.table(schema::CITATIONS).unwrap().len().unwrap(), 0);
+            assert_eq!(
+                reader.table(schema::CITATION_SCANS).unwrap().len().unwrap(),
+                0
+            );
+            assert_eq!(reader.table(schema::DOCUMENTS).unwrap().len().unwrap(), 1);
         }
-        drop(store);
-        let store = crate::store::Store::open(&path).unwrap();
-        let reader = store.reader().unwrap();
-        assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
-        assert_eq!(reader.table(schema::CITATIONS).unwrap().len().unwrap(), 0);
-        assert_eq!(
-            reader.table(schema::CITATION_SCANS).unwrap().len().unwrap(),
-            0
-        );
-        assert_eq!(reader.table(schema::DOCUMENTS).unwrap().len().unwrap(), 1);
     }
 
     #[test]

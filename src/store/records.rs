@@ -11,7 +11,7 @@
 //! The other stored values (`ProjectRecord`, `FileState`, `FileRecord`, `DocumentRecord`,
 //! `StoredCitation`, `StoredCheck`, `CitationScan`) are store types already and are stored
 //! as they are; line tables are packed by hand in [`super::codec`]. The fixture store
-//! `tests/fixtures/store-v6.redb` pins every one of these layouts (`format_tests`).
+//! `tests/fixtures/store-v7.redb` pins every one of these layouts (`format_tests`).
 
 use serde::{Deserialize, Serialize};
 

@@ -3,13 +3,13 @@
 //!
 //! Changing a table's key or value layout (a field of a stored record too) is a schema
 //! change: bump [`SCHEMA_VERSION`], add a step to `store/migrate.rs`, a note under
-//! `migrations/`, and a fixture store of the new version beside `store-v6.redb` (the
+//! `migrations/`, and a fixture store of the new version beside `store-v7.redb` (the
 //! `format_tests` fail until then).
 
 use redb::TableDefinition;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 6;
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// Store-level counters: `schema_version`, `next_file_id`, and `workspace_schema` (the
 /// imported workspace's contract, see [`super::contract`]).

@@ -69,10 +69,35 @@ pub fn unsupported_message(file: &str, schema_version: Option<&Value>) -> String
         .iter()
         .map(|c| format!("{} (prompt-diary {})", c.workspace_schema(), c.release()))
         .collect();
+    let newest = Contract::ALL
+        .iter()
+        .copied()
+        .max_by_key(|c| c.workspace_schema());
+    let newest = newest.unwrap_or(Contract::V0_2_20);
+    let newer = matches!(
+        schema_version,
+        Some(crate::util::pyjson::Value::Int(digits))
+            if digits.parse::<i64>().map_or(!digits.starts_with('-'), |n| n > newest.workspace_schema())
+    );
+    let fix = if newer {
+        format!(
+            "A newer prompt-diary prepared it, so preparing again with it gives the same schema: \
+             install prompt-diary {release} (`pip install prompt-diary=={release}`) and prepare \
+             the day again, or upgrade evidence-store to a release that serves schema_version \
+             {found}.",
+            release = newest.release()
+        )
+    } else {
+        format!(
+            "Prepare it again with a prompt-diary release evidence-store serves (`pip install \
+             prompt-diary=={}`).",
+            newest.release()
+        )
+    };
     format!(
         "Unsupported prepared workspace schema at {file}. Run prompt-diary prepare --force for \
          this report date and timezone to rebuild it. evidence-store serves workspace \
-         schema_version {}; this workspace has schema_version {found}.",
+         schema_version {}; this workspace has schema_version {found}. {fix}",
         served.join(" and ")
     )
 }
@@ -176,7 +201,17 @@ mod tests {
             "Unsupported prepared workspace schema at /w/metadata.json. Run prompt-diary \
              prepare --force for this report date and timezone to rebuild it. evidence-store \
              serves workspace schema_version 2 (prompt-diary 0.2.10) and 7 (prompt-diary \
-             0.2.20); this workspace has schema_version 5."
+             0.2.20); this workspace has schema_version 5. Prepare it again with a prompt-diary \
+             release evidence-store serves (`pip install prompt-diary==0.2.20`)."
+        );
+        let value = crate::util::pyjson::parse("99").unwrap();
+        assert!(
+            unsupported_message("/w/metadata.json", Some(&value)).ends_with(
+                "this workspace has schema_version 99. A newer prompt-diary prepared it, so \
+                 preparing again with it gives the same schema: install prompt-diary 0.2.20 \
+                 (`pip install prompt-diary==0.2.20`) and prepare the day again, or upgrade \
+                 evidence-store to a release that serves schema_version 99."
+            )
         );
     }
 }

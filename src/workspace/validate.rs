@@ -713,7 +713,8 @@ mod tests {
                 "Unsupported prepared workspace schema at {F}. Run prompt-diary prepare --force \
                  for this report date and timezone to rebuild it. evidence-store serves \
                  workspace schema_version 2 (prompt-diary 0.2.10) and 7 (prompt-diary 0.2.20); \
-                 this workspace has schema_version {found}."
+                 this workspace has schema_version {found}. Prepare it again with a prompt-diary \
+                 release evidence-store serves (`pip install prompt-diary==0.2.20`)."
             )
         };
         for (version, found) in [

@@ -125,7 +125,7 @@ def add_citations(ws: Path, every: int = 3) -> Path:
                     obj["cwd"] = str(proj)
                     obj["message"]["content"].append({"type": "text", "text": (
                         f"Step {n} done.\n**Evidence**: src/mod_{n % 5}.py:{n % 50 + 1}\n"
-                        f"**Evidence**: tests/test_x.py::test_{n} - PASS\n"
+                        f"**Evidence**: pytest tests/test_x.py::test_{n} - PASS\n"
                         f"**Evidence**: [Issue {n}](https://example.com/issues/{n})")})
                     line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
             out.append(line)
