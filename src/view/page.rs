@@ -558,8 +558,13 @@ fn synthesis(day: &Day) -> Markup {
             Some(Doc::Parsed(report)) => {
                 article.s {
                     @if let Some(title) = report.get("report_title") { h4 { "Title" } (value_view(title, "", 0)) }
-                    @if let Some(Value::Object(map)) = Some(report) {
-                        @for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "report_title") {
+                    @if let Value::Object(map) = report {
+                        dl.kv {
+                            @for (k, v) in map.iter().filter(|(_, v)| !v.is_object() && !v.is_array()) {
+                                dt { (k) } dd { (value_view(v, "", 0)) }
+                            }
+                        }
+                        @for (k, v) in map.iter().filter(|(k, v)| k.as_str() != "report_title" && (v.is_object() || v.is_array())) {
                             h4 { (k) }
                             (value_view(v, "", 0))
                         }

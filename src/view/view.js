@@ -23,4 +23,5 @@
     said.textContent = want === "" ? "" : shown + " of " + units.length + " blocks match";
   }
   box.addEventListener("input", run);
+  box.setAttribute("data-search", "ready");
 })();
