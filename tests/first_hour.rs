@@ -450,9 +450,14 @@ fn view_of_the_example_shows_both_sessions_their_turns_and_both_agent_citations(
 #[test]
 fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
     let ws = Workspace::example();
+    // A hand-edited card may cite anything: past the session's end, or no span at all.
+    let mut card: Value =
+        serde_json::from_slice(&common::fixture_bytes("card_S0001_after_a_e.json")).unwrap();
+    card["evidence_chains"][1]["terminal_state"]["citations"] =
+        serde_json::json!([{"lines": "7-18446744073709551615"}, {"lines": "seven"}]);
     ws.write(
         "projects/Demo-0123456789ab/evidence/S0001.json",
-        common::fixture_bytes("card_S0001_after_a_e.json"),
+        serde_json::to_string_pretty(&card).unwrap(),
     );
     ws.ok(&["import"]);
     // Line 1 edited in place after import, same size: it no longer matches its hash.

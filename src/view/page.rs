@@ -438,7 +438,9 @@ fn range_view(
         Vec::new()
     };
     written.lines_shown += shown.len() as u64;
-    let unshown = last - first + 1 - shown.len() as u64;
+    let unshown = (last - first)
+        .saturating_add(1)
+        .saturating_sub(shown.len() as u64);
     Ok(html! {
         div.range {
             div.rhead { "lines " (first) "-" (last) }
