@@ -23,5 +23,15 @@
     said.textContent = want === "" ? "" : shown + " of " + units.length + " blocks match";
   }
   box.addEventListener("input", run);
+  // A link ending in #search=WORDS opens the page filtered by WORDS.
+  var asked = /^#search=(.*)$/.exec(window.location.hash);
+  if (asked) {
+    try {
+      box.value = decodeURIComponent(asked[1]);
+    } catch (e) {
+      box.value = asked[1];
+    }
+    run();
+  }
   box.setAttribute("data-search", "ready");
 })();

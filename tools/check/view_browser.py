@@ -25,6 +25,7 @@ import html.parser
 import http.server
 import json
 import os
+import re
 import shutil
 import socketserver
 import struct
@@ -289,6 +290,11 @@ def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener:
                     bool(csp) and (csp[0].get("content") or "").startswith("default-src 'none';")))
         out.append(("the page's script ran under the policy (the search box is ready)",
                     'data-search="ready"' in dumped.stdout))
+        filtered = run_chromium(chromium, ["--dump-dom"], url + "#search=PWNED-chain")
+        said = re.search(r'id="qn">(\d+) of (\d+) blocks match<', filtered.stdout)
+        out.append((f"#search= filters the page as typed search does ({said.group(0) if said else 'no count'})",
+                    bool(said) and 0 < int(said.group(1)) < int(said.group(2))
+                    and filtered.stdout.count('class="s hide"') + filtered.stdout.count(' hide"') > 0))
         for want in ("S0001", "S0002", "S0003", "T0002", "W0001", "unchecked", "tool_output handle"):
             out.append((f"the page shows {want}", want in text))
     drawn = run_chromium(chromium, ["--window-size=1280,1600", f"--screenshot={shot}"], url)
