@@ -2,7 +2,7 @@
 //! fragment: the document leaves out the optional `<html>`, `<head>` and `<body>` tags
 //! (HTML allows it), so no part opens an element another part closes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::time::SystemTime;
@@ -69,15 +69,27 @@ pub fn render(
                 day.paged,
             )?;
             put(out, session_head(project, session, &lines))?;
-            let chains = project.chains(&session.session.session_ref);
+            // The card's chains by turn ref, in card order (a turn may have several).
+            let mut by_turn: HashMap<&str, Vec<&Map<String, Value>>> = HashMap::new();
+            let mut unplaced = Vec::new();
+            let indexed: HashSet<&str> = session
+                .session
+                .turns
+                .iter()
+                .map(|t| t.turn_ref.as_str())
+                .collect();
+            for chain in project.chains(&session.session.session_ref) {
+                match chain.get("turn_ref").and_then(Value::as_str) {
+                    Some(t) if indexed.contains(t) => {
+                        by_turn.entry(t).or_default().push(chain);
+                    }
+                    _ => unplaced.push(chain),
+                }
+            }
             for turn in &session.session.turns {
                 written.turns += 1;
-                let mine: Vec<_> = chains
-                    .iter()
-                    .filter(|c| c.get("turn_ref").and_then(Value::as_str) == Some(&turn.turn_ref))
-                    .collect();
                 let mut markup = Vec::new();
-                for chain in &mine {
+                for chain in by_turn.get(turn.turn_ref.as_str()).into_iter().flatten() {
                     written.chains += 1;
                     markup.push(chain_view(
                         reader, project, session, &lines, chain, written,
@@ -85,17 +97,7 @@ pub fn render(
                 }
                 put(out, turn_view(project, session, turn, &markup))?;
             }
-            let indexed: Vec<&str> = session
-                .session
-                .turns
-                .iter()
-                .map(|t| t.turn_ref.as_str())
-                .collect();
-            for chain in chains.iter().filter(|c| {
-                !c.get("turn_ref")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| indexed.contains(&t))
-            }) {
+            for chain in unplaced {
                 written.chains += 1;
                 let body = chain_view(reader, project, session, &lines, chain, written)?;
                 put(
