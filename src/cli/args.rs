@@ -41,7 +41,8 @@ pub(crate) fn version_text() -> &'static str {
         prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
         skeleton; `export` writes every document the store holds back into the workspace; \
         `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
-        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it.",
+        and exports afterwards; `dump` shows what the store holds; `view` writes one HTML page of the \
+        day's evidence; `verify` checks the store without changing it.",
     disable_help_subcommand = true
 )]
 struct Cli {
