@@ -2,8 +2,8 @@
 //!
 //! The folders are the layers, from the edges down (ARCHITECTURE.md has the map):
 //! `cli` and `mcp` are the edges, `service` is the transport-independent core they share,
-//! `import`, `citations`, `tool_output`, `documents`, `read` and `session` are its
-//! features, `store` is the only code that knows redb, and `workspace` and `util` are the
+//! `import`, `view`, `citations`, `tool_output`, `documents`, `read` and `session` are
+//! its features, `store` is the only code that knows redb, and `workspace` and `util` are the
 //! ground everything stands on. A layer uses only the layers below it (`tests/layers.rs`).
 
 pub(crate) mod citations;
@@ -17,6 +17,7 @@ pub(crate) mod session;
 pub(crate) mod store;
 pub(crate) mod tool_output;
 pub(crate) mod util;
+pub(crate) mod view;
 pub(crate) mod workspace;
 
 /// The few internals the integration tests and benches call in process. Not an API: it

@@ -230,3 +230,34 @@ fn import_waits_for_a_read_only_holder_instead_of_failing() {
     assert!(status.success(), "{first}{rest}");
     assert!(first.contains("waiting"), "{first}{rest}");
 }
+
+/// `view` reads one snapshot while `serve` processes write: it never fails nor waits for
+/// them, and each page shows the chains committed before it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn view_runs_beside_writing_servers_and_shows_what_was_committed() {
+    let ws = Workspace::load_test(2, 20);
+    ws.ok(&["import"]);
+    let client = spawn_server(&ws).await.0;
+    let stop = Arc::new(AtomicBool::new(false));
+    let views = Arc::new(AtomicUsize::new(0));
+    let viewer = command_loop(ws.root().to_owned(), "view", stop.clone(), views.clone());
+    for turn in 1..=20 {
+        for session in 1..=2 {
+            assert_eq!(write(&client, session, turn).await.unwrap(), None);
+        }
+        if turn == 10 {
+            // Everything answered so far is committed: a page made now shows it all.
+            let page = ws.ok(&["view"]);
+            let html = std::fs::read_to_string(page.trim().trim_start_matches("file://")).unwrap();
+            assert_eq!(html.matches("class=\"cell written\"").count(), 20);
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let failures = viewer.join().unwrap();
+    client.cancel().await.unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(
+        views.load(Ordering::SeqCst) >= 1,
+        "a view overlapped the writes"
+    );
+}

@@ -566,3 +566,139 @@ fn the_example_outputs_are_ignored_and_never_copied_into_tests() {
     assert!(!copy.path("daily-report.json").exists());
     assert!(!copy.path("projects/P/evidence").exists());
 }
+
+/// The page `view` wrote to its default place, checked to be the one it printed.
+fn view_page(ws: &Workspace) -> String {
+    let printed = ws.ok(&["view"]);
+    let page = ws.path(".evidence-store/view.html");
+    assert_eq!(printed.trim(), format!("file://{}", page.display()));
+    String::from_utf8(std::fs::read(page).expect("page written")).expect("UTF-8 page")
+}
+
+#[test]
+fn view_of_the_example_shows_both_sessions_their_turns_and_both_agent_citations() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let page = view_page(&ws);
+    for id in [
+        "session:Demo-0123456789ab:S0001",
+        "session:Demo-0123456789ab:S0002",
+        "turn:Demo-0123456789ab:S0001:T0001",
+        "turn:Demo-0123456789ab:S0001:T0002",
+        "turn:Demo-0123456789ab:S0002:T0001",
+        // The line that made the two citations, which they link to.
+        "line:Demo-0123456789ab:S0001:6",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "no {id}");
+    }
+    // No chain is written yet: all three turns stand out as uncovered.
+    assert_eq!(page.matches("class=\"cell missing\"").count(), 3);
+    // The two citations, one file and one test result, both unchecked, each with its reason.
+    for reference in [
+        "src/parser.py:41-42",
+        "tests/test_parser.py::test_parse_tokens - PASS",
+    ] {
+        assert!(page.contains(reference), "no citation {reference}");
+    }
+    let rows: Vec<&str> = page
+        .split("<tr class=\"s\" id=\"citation:")
+        .skip(1)
+        .collect();
+    assert_eq!(rows.len(), 2, "two citation rows");
+    for row in &rows {
+        assert!(row.contains("st-unchecked\">unchecked<"), "{row}");
+        assert!(row.contains("unchecked because"), "{row}");
+        assert!(
+            row.contains("href=\"#line:Demo-0123456789ab:S0001:6\""),
+            "{row}"
+        );
+    }
+    assert!(rows[0].contains(">file<") && rows[1].contains(">test<"));
+    // Nothing from outside: one inline script and style, a policy forbidding the rest.
+    assert!(page.contains("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
+    assert!(!page.contains(" src="), "the page loads nothing");
+    assert!(
+        !page.contains("href=\"http"),
+        "the page links nowhere outside"
+    );
+}
+
+#[test]
+fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
+    let ws = Workspace::example();
+    // A hand-edited card may cite anything: past the session's end, or no span at all.
+    let mut card: Value =
+        serde_json::from_slice(&common::fixture_bytes("card_S0001_after_a_e.json")).unwrap();
+    card["evidence_chains"][1]["terminal_state"]["citations"] =
+        serde_json::json!([{"lines": "7-18446744073709551615"}, {"lines": "seven"}]);
+    ws.write(
+        "projects/Demo-0123456789ab/evidence/S0001.json",
+        serde_json::to_string_pretty(&card).unwrap(),
+    );
+    ws.ok(&["import"]);
+    // Line 1 edited in place after import, same size: it no longer matches its hash.
+    let session = "projects/Demo-0123456789ab/sessions/claude-code/c1.jsonl";
+    let text = String::from_utf8(ws.read(session)).unwrap();
+    ws.write(
+        session,
+        text.replacen(
+            "Fix the failing parser test.",
+            "Fix the failing parser TEST.",
+            1,
+        ),
+    );
+    let page = view_page(&ws);
+    assert_eq!(page.matches("class=\"cell written\"").count(), 2);
+    assert_eq!(page.matches("class=\"cell missing\"").count(), 1);
+    let chain = page
+        .split("id=\"turn:Demo-0123456789ab:S0001:T0001\"")
+        .nth(1)
+        .and_then(|rest| rest.split("id=\"turn:").next())
+        .expect("the turn's block");
+    for shown in [
+        "User asked to fix the failing parser test.",
+        "Off-by-one in parse_tokens fixed.",
+        "material_result",
+        // Lines 2-5, cited by the agent reaction, as the session holds them.
+        "pytest -q tests/test_parser.py",
+        "The file src/parser.py has been updated.",
+    ] {
+        assert!(chain.contains(shown), "the chain lacks {shown:?}");
+    }
+    assert!(
+        chain.contains("line 1 <span class=\"badge changed\">no longer matches its stored hash")
+    );
+    assert!(
+        !page.contains("parser TEST."),
+        "a changed line's text is never shown"
+    );
+}
+
+#[test]
+fn view_keeps_planted_markup_as_text() {
+    let ws = Workspace::example();
+    let payload =
+        r#"<script>document.title='PWNED'</script>"><img src=x onerror=alert(1)></textarea>"#;
+    let label = serde_json::to_string(&format!("Demo {payload}")).unwrap();
+    ws.write(
+        "projects/Demo-0123456789ab/project.json",
+        format!(r#"{{"schema_version": 2, "project_key": "Demo-0123456789ab", "project_label": {label}}}"#),
+    );
+    let mut card: Value =
+        serde_json::from_slice(&common::fixture_bytes("card_S0001_after_a_e.json")).unwrap();
+    card["evidence_chains"][0]["trigger"]["summary"] = Value::String(payload.to_owned());
+    ws.write(
+        "projects/Demo-0123456789ab/evidence/S0001.json",
+        serde_json::to_string_pretty(&card).unwrap(),
+    );
+    ws.ok(&["import"]);
+    let page = view_page(&ws);
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!page.contains("<img"), "no planted element");
+    assert!(!page.contains("</textarea>"));
+    assert!(page.contains("&lt;script&gt;document.title='PWNED'&lt;/script&gt;&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+}

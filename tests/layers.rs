@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "tool_output",
     "citations",
     "import",
+    "view",
     "service",
     "mcp",
     "cli",

@@ -20,6 +20,7 @@ else
 fi
 cargo build --locked --quiet   # the binary the Python checks drive
 echo "[test.sh] ${SECONDS}s: Rust tests done"
+tools/check/view_browser.sh target/debug/evidence-store   # `view` in headless Chromium
 
 tools/setup_python.sh
 py=tools/.venv/bin/python

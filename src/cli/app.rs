@@ -128,6 +128,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::View { out } => run_view(&config, out),
         Command::Serve => run_serve(config),
         Command::Run { command } => crate::cli::run::run_wrapped(&config, command),
         Command::Report { argv0, args } => crate::cli::run::run_report(config.clone(), argv0, args),
@@ -224,6 +225,40 @@ pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitC
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
 }
 
+/// `view`: the page of one read snapshot, written to `out` atomically; prints its URL.
+/// Read-only on the store, as `dump` is, so it runs beside `serve` processes writing.
+fn run_view(config: &Config, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    store_must_exist(config)?;
+    let store = match Store::open_read_only(&config.store) {
+        Err(OpenError::NeedsRepair { .. }) => Store::open(&config.store)?,
+        other => other?,
+    };
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let (Some(dir), Some(name)) = (out.parent(), out.file_name().and_then(|n| n.to_str())) else {
+        bail!("--out {} names no file", out.display());
+    };
+    let written = crate::view::write_page(
+        &store,
+        &config.workspace.path,
+        dir,
+        name,
+        std::time::SystemTime::now(),
+    )
+    .with_context(|| format!("view: {} was not written", out.display()))?;
+    eprintln!(
+        "view: {} project(s), {} session(s), {} turn(s), {} chain(s), {} line(s) shown, {} agent citation(s); {} bytes",
+        written.projects,
+        written.sessions,
+        written.turns,
+        written.chains,
+        written.lines_shown,
+        written.citations,
+        written.bytes
+    );
+    println!("file://{}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The commands that read a store refuse to make one: without it, they say to import,
 /// or, when the workspace directory itself does not exist, that it does not.
 fn store_must_exist(config: &Config) -> anyhow::Result<()> {
@@ -299,6 +334,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Serve => "serve",
         Command::Export => "export",
         Command::Build => "build",
+        Command::View { .. } => "view",
         Command::Run { .. } => "run",
         Command::Report { .. } => "report",
         Command::Help { .. } => "help",

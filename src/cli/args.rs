@@ -41,8 +41,9 @@ pub(crate) fn version_text() -> &'static str {
         prompt-diary's MCP tools from it over stdio; `build` assembles the daily-report \
         skeleton; `export` writes every document the store holds back into the workspace; \
         `run -- prompt-diary generate ...` runs prompt-diary with its MCP server replaced by `serve` \
-        and exports afterwards; `dump` shows what the store holds; `verify` checks it without changing it; \
-        `verify-citations` checks the files agents cited again, as they are now.",
+        and exports afterwards; `dump` shows what the store holds; `view` writes one HTML page of the \
+        day's evidence; `verify` checks the store without changing it; `verify-citations` checks the \
+        files agents cited again, as they are now.",
     disable_help_subcommand = true
 )]
 struct Cli {
@@ -80,6 +81,14 @@ enum CliCommand {
     Verify,
     /// Show what the store holds
     Dump(DumpArgs),
+    /// Write one self-contained HTML page of the day's evidence (coverage of every turn,
+    /// each chain beside the lines it cites, work items, the report, agent citations) and
+    /// print its file:// URL
+    View {
+        /// The page to write [default: DIR/.evidence-store/view.html]
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Write every evidence card and report the store holds into the workspace, atomically
     Export,
     /// Build the daily-report skeleton from the work items (keeping completed slots)
@@ -385,6 +394,10 @@ pub(crate) enum Command {
     Serve,
     Export,
     Build,
+    /// Write the HTML page of the store's evidence to `out`.
+    View {
+        out: PathBuf,
+    },
     /// Run a command with `report mcp serve` replaced by `serve`, then export.
     Run {
         command: Vec<OsString>,
@@ -468,6 +481,9 @@ fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
     }
 }
 
+/// Where `view` writes its page by default, relative to the workspace.
+const VIEW_FILE: &str = ".evidence-store/view.html";
+
 /// `DIR/.evidence-store/store.redb`.
 pub(crate) fn default_store(workspace: &Path) -> PathBuf {
     workspace.join(crate::store::WORKSPACE_STORE)
@@ -500,6 +516,9 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         CliCommand::Serve { .. } => Command::Serve,
         CliCommand::Export => Command::Export,
         CliCommand::Build => Command::Build,
+        CliCommand::View { out } => Command::View {
+            out: out.unwrap_or_else(|| workspace.path.join(VIEW_FILE)),
+        },
         CliCommand::Run { command, .. } => Command::Run { command },
         CliCommand::Help { command } => Command::Help {
             text: help_text(&command),

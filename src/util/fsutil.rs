@@ -784,6 +784,31 @@ pub fn atomic_write(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
     replace(root, rel, bytes).map(Replacement::keep)
 }
 
+/// Writes `<root>/<rel>` atomically and durably as `write` streams it into a temp file
+/// of our own name in the target's directory (fsync, rename, fsync the directory), so a
+/// large file is never held in memory. A failed `write` removes the temp file and leaves
+/// the target as it was.
+pub fn atomic_write_with<E: From<io::Error>>(
+    root: &Path,
+    rel: &str,
+    write: impl FnOnce(&mut File) -> Result<(), E>,
+) -> Result<(), E> {
+    let (dir, name) = Root::open(root)?.parent_of(rel)?;
+    let (temp, mut file) = create_temp(&dir, name)?;
+    let written = write(&mut file).and_then(|()| file.sync_all().map_err(E::from));
+    drop(file);
+    if let Err(e) = written {
+        let _ = dir.remove(&temp);
+        return Err(e);
+    }
+    if let Err(e) = rfs::renameat(&dir.fd, &temp, &dir.fd, name) {
+        let _ = dir.remove(&temp);
+        return Err(io::Error::from(e).into());
+    }
+    dir.sync()?;
+    Ok(())
+}
+
 /// Faults injected at known steps, for tests of the failure paths through the real binary.
 /// Only debug builds read `EVIDENCE_STORE_FAULT`; release builds never fail on purpose.
 ///
