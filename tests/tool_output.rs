@@ -2225,3 +2225,77 @@ async fn with_every_slot_taken_sampling_answers_are_still_read() {
         client.cancel().await.ok();
     }
 }
+
+/// A sub-agent whose tool results outgrow the model's context (4096 tokens, from the
+/// endpoint's `/props`, less 1024 for the answer: 7680 bytes at 2.5 a token): each turn is
+/// cut to fit, the oldest result first, saying so; then a call made again ends the run.
+#[tokio::test]
+async fn read_grep_turns_fit_the_published_context_and_a_repeated_call_ends_the_run() {
+    let s = setup(&[("log-1", "Bash", &test_log())]);
+    let first = json!({"file": "log-1", "start_line": 1, "end_line": 200});
+    let model = fake_endpoint_with(
+        vec![
+            Say::Calls(vec![("Read", first.clone())]),
+            Say::Calls(vec![(
+                "Read",
+                json!({"file": "log-1", "start_line": 201, "end_line": 400}),
+            )]),
+            Say::Calls(vec![("Read", first)]),
+        ],
+        vec![(
+            "GET /props ",
+            "200 OK",
+            json!({"default_generation_settings": {"n_ctx": 4096}}).to_string(),
+        )],
+    );
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(
+        &client,
+        json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
+    )
+    .await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:truncate:\n\n\
+             WARNING: tool_output fallback to truncate (read-grep: turn 3: the model repeated \
+             its tool call of turn 1, Read {"
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains("stopped, as it would only repeat itself)."),
+        "{body}"
+    );
+    client.cancel().await.ok();
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 3, "no request after the repeat");
+    let sent: usize = seen[2].to_string().len();
+    let tools: usize = seen[2]["tools"].to_string().len();
+    assert!(
+        sent - tools <= 7680,
+        "{} bytes of messages sent",
+        sent - tools
+    );
+    let messages = seen[2]["messages"].as_array().expect("messages");
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().expect("content"))
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].contains("to fit the model's context"),
+        "the oldest result was cut, saying so: {}",
+        results[0]
+    );
+    assert!(
+        results[1].starts_with("201: line 201: ok\n"),
+        "{}",
+        results[1]
+    );
+    assert!(!results[1].contains("to fit the model's context"));
+}
