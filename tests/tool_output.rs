@@ -2299,3 +2299,29 @@ async fn read_grep_turns_fit_the_published_context_and_a_repeated_call_ends_the_
     );
     assert!(!results[1].contains("to fit the model's context"));
 }
+
+/// A model that only repeats the prompt's example wrapper (`...`) wrote no report: the
+/// answer is the fallback saying so, never the dots.
+#[tokio::test]
+async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = fake_endpoint(vec![say(
+        "<ai-agent-{N}-FINAL format=\"text\"> ... </ai-agent-{N}-FINAL>",
+    )]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE small, STRATEGY:truncate:\n\n\
+             WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final \
+             report produced (the answer only repeated the prompt's example wrapper)"
+        ),
+        "{body}"
+    );
+    assert!(body.ends_with("ERROR one\n"), "{body}");
+    client.cancel().await.ok();
+}
