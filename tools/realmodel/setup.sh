@@ -16,7 +16,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${REALMODEL_CACHE:-$(dirname "$here")/.realmodel}"
-model_cache="${REALMODEL_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/evidence-store/realmodel}"
+# Without HOME the model stays beside the server, in $cache.
+model_cache="${REALMODEL_MODEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-$cache}/.cache}/evidence-store/realmodel}"
 gguf=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 gguf_sha256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 gguf_bytes=491400064
