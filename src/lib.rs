@@ -43,6 +43,7 @@ pub mod harness {
 
     /// What a real model's final report becomes in a tool result: the oracle of
     /// `tests/real_model.rs`, which runs the binary against a live endpoint.
+    pub use crate::tool_output::context::unclosed_note;
     pub use crate::tool_output::report::parse_final_report;
     pub use crate::tool_output::truncate::truncate;
 

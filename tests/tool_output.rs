@@ -363,7 +363,7 @@ every ERROR line with its line number
 OUTPUT FORMAT (required)
 - Emit exactly one XML final-report wrapper:
   <ai-agent-{nonce}-FINAL format="text"> ... </ai-agent-{nonce}-FINAL>
-- If no relevant data exists, output:
+- If no relevant data exists, output inside the wrapper:
   NO RELEVANT DATA FOUND
   <short description of what kind of information is available in the file>"#
     )
@@ -409,7 +409,8 @@ async fn large_multi_line_output_goes_to_read_grep_over_the_endpoint() {
             "Read",
             json!({"file": "log-1", "start_line": 1499, "end_line": 1501}),
         )]),
-        // A `<think>` prefix and no closing tag: still this call's final report.
+        // A `<think>` prefix and no closing tag: still this call's final report, with a
+        // note that it may be cut short.
         say(
             "<think>two errors</think>\n<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var\n2750: ERROR retry failed",
         ),
@@ -427,6 +428,8 @@ async fn large_multi_line_output_goes_to_read_grep_over_the_endpoint() {
     assert_eq!(
         text_of(&result),
         "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:read-grep:\n\n\
+         NOTE: the model's report ended without its closing tag, so it may be cut short \
+         (an answer may hold at most 1024 tokens).\n\n\
          1500: ERROR disk full on /var\n2750: ERROR retry failed"
     );
     let seen = model.seen.lock().expect("log").clone();
@@ -464,7 +467,9 @@ async fn huge_single_line_json_goes_to_full_chunked() {
         say(
             "<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nitems 0-399, all fine</ai-agent-{N}-FINAL>",
         ),
-        say("<think>item 400</think><ai-agent-{N}-FINAL format=\"text\">item 400 is broken"),
+        say(
+            "<think>item 400</think><ai-agent-{N}-FINAL format=\"text\">item 400 is broken</ai-agent-{N}-FINAL>",
+        ),
         say(
             "<ai-agent-{N}-FINAL format=\"text\">item-400 (id 400) has status broken</ai-agent-{N}-FINAL>",
         ),
@@ -513,11 +518,11 @@ OUTPUT FORMAT (required)
 - Emit exactly one XML final-report wrapper:
   <ai-agent-{n}-FINAL format="text"> ... </ai-agent-{n}-FINAL>
 - Put your extracted result inside the wrapper.
-- If no relevant data exists, output:
+- If no relevant data exists, output inside the wrapper:
   NO RELEVANT DATA FOUND
   <short description of what kind of information is available in this chunk>"#,
             doc.len(),
-            doc.len().div_ceil(4)
+            (doc.len() * 10).div_ceil(25)
         )
     );
     assert!(seen[0].get("tools").is_none(), "map calls offer no tools");
@@ -660,11 +665,11 @@ fn chunk_bytes_for(tool: &str, doc: &str, extract: &str) -> usize {
          WHAT TO EXTRACT\n{extract}\n\n\
          OUTPUT FORMAT (required)\n- Emit exactly one XML final-report wrapper:\n  \
          <ai-agent--FINAL format=\"text\"> ... </ai-agent--FINAL>\n\
-         - Put your extracted result inside the wrapper.\n- If no relevant data exists, output:\n  \
+         - Put your extracted result inside the wrapper.\n- If no relevant data exists, output inside the wrapper:\n  \
          NO RELEVANT DATA FOUND\n  \
          <short description of what kind of information is available in this chunk>",
         doc.len(),
-        doc.len().div_ceil(4)
+        (doc.len() * 10).div_ceil(25)
     );
     ((12288 - 1024 - ((prompt.len() + 64) * 10).div_ceil(25)) * 25 / 10).max(1024)
 }
@@ -766,7 +771,7 @@ async fn sampling_without_tool_use_maps_small_outputs_and_never_tries_read_grep(
     let sampler = Sampler {
         tools: false,
         script: Mutex::new(vec![say(
-            "<think>easy</think>\n<ai-agent-{N}-FINAL format=\"text\">ERROR one",
+            "<think>easy</think>\n<ai-agent-{N}-FINAL format=\"text\">ERROR one</ai-agent-{N}-FINAL>",
         )]),
         seen: seen.clone(),
     };
@@ -1021,7 +1026,9 @@ async fn a_misconfigured_endpoint_stops_serve_with_a_clear_message_and_no_secret
 async fn the_api_key_is_sent_as_a_bearer_token_and_never_logged() {
     const SECRET: &str = "sk-test-SECRET-0123456789";
     let s = setup(&[("small", "Bash", "ERROR one\n")]);
-    let model = fake_endpoint(vec![say("<ai-agent-{N}-FINAL format=\"text\">ERROR one")]);
+    let model = fake_endpoint(vec![say(
+        "<ai-agent-{N}-FINAL format=\"text\">ERROR one</ai-agent-{N}-FINAL>",
+    )]);
     let root = s.ws.root().to_owned();
     let payloads = s.payloads.path().to_owned();
     let url = model.url.clone();
@@ -1312,8 +1319,8 @@ async fn concurrent_calls_share_one_sampling_client_and_other_tools_keep_answeri
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let sampler = GatedSampler {
         script: Mutex::new(vec![
-            say("<ai-agent-{N}-FINAL format=\"text\">one"),
-            say("<ai-agent-{N}-FINAL format=\"text\">two"),
+            say("<ai-agent-{N}-FINAL format=\"text\">one</ai-agent-{N}-FINAL>"),
+            say("<ai-agent-{N}-FINAL format=\"text\">two</ai-agent-{N}-FINAL>"),
         ]),
         asked: asked.clone(),
         gate: gate.clone(),
@@ -1650,7 +1657,11 @@ async fn a_sampling_call_ends_at_its_deadline_and_cancels_its_sampling_request()
 /// A report for every map and reduce request.
 fn reports(n: usize) -> Vec<Say> {
     (0..n)
-        .map(|i| say(&format!("<ai-agent-{{N}}-FINAL format=\"text\">part {i}")))
+        .map(|i| {
+            say(&format!(
+                "<ai-agent-{{N}}-FINAL format=\"text\">part {i}</ai-agent-{{N}}-FINAL>"
+            ))
+        })
         .collect()
 }
 
@@ -1854,15 +1865,19 @@ async fn the_seed_cases_on_real_handles_from_a_compact_read() {
     let expected = real_handles(&s, &[("Bash", &log), ("exec_command", &doc)]);
     let model = fake_endpoint(vec![
         // The JSON: two maps and a reduce.
-        say("<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nitems 0-399"),
-        say("<ai-agent-{N}-FINAL format=\"text\">item 400 is broken"),
-        say("<ai-agent-{N}-FINAL format=\"text\">item-400 has status broken"),
+        say(
+            "<ai-agent-{N}-FINAL format=\"text\">NO RELEVANT DATA FOUND\nitems 0-399</ai-agent-{N}-FINAL>",
+        ),
+        say("<ai-agent-{N}-FINAL format=\"text\">item 400 is broken</ai-agent-{N}-FINAL>"),
+        say("<ai-agent-{N}-FINAL format=\"text\">item-400 has status broken</ai-agent-{N}-FINAL>"),
         // The log: the sub-agent greps, then answers.
         Say::Calls(vec![(
             "Grep",
             json!({"file": expected[0], "pattern": "ERROR"}),
         )]),
-        say("<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var"),
+        say(
+            "<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var</ai-agent-{N}-FINAL>",
+        ),
     ]);
     let mut envs = SMALL_MODEL.to_vec();
     envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
@@ -2043,7 +2058,7 @@ async fn read_grep_offers_no_tools_past_the_call_limit() {
         })
         .collect();
     script.push(say(
-        "<ai-agent-{N}-FINAL format=\"text\">no ERROR in lines 1-10",
+        "<ai-agent-{N}-FINAL format=\"text\">no ERROR in lines 1-10</ai-agent-{N}-FINAL>",
     ));
     let model = fake_endpoint(script);
     let mut envs = SMALL_MODEL.to_vec();
@@ -2216,7 +2231,7 @@ async fn with_every_slot_taken_sampling_answers_are_still_read() {
     let sampler = GatedSampler {
         script: Mutex::new(
             (0..CALLS)
-                .map(|_| say("<ai-agent-{N}-FINAL format=\"text\">done"))
+                .map(|_| say("<ai-agent-{N}-FINAL format=\"text\">done</ai-agent-{N}-FINAL>"))
                 .collect(),
         ),
         asked: asked.clone(),
@@ -2257,4 +2272,104 @@ async fn with_every_slot_taken_sampling_answers_are_still_read() {
     if let Ok(client) = Arc::try_unwrap(client) {
         client.cancel().await.ok();
     }
+}
+
+/// A sub-agent whose tool results outgrow the model's context (4096 tokens, from the
+/// endpoint's `/props`, less 1024 for the answer: 7680 bytes at 2.5 a token): each turn is
+/// cut to fit, the oldest result first, saying so; then a call made again ends the run.
+#[tokio::test]
+async fn read_grep_turns_fit_the_published_context_and_a_repeated_call_ends_the_run() {
+    let s = setup(&[("log-1", "Bash", &test_log())]);
+    let first = json!({"file": "log-1", "start_line": 1, "end_line": 200});
+    let model = fake_endpoint_with(
+        vec![
+            Say::Calls(vec![("Read", first.clone())]),
+            Say::Calls(vec![(
+                "Read",
+                json!({"file": "log-1", "start_line": 201, "end_line": 400}),
+            )]),
+            Say::Calls(vec![("Read", first)]),
+        ],
+        vec![(
+            "GET /props ",
+            "200 OK",
+            json!({"default_generation_settings": {"n_ctx": 4096}}).to_string(),
+        )],
+    );
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(
+        &client,
+        json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
+    )
+    .await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:truncate:\n\n\
+             WARNING: tool_output fallback to truncate (read-grep: turn 3: the model repeated \
+             its tool call of turn 1, Read {"
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains("stopped, as it would only repeat itself)."),
+        "{body}"
+    );
+    client.cancel().await.ok();
+    let seen = model.seen.lock().expect("log").clone();
+    assert_eq!(seen.len(), 3, "no request after the repeat");
+    let sent: usize = seen[2].to_string().len();
+    let tools: usize = seen[2]["tools"].to_string().len();
+    assert!(
+        sent - tools <= 7680,
+        "{} bytes of messages sent",
+        sent - tools
+    );
+    let messages = seen[2]["messages"].as_array().expect("messages");
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().expect("content"))
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].contains("to fit the model's context"),
+        "the oldest result was cut, saying so: {}",
+        results[0]
+    );
+    assert!(
+        results[1].starts_with("201: line 201: ok\n"),
+        "{}",
+        results[1]
+    );
+    assert!(!results[1].contains("to fit the model's context"));
+}
+
+/// A model that only repeats the prompt's example wrapper (`...`) wrote no report: the
+/// answer is the fallback saying so, never the dots.
+#[tokio::test]
+async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
+    let s = setup(&[("small", "Bash", "ERROR one\n")]);
+    let model = fake_endpoint(vec![say(
+        "<ai-agent-{N}-FINAL format=\"text\"> ... </ai-agent-{N}-FINAL>",
+    )]);
+    let mut envs = SMALL_MODEL.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
+    envs.push(("EVIDENCE_STORE_MODEL", "m"));
+    let client = serve_with(&s, (), &envs).await;
+    let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
+    let body = text_of(&result);
+    assert!(
+        body.starts_with(
+            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE small, STRATEGY:truncate:\n\n\
+             WARNING: tool_output fallback to truncate (full-chunked: chunk 1 of 1: no final \
+             report produced (the answer only repeated the prompt's example wrapper)"
+        ),
+        "{body}"
+    );
+    assert!(body.ends_with("ERROR one\n"), "{body}");
+    client.cancel().await.ok();
 }

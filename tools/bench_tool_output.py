@@ -66,7 +66,8 @@ def endpoint(kind: str, delay: float) -> Server:
                 return
             time.sleep(delay)
             call = {"id": f"c{time.monotonic_ns()}", "type": "function",
-                    "function": {"name": "Grep", "arguments": json.dumps({"pattern": "token"})}}
+                    # A new pattern each turn: a repeated call would end read-grep at once.
+                    "function": {"name": "Grep", "arguments": json.dumps({"pattern": f"token|{time.monotonic_ns()}"})}}
             body = json.dumps({"id": "x", "object": "chat.completion", "model": "m",
                                "choices": [{"index": 0, "finish_reason": "tool_calls",
                                             "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}).encode()

@@ -6,9 +6,11 @@
 //!   the reduce prompt (no reduce for one chunk). Every answer must hold this call's final
 //!   report.
 //! - `read-grep` runs a sub-agent with exactly two tools, Read and Grep, over this payload
-//!   only (the handle is the filename), for at most [`MAX_TURNS`] turns and
-//!   [`MAX_TOOL_CALLS`] tool calls. Only a final report the model wrote itself counts: running
-//!   out of turns is a failure, never a synthesized report.
+//!   only (the handle is the filename), for at most [`MAX_TOOL_CALLS`] tool calls; the turn
+//!   after the limit offers no tools, so a run has at most `MAX_TOOL_CALLS + 1` turns. A
+//!   tool call repeating one of an earlier turn ends the run. Each turn is fitted to the model's
+//!   context ([`super::context`]). Only a final report the model wrote itself counts:
+//!   reaching the limit is a failure, never a synthesized report.
 //! - A strategy that cannot execute (no model, a model error, no final report, limits hit)
 //!   yields the truncate fallback with `WARNING: tool_output fallback to truncate (<reason>).`
 //!   and a warning log carrying the handle, strategy, reason and sizes. "Nothing relevant
@@ -20,15 +22,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::context::{self, Budget, CallLog};
 use super::model::{Message, Model, ModelError, Request, ToolCall, ToolDef};
 use super::prompts::{self, Source};
-use super::report::parse_final_report;
+use super::report::{Report, parse_final_report};
 use super::route::{self, Abilities, Route, RouteConfig, Stats};
 use super::{Mode, chunk, format_failure, format_success, truncate};
 
-/// Most model turns of the read-grep sub-agent.
-pub const MAX_TURNS: usize = 15;
-/// Most Read and Grep calls of the read-grep sub-agent.
+/// Most Read and Grep calls of the read-grep sub-agent; the turn after them has no tools.
 pub const MAX_TOOL_CALLS: usize = 10;
 /// Most chunks an explicit `full-chunked` request may use (`auto` uses `max_chunks`).
 pub const FORCED_MAX_CHUNKS: usize = 64;
@@ -75,24 +76,11 @@ impl Default for EngineConfig {
     }
 }
 
-/// Bytes a token is estimated at when sizing chunks, in tenths: 2.5. Real logs and JSON
-/// measure 2.3-2.8 bytes a token with small models' tokenizers, so 4 sent chunks larger
-/// than the context.
-pub const BYTES_PER_TOKEN_TENTHS: usize = 25;
-
-/// Tokens `bytes` bytes are estimated at for chunk sizing (rounded up).
-pub fn tokens_for(bytes: usize) -> usize {
-    (bytes * 10).div_ceil(BYTES_PER_TOKEN_TENTHS)
-}
-
-/// Bytes `tokens` tokens are estimated to hold for chunk sizing (rounded down).
-pub fn bytes_for(tokens: usize) -> usize {
-    tokens.saturating_mul(BYTES_PER_TOKEN_TENTHS) / 10
-}
+pub use super::context::{bytes_for, tokens_for};
 
 impl EngineConfig {
     /// Payload bytes one map call can take: the context left after the answer and the
-    /// prompt (estimated at [`BYTES_PER_TOKEN_TENTHS`]), at least 1 KiB.
+    /// prompt (estimated at [`context::BYTES_PER_TOKEN_TENTHS`]), at least 1 KiB.
     pub fn chunk_bytes(&self, prompt_bytes: usize) -> usize {
         let tokens = self
             .context_tokens
@@ -252,9 +240,13 @@ async fn run(
             .map_err(|Failed(r)| Failed(format!("read-grep: {r}"))),
     };
     match result {
-        Ok(text) => {
-            let header = format_success(&job.source.tool_name, job.handle, mode, "");
-            let text = truncate::truncate(&text, config.max_bytes.saturating_sub(header.len()));
+        Ok(report) => {
+            let mut header = format_success(&job.source.tool_name, job.handle, mode, "");
+            if !report.closed {
+                header.push_str(&context::unclosed_note(config.max_output_tokens));
+            }
+            let text =
+                truncate::truncate(&report.text, config.max_bytes.saturating_sub(header.len()));
             Outcome {
                 mode_used: mode,
                 body: header + &text,
@@ -348,7 +340,7 @@ async fn full_chunked(
     stats: Stats,
     chunk_bytes: usize,
     model: &dyn Model,
-) -> Result<String, Failed> {
+) -> Result<Report, Failed> {
     match map_reduce(job, config, stats, chunk_bytes, model).await {
         Ok(text) => Ok(text),
         Err(PassError::Other(failed)) => Err(failed),
@@ -421,7 +413,7 @@ async fn map_reduce(
     stats: Stats,
     chunk_bytes: usize,
     model: &dyn Model,
-) -> Result<String, PassError> {
+) -> Result<Report, PassError> {
     let ranges = chunk::chunk(job.text, chunk_bytes, config.overlap_pct);
     let limit = match job.mode {
         Mode::Auto => route::auto_chunk_limit(stats, config.max_chunks, config.long_line_bytes),
@@ -491,21 +483,64 @@ async fn map_reduce(
         outputs.push(report);
     }
     if total == 1 {
-        return Ok(outputs.pop().unwrap_or_default());
+        return outputs
+            .pop()
+            .ok_or_else(|| PassError::Other(Failed("no chunk".to_string())));
     }
+    let outputs: Vec<String> = outputs.into_iter().map(|r| r.text).collect();
+    reduce(job, config, &outputs, model)
+        .await
+        .map_err(PassError::Other)
+}
+
+/// The reduce call over the map outputs, cut to fit the model's context (the longest
+/// first), and retried once with a smaller prompt after a context error.
+async fn reduce(
+    job: &Job<'_>,
+    config: &EngineConfig,
+    outputs: &[String],
+    model: &dyn Model,
+) -> Result<Report, Failed> {
     let nonce = prompts::nonce();
-    let request = Request {
-        system: prompts::reduce_system(&job.source, job.extract, &outputs, &nonce),
+    let mut budget = Budget::new(config.context_tokens, config.max_output_tokens);
+    let bare = Request {
+        system: prompts::reduce_system(&job.source, job.extract, &[], &nonce),
         messages: vec![Message::User(prompts::REDUCE_USER.to_string())],
         tools: Vec::new(),
         max_tokens: max_tokens(config),
     };
-    let reply = model
-        .complete(request)
-        .await
-        .map_err(|e| PassError::Other(Failed(format!("reduce: {e}"))))?;
-    parse_final_report(&reply.text, &nonce)
-        .map_err(|e| PassError::Other(Failed(format!("reduce: {e}{}", said(&reply.text)))))
+    // Each output adds its `--- Chunk i of n ---` line and the blank line after it.
+    let framing = context::request_bytes(&bare) + outputs.len() * 32;
+    loop {
+        // At least 1 KiB, as chunks have: a context too small for the prompt is the
+        // endpoint's to refuse.
+        let room = budget.bytes().saturating_sub(framing).max(1024);
+        let (fitted, cut) = context::fit_outputs(outputs, room);
+        if cut > 0 {
+            tracing::info!(
+                handle = job.handle,
+                cut,
+                room,
+                "tool_output reduce: chunk outputs cut to fit the model's context"
+            );
+        }
+        let request = Request {
+            system: prompts::reduce_system(&job.source, job.extract, &fitted, &nonce),
+            ..bare.clone()
+        };
+        let sent = context::request_bytes(&request);
+        let reply = match model.complete(request).await {
+            Ok(reply) => reply,
+            Err(ModelError::ContextExceeded {
+                n_prompt_tokens,
+                n_ctx,
+                ..
+            }) if budget.shrink(sent, n_prompt_tokens, n_ctx).is_some() => continue,
+            Err(e) => return Err(Failed(format!("reduce: {e}{}", budget.retry_note()))),
+        };
+        return parse_final_report(&reply.text, &nonce)
+            .map_err(|e| Failed(format!("reduce: {e}{}", said(&reply.text))));
+    }
 }
 
 /// Bytes of an answer without a final report quoted in the reason.
@@ -633,31 +668,55 @@ async fn read_grep(
     stats: Stats,
     model: &dyn Model,
     tools: &dyn TextTools,
-) -> Result<String, Failed> {
+) -> Result<Report, Failed> {
     let nonce = prompts::nonce();
     let system = prompts::read_grep_system(&job.source, job.handle, job.extract, &nonce);
     let mut messages = vec![Message::User(prompts::read_grep_user(job.handle, stats))];
     let defs = read_grep_tools();
     let mut calls_used = 0usize;
-    for turn in 1..=MAX_TURNS {
-        // Past the tool-call limit, and on the last turn, no tools are offered: the
-        // model has to answer.
-        let offer = calls_used < MAX_TOOL_CALLS && turn < MAX_TURNS;
+    let mut budget = Budget::new(config.context_tokens, config.max_output_tokens);
+    let mut made = CallLog::default();
+    // Every turn with tools uses at least one call, so the turn after the limit, which
+    // offers none, comes by turn MAX_TOOL_CALLS + 1 and ends the loop.
+    let mut turn = 0usize;
+    loop {
+        turn += 1;
+        let offer = calls_used < MAX_TOOL_CALLS;
         if !offer {
             messages.push(Message::User(LIMIT_REACHED.to_string()));
         }
-        let reply = model
-            .complete(Request {
+        let at = if offer {
+            format!("turn {turn}")
+        } else {
+            format!("turn {turn}, after the limit of {MAX_TOOL_CALLS} tool calls")
+        };
+        let reply = fitted_turn(
+            job.handle,
+            model,
+            Request {
                 system: system.clone(),
-                messages: messages.clone(),
+                messages: Vec::new(),
                 tools: if offer { defs.clone() } else { Vec::new() },
                 max_tokens: max_tokens(config),
-            })
-            .await
-            .map_err(|e| Failed(format!("turn {turn}: {e}")))?;
+            },
+            &mut messages,
+            &mut budget,
+        )
+        .await
+        .map_err(|e| Failed(format!("{at}: {e}")))?;
         if reply.tool_calls.is_empty() || !offer {
             return parse_final_report(&reply.text, &nonce)
-                .map_err(|e| Failed(format!("turn {turn}: {e}{}", said(&reply.text))));
+                .map_err(|e| Failed(format!("{at}: {e}{}", said(&reply.text))));
+        }
+        if let Some((call, earlier)) = reply
+            .tool_calls
+            .iter()
+            .find_map(|c| made.repeat_of(c).map(|earlier| (c, earlier)))
+        {
+            return Err(Failed(context::repeated(call, turn, earlier)));
+        }
+        for call in &reply.tool_calls {
+            made.record(call, turn);
         }
         let calls = reply.tool_calls.clone();
         messages.push(Message::Assistant {
@@ -680,9 +739,44 @@ async fn read_grep(
             });
         }
     }
-    Err(Failed(format!(
-        "no final report within {MAX_TURNS} turns ({calls_used} tool calls)"
-    )))
+}
+
+/// One read-grep turn: `messages` cut to fit the model's context (the oldest tool results
+/// first, each saying so), sent as `bare`'s conversation, and sent once more, cut to a
+/// smaller budget, after a context error.
+async fn fitted_turn(
+    handle: &str,
+    model: &dyn Model,
+    bare: Request,
+    messages: &mut [Message],
+    budget: &mut Budget,
+) -> Result<super::model::Reply, String> {
+    let fixed = context::fixed_bytes(&bare);
+    loop {
+        let cut = context::fit_conversation(messages, fixed, budget.bytes());
+        if cut > 0 {
+            tracing::info!(
+                handle,
+                cut,
+                budget = budget.bytes(),
+                "tool_output read-grep: tool results cut to fit the model's context"
+            );
+        }
+        let request = Request {
+            messages: messages.to_vec(),
+            ..bare.clone()
+        };
+        let sent = context::request_bytes(&request);
+        match model.complete(request).await {
+            Ok(reply) => return Ok(reply),
+            Err(ModelError::ContextExceeded {
+                n_prompt_tokens,
+                n_ctx,
+                ..
+            }) if budget.shrink(sent, n_prompt_tokens, n_ctx).is_some() => {}
+            Err(e) => return Err(format!("{e}{}", budget.retry_note())),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -852,7 +946,14 @@ mod tests {
             )],
         );
         let out = run("line\n", Mode::Auto, EngineConfig::default(), Some(&m));
-        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\ntwo errors"));
+        // Accepted without its closing tag, and the answer says so.
+        assert_eq!(
+            out.body,
+            format!(
+                "{HEAD}full-chunked:\n\n{}two errors",
+                context::unclosed_note(4096)
+            )
+        );
         let seen = m.seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
         assert_eq!(seen[0].messages, vec![Message::User("line\n".into())]);
@@ -936,7 +1037,10 @@ mod tests {
         let out = run(text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
         assert_eq!(
             out.body,
-            format!("{HEAD}read-grep:\n\nERROR one; ERROR two")
+            format!(
+                "{HEAD}read-grep:\n\n{}ERROR one; ERROR two",
+                context::unclosed_note(4096)
+            )
         );
         let seen = m.seen.lock().unwrap();
         assert_eq!(seen.len(), 5);
@@ -973,16 +1077,20 @@ mod tests {
     }
 
     #[test]
-    fn read_grep_stops_at_the_turn_limit_and_caps_tool_calls() {
-        let answers = (0..MAX_TURNS)
-            .map(|_| call("Read", json!({"file": "H"})))
+    fn read_grep_stops_offering_tools_at_the_tool_call_limit() {
+        // Distinct calls (a repeated one would end the loop first), one a turn.
+        let answers = (1..=MAX_TOOL_CALLS + 1)
+            .map(|i| call("Read", json!({"file": "H", "start_line": i})))
             .collect();
         let m = Scripted::new(true, answers);
         let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
         // Ten turns with tools; the eleventh offers none, and its tool call is no answer.
         assert_eq!(
             out.fallback.as_deref(),
-            Some("read-grep: turn 11: no final report produced; the answer was empty")
+            Some(
+                "read-grep: turn 11, after the limit of 10 tool calls: no final report produced; \
+                 the answer was empty"
+            )
         );
         let seen = m.seen.lock().unwrap();
         assert_eq!(seen.len(), MAX_TOOL_CALLS + 1);
@@ -1003,13 +1111,16 @@ mod tests {
                 .map(|i| ToolCall {
                     id: format!("c{i}"),
                     name: "Read".into(),
-                    arguments: json!({"file": "H.txt"}),
+                    arguments: json!({"file": "H.txt", "start_line": i + 1}),
                 })
                 .collect(),
         });
         let m = Scripted::new(
             true,
-            vec![many, say("<ai-agent-{N}-FINAL format=\"text\">a and b")],
+            vec![
+                many,
+                say("<ai-agent-{N}-FINAL format=\"text\">a and b</ai-agent-{N}-FINAL>"),
+            ],
         );
         let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
         assert_eq!(out.body, format!("{HEAD}read-grep:\n\na and b"));
@@ -1043,12 +1154,15 @@ mod tests {
                 n_ctx: None,
             })
         };
-        let m = Scripted::new(
-            false,
-            std::iter::once(exceeded())
-                .chain((0..8).map(|_| say("<ai-agent-{N}-FINAL format=\"text\">ab")))
-                .collect(),
-        );
+        let m =
+            Scripted::new(
+                false,
+                std::iter::once(exceeded())
+                    .chain((0..8).map(|_| {
+                        say("<ai-agent-{N}-FINAL format=\"text\">ab</ai-agent-{N}-FINAL>")
+                    }))
+                    .collect(),
+            );
         let out = run(&text, Mode::FullChunked, EngineConfig::default(), Some(&m));
         assert_eq!(out.body, format!("{HEAD}full-chunked:\n\nab"));
         let seen = m.seen.lock().unwrap();
@@ -1157,7 +1271,7 @@ mod tests {
             log.contains(
                 "WARN evidence_store::tool_output::engine: tool_output fallback to truncate \
                  handle=\"H\" strategy=\"full-chunked\" \
-                 reason=\"full-chunked: chunk 1 of 1: no final report produced; the answer began: \\\"no wrapper here\\\"\" bytes=4 lines=2 tokens=1"
+                 reason=\"full-chunked: chunk 1 of 1: no final report produced; the answer began: \\\"no wrapper here\\\"\" bytes=4 lines=2 tokens=2"
             ),
             "{log}"
         );
@@ -1169,5 +1283,225 @@ mod tests {
             failure("Bash", "H", Mode::Auto, "stale", 100),
             "TOOL_OUTPUT FAILED FOR Bash WITH HANDLE H, STRATEGY:auto:\n\nstale"
         );
+    }
+
+    fn numbered(lines: usize) -> String {
+        (1..=lines)
+            .map(|i| format!("line {i:04} of the stored tool output\n"))
+            .collect()
+    }
+
+    fn tool_results(request: &Request) -> Vec<&str> {
+        request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn request_len(request: &Request) -> usize {
+        request.system.len()
+            + request
+                .messages
+                .iter()
+                .map(|m| match m {
+                    Message::User(t) => t.len(),
+                    Message::Assistant { text, tool_calls } => {
+                        text.len()
+                            + tool_calls
+                                .iter()
+                                .map(|c| c.arguments.to_string().len())
+                                .sum::<usize>()
+                    }
+                    Message::ToolResult { content, .. } => content.len(),
+                })
+                .sum::<usize>()
+    }
+
+    #[test]
+    fn read_grep_stops_on_a_repeated_identical_tool_call() {
+        let text = numbered(5);
+        let m = Scripted::new(
+            true,
+            vec![
+                call("Read", json!({"file": "H", "start_line": 2})),
+                call("Grep", json!({"file": "H", "pattern": "line"})),
+                call("Read", json!({"file": "H", "start_line": 2})),
+                say("<ai-agent-{N}-FINAL format=\"text\">never asked"),
+            ],
+        );
+        let out = run(&text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some(
+                "read-grep: turn 3: the model repeated its tool call of turn 1, \
+                 Read {\"file\":\"H\",\"start_line\":2}; stopped, as it would only repeat itself"
+            )
+        );
+        assert_eq!(m.seen.lock().unwrap().len(), 3, "no turn after the repeat");
+    }
+
+    #[test]
+    fn read_grep_cuts_the_oldest_tool_results_to_fit_the_context() {
+        // 4000 tokens less 1000 for the answer: 7500 bytes of prompt at 2.5 a token.
+        let config = EngineConfig {
+            context_tokens: 4000,
+            max_output_tokens: 1000,
+            ..EngineConfig::default()
+        };
+        let text = numbered(400);
+        let m = Scripted::new(
+            true,
+            vec![
+                call(
+                    "Read",
+                    json!({"file": "H", "start_line": 1, "end_line": 80}),
+                ),
+                call(
+                    "Read",
+                    json!({"file": "H", "start_line": 81, "end_line": 160}),
+                ),
+                say("<ai-agent-{N}-FINAL format=\"text\">400 lines</ai-agent-{N}-FINAL>"),
+            ],
+        );
+        let out = run(&text, Mode::ReadGrep, config, Some(&m));
+        assert_eq!(out.body, format!("{HEAD}read-grep:\n\n400 lines"));
+        let seen = m.seen.lock().unwrap();
+        let last = &seen[2];
+        let tools_len = serde_json::to_string(&read_grep_tools().iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.input_schema})).collect::<Vec<_>>()).unwrap().len();
+        assert!(
+            request_len(last) + tools_len <= 7500,
+            "{} bytes sent",
+            request_len(last) + tools_len
+        );
+        let results = tool_results(last);
+        // The newest result is whole; the oldest one was cut, and says so.
+        assert_eq!(results[1], Fake.read(&text, 81, 160, 0));
+        assert!(results[0].len() < Fake.read(&text, 1, 80, 0).len());
+        assert!(
+            results[0].contains("to fit the model's context"),
+            "{}",
+            results[0]
+        );
+    }
+
+    fn exceeded(n_prompt_tokens: Option<u64>, n_ctx: Option<u64>) -> Result<Reply, ModelError> {
+        Err(ModelError::ContextExceeded {
+            status: 400,
+            body: "the request exceeds the available context size".into(),
+            n_prompt_tokens,
+            n_ctx,
+        })
+    }
+
+    #[test]
+    fn read_grep_retries_a_context_error_once_with_a_smaller_conversation() {
+        let text = numbered(400);
+        let m = Scripted::new(
+            true,
+            vec![
+                call(
+                    "Read",
+                    json!({"file": "H", "start_line": 1, "end_line": 150}),
+                ),
+                exceeded(None, None),
+                say("<ai-agent-{N}-FINAL format=\"text\">found</ai-agent-{N}-FINAL>"),
+            ],
+        );
+        let out = run(&text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}read-grep:\n\nfound"));
+        let seen = m.seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert!(
+            request_len(&seen[2]) <= request_len(&seen[1]) / 2 + 1,
+            "{} then {}",
+            request_len(&seen[1]),
+            request_len(&seen[2])
+        );
+        assert!(tool_results(&seen[2])[0].contains("to fit the model's context"));
+        drop(seen);
+
+        // A second refusal ends the call: one retry only.
+        let m = Scripted::new(
+            true,
+            vec![
+                call(
+                    "Read",
+                    json!({"file": "H", "start_line": 1, "end_line": 150}),
+                ),
+                exceeded(Some(4000), Some(2048)),
+                exceeded(Some(2100), Some(2048)),
+            ],
+        );
+        let out = run(&text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        let reason = out.fallback.unwrap();
+        assert!(
+            reason.starts_with(
+                "read-grep: turn 2: model endpoint answered HTTP 400: the request exceeds the \
+                 available context size (after a retry with the prompt cut to "
+            ),
+            "{reason}"
+        );
+        assert_eq!(m.seen.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_reduce_prompt_is_cut_to_fit_the_context() {
+        // 2000 tokens less 1000 for the answer: 2500 bytes of prompt at 2.5 a token.
+        let config = EngineConfig {
+            context_tokens: 2000,
+            max_output_tokens: 1000,
+            ..EngineConfig::default()
+        };
+        let text = "q".repeat(4000);
+        let long = "w".repeat(2000);
+        let m = Scripted::new(
+            false,
+            (0..8)
+                .map(|_| say(&format!("<ai-agent-{{N}}-FINAL format=\"text\">{long}")))
+                .chain(std::iter::once(say(
+                    "<ai-agent-{N}-FINAL format=\"text\">all w</ai-agent-{N}-FINAL>",
+                )))
+                .collect(),
+        );
+        let out = run(&text, Mode::FullChunked, config, Some(&m));
+        assert!(out.fallback.is_none(), "{:?}", out.fallback);
+        let seen = m.seen.lock().unwrap();
+        let reduce = seen.last().unwrap();
+        assert!(reduce.system.contains("CHUNK OUTPUTS"), "{}", reduce.system);
+        assert!(
+            request_len(reduce) <= 2500,
+            "{} bytes sent",
+            request_len(reduce)
+        );
+        assert!(reduce.system.contains("to fit the model's context"));
+    }
+
+    #[test]
+    fn an_echo_of_the_prompts_example_wrapper_is_no_report() {
+        let echo = "<ai-agent-{N}-FINAL format=\"text\"> ... </ai-agent-{N}-FINAL>";
+        let m = Scripted::new(false, vec![say(echo)]);
+        let out = run("abc", Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some(
+                "full-chunked: chunk 1 of 1: no final report produced (the answer only repeated \
+                 the prompt's example wrapper); the answer began: \"<ai-agent-{N}-FINAL format=\\\"text\\\"> ... </ai-agent-{N}-FINAL>\""
+                    .replace("{N}", &nonce_of(&m.seen.lock().unwrap()[0].system))
+                    .as_str()
+            )
+        );
+        // The example quoted, then a report of its own: the report counts.
+        let m = Scripted::new(
+            false,
+            vec![say(&format!(
+                "The format is {echo}. So: <ai-agent-{{N}}-FINAL format=\"text\">abc</ai-agent-{{N}}-FINAL>"
+            ))],
+        );
+        let out = run("abc", Mode::FullChunked, EngineConfig::default(), Some(&m));
+        assert_eq!(out.body, format!("{HEAD}full-chunked:\n\nabc"));
     }
 }

@@ -14,6 +14,7 @@
 //! compatible endpoint lives in [`model::openai`], MCP sampling in the MCP adapter).
 
 pub mod chunk;
+pub mod context;
 pub mod engine;
 pub mod handles;
 pub mod lookup;

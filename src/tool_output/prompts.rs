@@ -77,7 +77,7 @@ pub fn map_system(
         format = output_format(
             nonce,
             "- Put your extracted result inside the wrapper.\n\
-             - If no relevant data exists, output:\n  \
+             - If no relevant data exists, output inside the wrapper:\n  \
              NO RELEVANT DATA FOUND\n  \
              <short description of what kind of information is available in this chunk>"
         ),
@@ -116,7 +116,7 @@ pub fn reduce_system(source: &Source, extract: &str, outputs: &[String], nonce: 
         args = source.tool_args_json,
         format = output_format(
             nonce,
-            "- If no relevant data exists, output:\n  \
+            "- If no relevant data exists, output inside the wrapper:\n  \
              NO RELEVANT DATA FOUND\n  \
              <short description of what kind of information is available across the chunks>"
         ),
@@ -151,7 +151,7 @@ pub fn read_grep_system(source: &Source, handle: &str, extract: &str, nonce: &st
         args = source.tool_args_json,
         format = output_format(
             nonce,
-            "- If no relevant data exists, output:\n  \
+            "- If no relevant data exists, output inside the wrapper:\n  \
              NO RELEVANT DATA FOUND\n  \
              <short description of what kind of information is available in the file>"
         ),
@@ -208,7 +208,7 @@ OUTPUT FORMAT (required)
 - Emit exactly one XML final-report wrapper:
   <ai-agent-N1-FINAL format="text"> ... </ai-agent-N1-FINAL>
 - Put your extracted result inside the wrapper.
-- If no relevant data exists, output:
+- If no relevant data exists, output inside the wrapper:
   NO RELEVANT DATA FOUND
   <short description of what kind of information is available in this chunk>"#;
         assert_eq!(got, expect);
@@ -242,7 +242,7 @@ c
 OUTPUT FORMAT (required)
 - Emit exactly one XML final-report wrapper:
   <ai-agent-N2-FINAL format="text"> ... </ai-agent-N2-FINAL>
-- If no relevant data exists, output:
+- If no relevant data exists, output inside the wrapper:
   NO RELEVANT DATA FOUND
   <short description of what kind of information is available across the chunks>"#;
         assert_eq!(got, expect);
@@ -268,7 +268,7 @@ the failing tests
 OUTPUT FORMAT (required)
 - Emit exactly one XML final-report wrapper:
   <ai-agent-N3-FINAL format="text"> ... </ai-agent-N3-FINAL>
-- If no relevant data exists, output:
+- If no relevant data exists, output inside the wrapper:
   NO RELEVANT DATA FOUND
   <short description of what kind of information is available in the file>"#;
         assert_eq!(got, expect);

@@ -29,7 +29,7 @@ pub struct Stats {
     pub bytes: usize,
     /// Lines as a text editor counts them: a last line without `\n` counts; empty text has 0.
     pub lines: usize,
-    /// Estimated tokens: one per 4 bytes, rounded up.
+    /// Estimated tokens, at the one bytes-a-token figure of [`super::context`].
     pub tokens: usize,
 }
 
@@ -40,7 +40,7 @@ impl Stats {
         Stats {
             bytes: text.len(),
             lines,
-            tokens: text.len().div_ceil(4),
+            tokens: super::context::tokens_for(text.len()),
         }
     }
 
@@ -172,8 +172,16 @@ mod tests {
         Stats {
             bytes,
             lines,
-            tokens: bytes.div_ceil(4),
+            tokens: crate::tool_output::context::tokens_for(bytes),
         }
+    }
+
+    #[test]
+    fn stats_estimate_tokens_at_the_figure_chunks_are_sized_by() {
+        // 2.5 bytes a token, rounded up: the map prompt's estimate and the chunk sizes agree.
+        assert_eq!(Stats::of(&"x".repeat(100)).tokens, 40);
+        assert_eq!(Stats::of("abc").tokens, 2);
+        assert_eq!(Stats::of("").tokens, 0);
     }
 
     fn check(s: Stats, cfg: RouteConfig, ab: Abilities, expect: &str) {

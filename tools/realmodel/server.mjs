@@ -120,6 +120,7 @@ async function complete(body, signal) {
     const maxTokens = Math.max(1, Math.min(typeof body.max_tokens === "number" ? body.max_tokens : room, room));
     const started = Date.now();
     let generated = 0;
+    let firstToken = null;
     const res = await chat.generateResponse(chatHistory, {
         grammar: tools ? await toolGrammar(tools) : undefined,
         maxTokens,
@@ -127,7 +128,7 @@ async function complete(body, signal) {
         seed: 42,
         signal,
         stopOnAbortSignal: false,
-        onToken: (tokens) => { generated += tokens.length; },
+        onToken: (tokens) => { firstToken ??= Date.now(); generated += tokens.length; },
     });
     let content = res.response;
     let calls = [];
@@ -137,7 +138,14 @@ async function complete(body, signal) {
             function: { name: answer.tool_call.name, arguments: JSON.stringify(answer.tool_call.arguments ?? {}) } }];
         else if (typeof answer?.response === "string") content = answer.response;
     }
-    log(`prompt ${promptTokens} tokens, answered in ${Date.now() - started} ms, ${calls.length} tool calls, stop ${res.metadata?.stopReason}`);
+    // The prompt's time is until the first token (a prefix the previous request shared is
+    // not evaluated again); the generation's is from there.
+    const ended = Date.now();
+    const promptMs = (firstToken ?? ended) - started;
+    const genMs = ended - (firstToken ?? ended);
+    log(`prompt ${promptTokens} tokens in ${promptMs} ms, ${generated} generated in ${genMs} ms` +
+        ` (${generated > 1 && genMs > 0 ? ((generated - 1) * 1000 / genMs).toFixed(1) : "-"} tok/s),` +
+        ` ${calls.length} tool calls, stop ${res.metadata?.stopReason}`);
     return {
         id: `chatcmpl-${requests}`, object: "chat.completion", created: Math.floor(Date.now() / 1000),
         model: body.model ?? "local",
