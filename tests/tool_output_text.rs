@@ -222,6 +222,58 @@ async fn a_long_pattern_is_echoed_once_and_the_answer_stays_within_the_cap() {
     client.cancel().await.ok();
 }
 
+/// Error answers repeat what the caller sent cut to 200 bytes, say so, and stay within
+/// the cap: a bad 13,000-byte pattern, an unknown 100 KB handle.
+#[tokio::test]
+async fn errors_repeat_long_patterns_and_handles_cut_and_stay_within_the_cap() {
+    let ws = workspace_with(&["a line of output\n".repeat(2000).as_str()]);
+    let client = serve(&ws, &[]).await;
+    let h = handles(&client, 1).await.remove(0);
+    let pattern = format!("({}", "QZ".repeat(6500));
+    let (body, is_error) = call_within(
+        &client,
+        "tool_output_grep",
+        json!({"handle": h, "pattern": pattern}),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(is_error, "{body}");
+    assert_eq!(
+        body,
+        format!(
+            "Error executing tool tool_output_grep: pattern: regex parse error: unclosed group, \
+             in the pattern \"{}\"... (13001 bytes)",
+            &pattern[..200]
+        )
+    );
+    let unknown = "h".repeat(100_000);
+    let cut = format!(
+        "{}... (cut: 200 of its 100000 bytes shown)",
+        &unknown[..200]
+    );
+    for (tool, args) in [
+        (
+            "tool_output_read",
+            json!({"handle": unknown, "start_line": 1, "end_line": 2}),
+        ),
+        (
+            "tool_output_grep",
+            json!({"handle": unknown, "pattern": "x"}),
+        ),
+    ] {
+        let (body, is_error) = call_within(&client, tool, args, Duration::from_secs(60)).await;
+        assert!(is_error, "{body}");
+        assert!(body.len() <= CAP, "{tool}: {} bytes", body.len());
+        assert!(
+            body.starts_with(&format!(
+                "{tool}: No stored tool output has the handle {cut}. Handles are"
+            )),
+            "{tool}: {body}"
+        );
+    }
+    client.cancel().await.ok();
+}
+
 #[tokio::test]
 async fn every_match_on_a_huge_line_gets_a_window_and_the_rest_can_be_had() {
     let doc = items_json();

@@ -5,5 +5,6 @@ pub mod fsutil;
 pub mod lines;
 pub mod parallel;
 pub mod pyjson;
+pub mod stop;
 pub mod text;
 pub mod wait;
