@@ -2444,7 +2444,6 @@ fn a_large_full_read_in_flight_is_stopped_by_its_cancel_and_by_the_end_of_input(
     send(read(3));
     let mut begun = vec![0u8; 64 << 10];
     out.read_exact(&mut begun).expect("the answer begins");
-    drop(send);
     drop(stdin);
     let status = common::exit_or_hang(&mut child, HANG)
         .expect("serve ended after stdin closed while a read was in flight");

@@ -543,6 +543,33 @@ impl Server {
     }
 }
 
+/// `tool_output_read`'s answer: the header, then the lines asked for (`start`, `end`,
+/// `offset`, `length`) within `cap`.
+fn read_answer(
+    text: &str,
+    tool_name: &str,
+    handle: &str,
+    (start, end, offset, length): (u64, u64, u64, Option<u64>),
+    cap: usize,
+    stop: &Stop,
+) -> String {
+    let header = format!(
+        "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
+        text.lines().count()
+    );
+    let options = text_tools::ReadOptions {
+        from: text_tools::Position {
+            line: start,
+            byte: usize::try_from(offset).unwrap_or(usize::MAX),
+        },
+        end_line: end,
+        byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+        cap: cap.saturating_sub(header.len()),
+        resumable: true,
+    };
+    header + &text_tools::read(text, &options, &|| stop.is_set())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -587,31 +614,4 @@ mod tests {
             Some(&serde_json::json!(["handle", "extract"]))
         );
     }
-}
-
-/// `tool_output_read`'s answer: the header, then the lines asked for (`start`, `end`,
-/// `offset`, `length`) within `cap`.
-fn read_answer(
-    text: &str,
-    tool_name: &str,
-    handle: &str,
-    (start, end, offset, length): (u64, u64, u64, Option<u64>),
-    cap: usize,
-    stop: &Stop,
-) -> String {
-    let header = format!(
-        "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
-        text.lines().count()
-    );
-    let options = text_tools::ReadOptions {
-        from: text_tools::Position {
-            line: start,
-            byte: usize::try_from(offset).unwrap_or(usize::MAX),
-        },
-        end_line: end,
-        byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-        cap: cap.saturating_sub(header.len()),
-        resumable: true,
-    };
-    header + &text_tools::read(text, &options, &|| stop.is_set())
 }

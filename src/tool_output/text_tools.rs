@@ -463,7 +463,7 @@ pub fn read(text: &str, opts: &ReadOptions, should_stop: &dyn Fn() -> bool) -> S
     let mut total = 0u64;
     for _ in text.lines() {
         total += 1;
-        if total % STOP_EVERY_LINES == 0 && should_stop() {
+        if total.is_multiple_of(STOP_EVERY_LINES) && should_stop() {
             return STOPPED_READ.to_string();
         }
     }
@@ -480,7 +480,7 @@ pub fn read(text: &str, opts: &ReadOptions, should_stop: &dyn Fn() -> bool) -> S
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         let n = i as u64 + 1;
-        if n % STOP_EVERY_LINES == 0 && should_stop() {
+        if n.is_multiple_of(STOP_EVERY_LINES) && should_stop() {
             out.push_str(STOPPED_READ);
             return out;
         }
