@@ -562,9 +562,8 @@ pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long work gets to end once it was told to stop, and then the runtime to shut down.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 /// How long requests still running when stdin closes get to finish and be answered: the
-/// grace less the stops that follow it (the work's, the runtime's) and a margin.
+/// grace less the two stops that follow it (the work's, then the runtime's).
 pub const EOF_WAIT: std::time::Duration = EOF_GRACE
-    .saturating_sub(STOP_GRACE)
     .saturating_sub(STOP_GRACE)
     .saturating_sub(STOP_GRACE);
 

@@ -166,9 +166,10 @@ def greps(binary: Path, work: Path) -> list[str]:
 
 def read(binary: Path, work: Path) -> list[str]:
     ws = make_workspace(work / "ws-read", 2, projects=1, sessions=1, turns=2)
-    # 200 results of 1 MB: a full read of every line is about 200 MB of JSON.
-    line = "y" * (1 << 20)
-    last = add_session(ws, [line] * 200)
+    # 50 results of 4 MB: a full read of its 100 lines (the most one read may ask for) is
+    # about 200 MB of JSON.
+    line = "y" * (4 << 20)
+    last = add_session(ws, [line] * 50)
     done = cli(binary, ws, "import", timeout=600)
     assert done.returncode == 0, done.stderr
     req = {"name": "read_session_lines", "arguments": {"project_key": project_of(ws), "session_ref": PROJECT_SESSION,
@@ -179,7 +180,8 @@ def read(binary: Path, work: Path) -> list[str]:
     t = time.time()
     rid = raw.request("tools/call", req)
     got = raw.wait(rid, timeout=300)
-    rows.append(("the whole read alone took", time.time() - t, got is not None))
+    size = len(json.dumps(got)) if got else 0
+    rows.append((f"the whole read alone ({size >> 20} MB) took", time.time() - t, size > 200_000_000))
     rid = raw.request("tools/call", req)
     time.sleep(0.3)
     t = time.time()
