@@ -853,6 +853,9 @@ async fn unknown_and_stale_handles_and_bad_arguments_are_answered_clearly() {
 #[tokio::test]
 async fn tool_output_is_listed_with_its_exact_schema_when_handles_exist() {
     let s = setup(&[]);
+    // A session whose trimmed output has a handle in the store.
+    let handle = real_session(&s, &test_log());
+    assert!(!handle.is_empty());
     let client = serve_with(&s, (), &[]).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let tool = tools
@@ -2372,4 +2375,244 @@ async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
     );
     assert!(body.ends_with("ERROR one\n"), "{body}");
     client.cancel().await.ok();
+
+/// A grep that compiles within the size limit but searches a multi-megabyte payload for
+/// seconds, longer than one grep's budget in a debug build.
+const COSTLY_GREP: &str = r"\b(?:\w+\W+){8}[0-9]{40}";
+
+/// About 2 MB of log lines of words and numbers, which [`COSTLY_GREP`] is slow over.
+fn wordy_log() -> String {
+    let mut out = String::new();
+    let mut i = 0usize;
+    while out.len() < 2_000_000 {
+        out.push_str(&format!(
+            "2026-01-15T10:{:02}:{:02} INFO worker-{} handled request {i} for café user-{} in {} ms{}",
+            i / 60 % 60,
+            i % 60,
+            i % 7,
+            i % 250,
+            i * 31 % 1000,
+            if i % 50 == 49 { "\n" } else { " " }
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// An endpoint that answers every chat request with ten [`COSTLY_GREP`] calls over
+/// `handle`, as a careless model might.
+fn costly_grep_endpoint(handle: &'static str) -> FakeEndpoint {
+    let greps: Vec<(&'static str, Value)> = (0..10)
+        .map(|_| ("Grep", json!({"file": handle, "pattern": COSTLY_GREP})))
+        .collect();
+    fake_endpoint(vec![Say::Calls(greps); 64])
+}
+
+/// `serve` over `s` with the model at `url` and the call deadline `deadline`, driven line
+/// by line, its log kept.
+fn logged_line_server(s: &Setup, url: &str, deadline: &str) -> common::stdio::LineServer {
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("serve")
+        .env("PROMPT_DIARY_WORKSPACE", s.ws.root())
+        .env("EVIDENCE_STORE_TEST_PAYLOADS", s.payloads.path())
+        .env("RUST_LOG", "evidence_store=debug,rmcp=warn")
+        .env("EVIDENCE_STORE_MODEL_URL", url)
+        .env("EVIDENCE_STORE_MODEL", "m")
+        .env("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300")
+        .env("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", deadline);
+    common::stdio::LineServer::start_logged(cmd, "costly", std::time::Duration::from_secs(60))
+}
+
+/// Waits until `server`'s log holds `what` at least `n` times, for at most `secs`
+/// seconds; whether it did.
+fn logged_times(server: &common::stdio::LineServer, what: &str, n: usize, secs: u64) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if server.log.lock().expect("log").matches(what).count() >= n {
+            return true;
+        }
+        if std::time::Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Far above any normal answer or exit here; reaching it fails the test as a hang.
+const HANG: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Two read-grep calls whose model asks for costly greps hold no async worker: a ping is
+/// answered while they search, their cancels stop the searches and free the server, and
+/// closing stdin with a third one searching ends `serve`.
+#[test]
+fn costly_sub_agent_greps_leave_ping_cancel_and_end_of_input_free() {
+    let s = setup(&[("big", "Bash", &wordy_log())]);
+    let model = costly_grep_endpoint("big");
+    let mut server = logged_line_server(&s, &model.url, "600");
+    let read_grep = json!({"handle": "big", "extract": "errors", "mode": "read-grep"});
+    let a = server.call("tool_output", read_grep.clone());
+    let b = server.call("tool_output", read_grep.clone());
+    // Both are searching once their greps say so (a build without that log line has
+    // begun them by the time this wait ends).
+    let searching = "read-grep sub-agent's Grep searching";
+    logged_times(&server, searching, 2, 10);
+    let ping = server.call("prompt_diary_ping", json!({}));
+    let answer = server.try_answer(ping, HANG);
+    assert!(
+        answer.is_some_and(|a| a.get("result").is_some()),
+        "the ping was answered while the greps searched"
+    );
+    assert!(
+        server.try_answer(a, std::time::Duration::ZERO).is_none()
+            && server.try_answer(b, std::time::Duration::ZERO).is_none(),
+        "the ping came first"
+    );
+    for id in [a, b] {
+        server.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "test"}}),
+        );
+    }
+    assert!(
+        logged_times(&server, "reason=\"cancelled\"", 2, HANG.as_secs()),
+        "the cancels stopped both calls: {}",
+        server.log.lock().expect("log")
+    );
+    let ping = server.call("prompt_diary_ping", json!({}));
+    assert!(
+        server
+            .try_answer(ping, HANG)
+            .is_some_and(|a| a.get("result").is_some()),
+        "a ping is answered after the cancels"
+    );
+    // A third call searching when stdin closes: `serve` stops it and exits.
+    let searched = server.log.lock().expect("log").matches(searching).count();
+    let _c = server.call("tool_output", read_grep);
+    logged_times(&server, searching, searched + 1, 10);
+    drop(server.stdin.take());
+    let status = common::exit_or_hang(&mut server.child, HANG)
+        .expect("serve ended after stdin closed while a grep searched");
+    assert!(!status.success(), "the unanswered call is reported");
+    let log = server.log.lock().expect("log").clone();
+    assert!(log.contains("reason=\"end of input\""), "{log}");
+    assert!(
+        !log.contains("timed out draining in-flight responses"),
+        "serve did not wait out rmcp's drain: {log}"
+    );
+}
+
+/// A read-grep call whose model asks for costly greps ends at its deadline with the
+/// truncate fallback saying so: the greps are held to what is left of the deadline.
+#[test]
+fn costly_sub_agent_greps_end_at_the_call_s_deadline() {
+    let s = setup(&[("big", "Bash", &wordy_log())]);
+    let model = costly_grep_endpoint("big");
+    let mut server = logged_line_server(&s, &model.url, "2");
+    let call = server.call(
+        "tool_output",
+        json!({"handle": "big", "extract": "errors", "mode": "read-grep"}),
+    );
+    let answer = server
+        .try_answer(call, HANG)
+        .expect("answered, not after ten greps of five seconds each");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("WARNING: tool_output fallback to truncate (deadline of 2 s reached)."),
+        "{answer}"
+    );
+    let log = server.log.lock().expect("log").clone();
+    assert!(
+        log.contains("read-grep sub-agent's Grep stopped halt=Budget"),
+        "the grep stopped at what was left of the deadline: {log}"
+    );
+}
+
+/// A full read of about 12 MB of session lines, answered as one streamed line, is stopped
+/// by its cancel while the client has not read it yet, and the next answer follows; a
+/// second one in flight when stdin closes does not keep `serve` past its end.
+#[test]
+fn a_large_full_read_in_flight_is_stopped_by_its_cancel_and_by_the_end_of_input() {
+    use std::process::{Command, Stdio};
+    let s = setup(&[]);
+    let output = "x".repeat(256 << 10);
+    let outputs: Vec<(&str, &str)> = (0..48).map(|_| ("Bash", output.as_str())).collect();
+    real_handles(&s, &outputs);
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .env("PROMPT_DIARY_WORKSPACE", s.ws.root())
+        .env("RUST_LOG", "rmcp=warn,evidence_store=info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log.reopen().expect("log"))
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").expect("written");
+        stdin.flush().expect("flushed");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    let mut line = String::new();
+    out.read_line(&mut line).expect("initialize answered");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let read = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "read_session_lines", "arguments": {"project_key": PROJECT,
+            "session_ref": "S0011", "start_line": 1, "end_line": 96, "mode": "full"}}})
+    };
+    send(read(1));
+    // Its answer has begun (the client reads no more of it yet): it is in flight.
+    let mut begun = vec![0u8; 64 << 10];
+    out.read_exact(&mut begun).expect("the answer begins");
+    assert!(begun.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":1,"));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "test"}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "prompt_diary_ping", "arguments": {}}}));
+    let mut rest = Vec::new();
+    out.read_until(b'\n', &mut rest)
+        .expect("the read's answer ends");
+    let answer = [begun, rest].concat();
+    let answer: Value = serde_json::from_slice(&answer).expect("one whole JSON message");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a text");
+    assert!(
+        text.ends_with(
+            "\n[evidence-store: this result was stopped before its end: the request was \
+             cancelled or the input ended]"
+        ),
+        "the cancel stopped the read: {} bytes, ending {:?}",
+        text.len(),
+        &text[text.len().saturating_sub(100)..]
+    );
+    let mut ping = String::new();
+    out.read_line(&mut ping).expect("the ping is answered");
+    assert!(
+        ping.starts_with("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\""),
+        "{ping}"
+    );
+    // Another read in flight, unread, when stdin closes.
+    send(read(3));
+    let mut begun = vec![0u8; 64 << 10];
+    out.read_exact(&mut begun).expect("the answer begins");
+    drop(stdin);
+    let status = common::exit_or_hang(&mut child, HANG)
+        .expect("serve ended after stdin closed while a read was in flight");
+    assert!(!status.success(), "the unanswered read is reported");
+    let log = std::fs::read_to_string(log.path()).expect("log");
+    assert!(
+        !log.contains("timed out draining in-flight responses"),
+        "serve did not wait out rmcp's drain: {log}"
+    );
 }

@@ -11,8 +11,9 @@ use crate::service::Service;
 /// Stack of the async runtime's threads (workers and blocking pool).
 const TASK_STACK_BYTES: usize = 4 << 20;
 
-/// How long `serve` waits, once it has stopped serving, for its tasks to end.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long `serve` waits, once it has stopped serving, for its tasks to end (they were
+/// told to stop; within the end of input's grace).
+const SHUTDOWN_GRACE: std::time::Duration = mcp::STOP_GRACE;
 
 pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -94,12 +94,12 @@ SHA-256 when it was read).",
         if let Some(refusal) = super::refuse("read_agent_citations", errors) {
             return Ok(refusal);
         }
-        let result = self
-            .call(move |service| {
-                service.read_agent_citations(&project_key, &session_ref, turn_ref.as_deref())
-            })
-            .await?;
-        answer(&result)
+        // The answer's JSON is built on the blocking pool too: a session's citations can be
+        // megabytes of it.
+        self.call(move |service| {
+            answer(&service.read_agent_citations(&project_key, &session_ref, turn_ref.as_deref()))
+        })
+        .await?
     }
 
     #[tool(
@@ -124,17 +124,15 @@ ties in workspace order (project, session, line). At most `limit` results (defau
         if let Some(refusal) = super::refuse("search_agent_citations", errors) {
             return Ok(refusal);
         }
-        let result = self
-            .call(move |service| {
-                service.search_agent_citations(
-                    &query,
-                    kind.as_deref(),
-                    project_key.as_deref(),
-                    limit,
-                )
-            })
-            .await?;
-        answer(&result)
+        self.call(move |service| {
+            answer(&service.search_agent_citations(
+                &query,
+                kind.as_deref(),
+                project_key.as_deref(),
+                limit,
+            ))
+        })
+        .await?
     }
 }
 

@@ -11,7 +11,7 @@ mod schemas;
 mod stdio;
 pub mod tool_output;
 
-pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX};
+pub use stdio::{DEPTH_MAX, IN_FLIGHT_MAX, STOP_GRACE};
 
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
@@ -36,6 +36,7 @@ use crate::read::pages::RawCursor;
 use crate::read::session_lines::TextForm;
 use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
+use crate::util::stop_flag::Stop;
 use args::{Arg, ArgErrors, Call};
 
 const MODE_DESCRIPTION: &str = "Output verbosity. 'compact' (default) returns bounded structured records. \
@@ -193,6 +194,19 @@ pub struct Server {
     tool_router: ToolRouter<Server>,
     /// Streams a read's text to this server's own stdio ([`stdio::Streamer`]).
     streamer: Option<stdio::Streamer>,
+    /// Set when the input ended and the grace for the work in flight is over: every
+    /// call's work stops.
+    ended: Stop,
+}
+
+/// Watches one call for its cancel and the end of input, setting its stop flag; the watch
+/// ends when this is dropped.
+struct Watch(tokio::task::JoinHandle<()>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Server {
@@ -209,7 +223,25 @@ impl Server {
                 + Self::tool_output_router()
                 + Self::tool_output_text_router(),
             streamer: None,
+            ended: Stop::new(),
         }
+    }
+
+    /// Sets `stop` when `cancelled` resolves (the call's cancel) or the input ends, until
+    /// the returned watch is dropped.
+    fn watch(
+        &self,
+        cancelled: impl std::future::Future<Output = ()> + Send + 'static,
+        stop: &Stop,
+    ) -> Watch {
+        let (stop, ended) = (stop.clone(), self.ended.clone());
+        Watch(tokio::spawn(async move {
+            tokio::select! {
+                () = cancelled => stop.set("cancelled"),
+                () = ended.wait() => stop.set("end of input"),
+                () = stop.wait() => {}
+            }
+        }))
     }
 
     /// Starts building the service now, in the background.
@@ -684,6 +716,7 @@ pub async fn serve_stdio(
     let abandoned = transport.abandoned();
     let mut server = Server::new(start);
     server.streamer = Some(transport.streamer());
+    server.ended = transport.ended();
     run(server, transport, shutdown).await?;
     if output_failed() {
         return Err(ServeError::OutputFailed);
@@ -704,10 +737,18 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     server.warm_up();
+    let ended = server.ended.clone();
     let running = server.serve(transport).await?;
+    // Once the input ended and its grace is over, every call's work is stopped; what has
+    // not ended [`STOP_GRACE`] later is dropped, without waiting for rmcp's own drain.
+    let stopped = async {
+        ended.wait().await;
+        tokio::time::sleep(STOP_GRACE).await;
+    };
     tokio::select! {
         quit = running.waiting() => { quit?; }
         () = shutdown => { tracing::info!("shutting down"); }
+        () = stopped => { tracing::warn!("the input ended; work still running is dropped"); }
     }
     Ok(())
 }

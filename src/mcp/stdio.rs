@@ -20,10 +20,11 @@
 //! however slowly it reads. A read's text is streamed ([`Streamer`]): the writer sends each piece
 //! as it is printed, at most [`PIECES_AHEAD`] pieces behind its maker, and only for the
 //! request the stream is keyed by. At the end of input the reader waits until every taken
-//! slot is given back and every held line handed on, at most [`EOF_GRACE`], then reports
-//! the end to rmcp: every answer that is ready in time is written before `serve` returns,
-//! and a failed write or a request abandoned after the grace (running or still held) is
-//! reported as an error.
+//! slot is given back and every held line handed on, at most [`EOF_WAIT`], then sets the
+//! end-of-input stop ([`Stdio::ended`]) that every call's work obeys and reports the end to
+//! rmcp: every answer that is ready in time is written before `serve` returns, a request
+//! abandoned after the wait (running or still held) is reported as an error, and `serve`
+//! exits within [`EOF_GRACE`] of the end of input.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -38,6 +39,8 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::util::stop_flag::Stop;
 
 /// Most requests taken from stdin and not yet answered; the reader waits while this many
 /// are unanswered.
@@ -65,6 +68,8 @@ const INVALID_PARAMS: i64 = -32602;
 struct Gate {
     state: Mutex<GateState>,
     changed: Condvar,
+    /// Set once the input ended and the wait for the work in flight is over.
+    ended: Stop,
 }
 
 #[derive(Default)]
@@ -77,6 +82,9 @@ struct GateState {
     failed: bool,
     /// Texts being made for the answers to these requests (see [`Streamer`]).
     streams: HashMap<RequestId, Receiver<Piece>>,
+    /// The stop of each text being made, set by its request's cancel (the writer may be
+    /// sending it already).
+    stream_stops: HashMap<RequestId, Stop>,
     /// How many [`Running`] guards each request's work holds.
     running: HashMap<RequestId, usize>,
     /// Requests cancelled while their work runs: their slots are given back when it ends.
@@ -208,6 +216,7 @@ impl Gate {
             Release::Id(id) => {
                 // An unanswered text's maker learns that nobody listens.
                 state.streams.remove(&id);
+                state.stream_stops.remove(&id);
                 if !state.ids.remove(&id) {
                     return;
                 }
@@ -225,6 +234,9 @@ impl Gate {
         // A held request has not started: it is dropped, and never answered.
         state.held.retain(|held| held_request_id(held) != Some(&id));
         state.streams.remove(&id);
+        if let Some(stop) = state.stream_stops.remove(&id) {
+            stop.set("cancelled");
+        }
         if state.running.contains_key(&id) {
             state.cancelled.insert(id);
             return;
@@ -431,6 +443,9 @@ type Piece = Option<String>;
 /// message is still valid JSON and the client sees what happened.
 const UNFINISHED: &str =
     "\\n[evidence-store: this result could not be completed; see the server log]";
+/// Ends a text that stopped being made while it was sent: its request was cancelled, or
+/// the input ended.
+const STOPPED_TEXT: &str = "\\n[evidence-store: this result was stopped before its end: the request was cancelled or the input ended]";
 /// The text of a tool result whose text is streamed: any text the writer would not
 /// take for a finished answer's (an answer's text starts with `{`).
 const STREAMED: &str = "\0evidence-store:streamed\0";
@@ -448,6 +463,11 @@ pub struct Streamer(Arc<Gate>);
 /// running work: a cancelled request keeps its slot until the sender is dropped.
 pub struct PieceSender {
     pieces: SyncSender<Piece>,
+    /// Set by the request's cancel.
+    stop: Stop,
+    ended: Stop,
+    /// The text was ended as stopped.
+    closed: std::sync::atomic::AtomicBool,
     _running: Running,
 }
 
@@ -467,14 +487,28 @@ impl Drop for Running {
 
 impl PieceSender {
     /// Sends the next piece of the text, already escaped as JSON string content
-    /// (without quotes). False when the text is no longer wanted. Waits while the writer is [`PIECES_AHEAD`] behind.
+    /// (without quotes). False when the text is no longer wanted: its request was
+    /// cancelled, or the input ended (then the writer ends the text as unfinished, and
+    /// goes on with the next answer). Waits while the writer is [`PIECES_AHEAD`] behind.
     pub fn send(&self, piece: String) -> bool {
+        if self.stop.is_set() || self.ended.is_set() {
+            // Said once, and never waiting for the writer: a writer that cannot go on
+            // ends the text as unfinished instead.
+            if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst)
+                && self.pieces.try_send(Some(STOPPED_TEXT.to_owned())).is_ok()
+            {
+                let _ = self.pieces.try_send(None);
+            }
+            return false;
+        }
         self.pieces.send(Some(piece)).is_ok()
     }
 
     /// Marks the text complete. A sender dropped without it leaves the text unfinished.
     pub fn finish(self) {
-        let _ = self.pieces.send(None);
+        if !self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.pieces.send(None);
+        }
     }
 }
 
@@ -491,14 +525,19 @@ impl Streamer {
     /// tool answers with its whole text instead).
     pub fn stream(&self, id: &RequestId) -> Option<(String, PieceSender)> {
         let (tx, rx) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+        let stop = Stop::new();
         // Under one lock: a cancel either comes first (no stream) or finds it to drop.
         let running = self.0.begin_with(id, |state| {
             state.streams.insert(id.clone(), rx);
+            state.stream_stops.insert(id.clone(), stop.clone());
         })?;
         Some((
             STREAMED.to_owned(),
             PieceSender {
                 pieces: tx,
+                stop,
+                ended: self.0.ended.clone(),
+                closed: std::sync::atomic::AtomicBool::new(false),
                 _running: running,
             },
         ))
@@ -519,8 +558,15 @@ fn streamed_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
     (content.text == STREAMED).then(|| response.id.clone())
 }
 
-/// How long requests still running when stdin closes get to finish and be answered.
+/// Longest `serve` runs after stdin closes, whatever work is in flight.
 pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long work gets to end once it was told to stop, and then the runtime to shut down.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long requests still running when stdin closes get to finish and be answered: the
+/// grace less the two stops that follow it (the work's, then the runtime's).
+pub const EOF_WAIT: std::time::Duration = EOF_GRACE
+    .saturating_sub(STOP_GRACE)
+    .saturating_sub(STOP_GRACE);
 
 /// A server transport over `read` and `write` (stdin and stdout in `serve`).
 pub struct Stdio {
@@ -538,6 +584,7 @@ impl Stdio {
         let gate = Arc::new(Gate {
             state: Mutex::default(),
             changed: Condvar::new(),
+            ended: Stop::new(),
         });
         let (jobs, job_rx) = std::sync::mpsc::channel();
         let writer_gate = gate.clone();
@@ -568,8 +615,14 @@ impl Stdio {
         Streamer(self.gate.clone())
     }
 
+    /// Set once the input ended and the wait for the work in flight is over: every call's
+    /// work stops.
+    pub fn ended(&self) -> Stop {
+        self.gate.ended.clone()
+    }
+
     /// How many requests were left unanswered at the end of input (their work outlasted
-    /// [`EOF_GRACE`]).
+    /// [`EOF_WAIT`]).
     pub fn abandoned(&self) -> Arc<dyn Fn() -> usize + Send + Sync> {
         let gate = self.gate.clone();
         Arc::new(move || gate.lock().abandoned)
@@ -690,7 +743,8 @@ impl Reader {
         // ones are handed on as slots free), unless the work outlasts the grace (a model or
         // a client that never answers, a stuck file): the client is gone, so the rest is
         // cancelled, what is still held never starts, and `serve` exits non-zero.
-        let left = self.gate.wait_until_idle_within(EOF_GRACE);
+        let left = self.gate.wait_until_idle_within(EOF_WAIT);
+        self.gate.ended.set("end of input");
         self.gate.end_input();
         if let Ok(dispatcher) = dispatcher {
             let _ = dispatcher.join();
@@ -699,8 +753,8 @@ impl Reader {
         if left > 0 {
             tracing::warn!(
                 unanswered = left,
-                "stdin is closed and requests are still unanswered after {} s; cancelling them",
-                EOF_GRACE.as_secs()
+                "stdin is closed and requests are still unanswered after {} ms; stopping them",
+                EOF_WAIT.as_millis()
             );
             self.gate.abandon(left);
         }
@@ -1300,6 +1354,7 @@ mod tests {
         Arc::new(Gate {
             state: Mutex::default(),
             changed: Condvar::new(),
+            ended: Stop::new(),
         })
     }
 

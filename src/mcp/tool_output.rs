@@ -23,6 +23,8 @@ use crate::tool_output::model::Model;
 use crate::tool_output::model::openai::Endpoint;
 use crate::tool_output::prompts::Source;
 use crate::tool_output::{Mode, text_tools};
+use crate::util::stop_flag::Stop;
+use crate::util::text::echo_cut;
 
 /// The engine settings and endpoint of this process's server.
 struct Configured {
@@ -111,7 +113,8 @@ fn check_args(args: &JsonObject) -> Result<(String, String, Mode), String> {
         None => Some(Mode::Auto),
         Some(Value::String(s)) => Mode::parse(s).or_else(|| {
             problems.push(format!(
-                "mode: must be one of auto, full-chunked, read-grep, truncate (got {s:?})"
+                "mode: must be one of auto, full-chunked, read-grep, truncate (got {:?})",
+                echo_cut(s)
             ));
             None
         }),
@@ -181,23 +184,51 @@ impl Server {
                         "tool_output"
                     );
                 }
-                let job = Job {
-                    handle: &handle,
-                    source,
-                    text: &text,
-                    extract: &extract,
-                    mode,
-                };
-                let tools: &dyn TextTools = &text_tools::Tools;
-                // A cancelled call stops at the strategy's next await: its model request
-                // is dropped with it, and its slot is given back as the handler ends.
-                tokio::select! {
-                    biased;
-                    () = context.ct.cancelled() => {
-                        tracing::info!(handle, "tool_output cancelled");
-                        return Err(ErrorData::invalid_request("the request was cancelled", None));
+                // The whole extraction runs on the blocking pool, its awaits driven from
+                // there: the sub-agent's searches, the chunking and the prompts never take
+                // an async worker. Its one stop flag is set by the deadline, the call's
+                // cancel and the end of input; the searches ask it between lines and
+                // spans, and a cancel or the end of input also drops the extraction at its
+                // next await (its model request with it).
+                let stop = Stop::within(config.deadline);
+                let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
+                let runtime = tokio::runtime::Handle::current();
+                let work_stop = stop.clone();
+                let job_handle = handle.clone();
+                let work = tokio::task::spawn_blocking(move || {
+                    let tools = text_tools::Tools::new(work_stop.clone());
+                    let tools: &dyn TextTools = &tools;
+                    let job = Job {
+                        handle: &job_handle,
+                        source,
+                        text: &text,
+                        extract: &extract,
+                        mode,
+                    };
+                    runtime.block_on(async {
+                        tokio::select! {
+                            biased;
+                            () = work_stop.wait() => None,
+                            outcome = engine::extract(&job, &config, model.as_deref(), tools) => Some(outcome),
+                        }
+                    })
+                });
+                match work.await {
+                    Ok(Some(outcome)) => outcome.body,
+                    Ok(None) => {
+                        let reason = stop.reason().unwrap_or("stopped");
+                        tracing::info!(handle, reason, "tool_output stopped");
+                        return Err(ErrorData::invalid_request(
+                            format!("the request was stopped: {reason}"),
+                            None,
+                        ));
                     }
-                    outcome = engine::extract(&job, &config, model.as_deref(), tools) => outcome.body,
+                    Err(e) => {
+                        return Err(ErrorData::internal_error(
+                            format!("tool_output panicked: {e}"),
+                            None,
+                        ));
+                    }
                 }
             }
         };
@@ -249,7 +280,7 @@ fn object_schema(schema: Value) -> Arc<JsonObject> {
 fn known_keys(args: &JsonObject, keys: &[&str]) -> Vec<String> {
     args.keys()
         .filter(|k| !keys.contains(&k.as_str()))
-        .map(|k| format!("{k}: unexpected argument"))
+        .map(|k| format!("{}: unexpected argument", echo_cut(k)))
         .collect()
 }
 
@@ -318,9 +349,10 @@ impl Server {
                 "{tool}: {}",
                 lookup::unknown_text(handle, nearest.as_deref())
             )),
-            Ok(Lookup::Stale { detail, .. }) => {
-                error(format!("{tool}: the handle {handle} is stale: {detail}."))
-            }
+            Ok(Lookup::Stale { detail, .. }) => error(format!(
+                "{tool}: the handle {} is stale: {detail}.",
+                echo_cut(handle)
+            )),
             Ok(Lookup::Found { text, source }) => Ok(Ok((text, source.tool_name))),
         }
     }
@@ -335,6 +367,7 @@ impl Server {
     )]
     async fn tool_output_read(
         &self,
+        context: RequestContext<RoleServer>,
         Parameters(args): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut problems = known_keys(
@@ -372,24 +405,23 @@ impl Server {
             Err(answer) => return Ok(answer),
         };
         let cap = configured().engine.max_bytes;
-        let header = format!(
-            "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
-            text.lines().count()
-        );
-        let options = text_tools::ReadOptions {
-            from: text_tools::Position {
-                line: start,
-                byte: usize::try_from(offset).unwrap_or(usize::MAX),
-            },
-            end_line: end,
-            byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-            cap: cap.saturating_sub(header.len()),
-            resumable: true,
-        };
-        let body = text_tools::read(&text, &options);
-        Ok(CallToolResult::success(vec![ContentBlock::text(
-            header + &body,
-        )]))
+        // Counting and cutting lines of a large payload is CPU work: off the async
+        // threads, stopped by the call's cancel and the end of input.
+        let stop = Stop::new();
+        let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
+        let body = tokio::task::spawn_blocking(move || {
+            read_answer(
+                &text,
+                &tool_name,
+                &handle,
+                (start, end, offset, length),
+                cap,
+                &stop,
+            )
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("read panicked: {e}"), None))?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(body)]))
     }
 
     #[tool(
@@ -445,6 +477,7 @@ impl Server {
         else {
             return Ok(argument_error("tool_output_grep", problems.join("; ")));
         };
+        // The answer repeats the pattern, cut when long, so it stays within the cap.
         let compiled = match text_tools::compile(&pattern) {
             Ok(p) => Ok(p),
             Err(text_tools::PatternError::Syntax(e)) => {
@@ -481,17 +514,19 @@ impl Server {
             resumable: true,
             budget: text_tools::GREP_BUDGET,
         };
-        // A search is CPU work: off the async threads, and stopped by the request's cancel.
-        let cancelled = context.ct.clone();
+        // A search is CPU work: off the async threads, and stopped by the request's cancel
+        // and the end of input.
+        let stop = Stop::new();
+        let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
         let body = tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
             tracing::debug!(handle, bytes = text.len(), "tool_output_grep searching");
-            let searched =
-                text_tools::grep(&text, &compiled, &options, &|| cancelled.is_cancelled());
+            let searched = text_tools::grep(&text, &compiled, &options, &|| stop.is_set());
             let ms = started.elapsed().as_millis();
             match searched.halted {
                 Some(text_tools::Halt::Asked) => {
-                    tracing::info!(handle, ms, "tool_output_grep stopped on request");
+                    let reason = stop.reason();
+                    tracing::info!(handle, ms, reason, "tool_output_grep stopped on request");
                 }
                 Some(text_tools::Halt::Budget) => {
                     tracing::info!(handle, ms, "tool_output_grep stopped at its time budget");
@@ -506,6 +541,33 @@ impl Server {
             header + &body,
         )]))
     }
+}
+
+/// `tool_output_read`'s answer: the header, then the lines asked for (`start`, `end`,
+/// `offset`, `length`) within `cap`.
+fn read_answer(
+    text: &str,
+    tool_name: &str,
+    handle: &str,
+    (start, end, offset, length): (u64, u64, u64, Option<u64>),
+    cap: usize,
+    stop: &Stop,
+) -> String {
+    let header = format!(
+        "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
+        text.lines().count()
+    );
+    let options = text_tools::ReadOptions {
+        from: text_tools::Position {
+            line: start,
+            byte: usize::try_from(offset).unwrap_or(usize::MAX),
+        },
+        end_line: end,
+        byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+        cap: cap.saturating_sub(header.len()),
+        resumable: true,
+    };
+    header + &text_tools::read(text, &options, &|| stop.is_set())
 }
 
 #[cfg(test)]

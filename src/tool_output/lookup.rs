@@ -17,7 +17,9 @@ pub enum Lookup {
 }
 
 /// What to say of a handle no stored output has.
+/// A handle longer than [`crate::util::text::ECHO_MAX`] bytes is repeated cut.
 pub fn unknown_text(handle: &str, nearest: Option<&str>) -> String {
+    let handle = crate::util::text::echo_cut(handle);
     match nearest {
         Some(n) => format!(
             "No stored tool output has the handle {handle}, but {n} differs from it in one or \
@@ -34,7 +36,8 @@ pub fn unknown_text(handle: &str, nearest: Option<&str>) -> String {
 /// The success body for a handle no stored output has: a normal answer, not an error,
 /// saying what was searched.
 pub fn unknown_body(handle: &str, nearest: Option<&str>, mode: super::Mode, cap: usize) -> String {
-    let body = super::format_success("unknown", handle, mode, &unknown_text(handle, nearest));
+    let shown = crate::util::text::echo_cut(handle);
+    let body = super::format_success("unknown", &shown, mode, &unknown_text(handle, nearest));
     super::truncate::truncate(&body, cap)
 }
 
@@ -48,7 +51,7 @@ pub fn stale_body(
 ) -> String {
     super::engine::failure(
         tool_name,
-        handle,
+        &crate::util::text::echo_cut(handle),
         mode,
         &format!("The stored output of this handle is stale: {detail}."),
         cap,

@@ -19,6 +19,7 @@
 //! lines. On a longer line every match gets its own window of about [`WINDOW`] bytes, tagged
 //! `line@byte`, within `max_matches`.
 
+use crate::util::stop_flag::Stop;
 use crate::util::text::{ceil_char_boundary, floor_char_boundary};
 
 use std::cell::Cell;
@@ -100,9 +101,24 @@ pub fn compile(pattern: &str) -> Result<Pattern, PatternError> {
         .map(Pattern)
         .map_err(|e| match (e.size_limit(), e.syntax_error()) {
             (Some(limit), _) => PatternError::TooCostly(limit),
-            (None, Some(s)) => PatternError::Syntax(s.to_string()),
-            (None, None) => PatternError::Syntax(e.to_string()),
+            (None, Some(s)) => PatternError::Syntax(syntax_message(pattern, &s.to_string())),
+            (None, None) => PatternError::Syntax(syntax_message(pattern, &e.to_string())),
         })
+}
+
+/// The parser's message, which quotes the whole pattern; for a pattern longer than
+/// [`ECHO_BYTES`], its last line (what is wrong) with the pattern cut, so the answer does
+/// not grow with the pattern.
+fn syntax_message(pattern: &str, message: &str) -> String {
+    if pattern.len() <= ECHO_BYTES {
+        return message.to_string();
+    }
+    let what = message.trim_end().lines().last().unwrap_or("");
+    let what = crate::util::text::echo_cut(what.trim_start_matches("error: "));
+    format!(
+        "regex parse error: {what}, in the pattern {}",
+        echo(pattern)
+    )
 }
 
 /// The answer to a pattern refused as too costly: nothing was searched.
@@ -184,11 +200,11 @@ struct Searcher<'a> {
 
 impl Searcher<'_> {
     fn check(&self) -> Result<(), Halt> {
-        if (self.should_stop)() {
-            return Err(Halt::Asked);
-        }
         if self.started.elapsed() >= self.budget {
             return Err(Halt::Budget);
+        }
+        if (self.should_stop)() {
+            return Err(Halt::Asked);
         }
         Ok(())
     }
@@ -441,9 +457,16 @@ pub struct ReadOptions {
 /// Numbered lines `from.line..=end_line` of `text`. A line longer than its share of the cap
 /// (all of it for a one-line read, half otherwise) or than `byte_length` is cut, and says at
 /// which byte; a line shown from a byte other than 0 is tagged `line@byte`.
-pub fn read(text: &str, opts: &ReadOptions) -> String {
+/// `should_stop` is asked between lines.
+pub fn read(text: &str, opts: &ReadOptions, should_stop: &dyn Fn() -> bool) -> String {
     let (start_line, end_line) = (opts.from.line, opts.end_line);
-    let total = text.lines().count() as u64;
+    let mut total = 0u64;
+    for _ in text.lines() {
+        total += 1;
+        if total.is_multiple_of(STOP_EVERY_LINES) && should_stop() {
+            return STOPPED_READ.to_string();
+        }
+    }
     if start_line > total || end_line < start_line {
         return format!("(no lines {start_line}-{end_line}: the file has {total} lines)\n");
     }
@@ -457,6 +480,10 @@ pub fn read(text: &str, opts: &ReadOptions) -> String {
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         let n = i as u64 + 1;
+        if n.is_multiple_of(STOP_EVERY_LINES) && should_stop() {
+            out.push_str(STOPPED_READ);
+            return out;
+        }
         if n < start_line {
             continue;
         }
@@ -508,9 +535,24 @@ pub fn read(text: &str, opts: &ReadOptions) -> String {
     out
 }
 
-/// Read and Grep as the read-grep sub-agent gets them: from the start, with the default
-/// budget, never stopped from outside, and without positions it could not pass back.
-pub struct Tools;
+/// A read asks its stop every this many lines (a line costs little to step over).
+const STOP_EVERY_LINES: u64 = 1024;
+/// What a stopped read answers, or ends with.
+const STOPPED_READ: &str = "[the read was stopped: the call ended]\n";
+
+/// Read and Grep as the read-grep sub-agent gets them: from the start, without positions
+/// it could not pass back, and stopped by the call's [`Stop`]: a grep's budget is at most
+/// what is left of the call's deadline, so the searches of one call never outlast it.
+pub struct Tools {
+    stop: Stop,
+}
+
+impl Tools {
+    /// The tools of one call, stopped when `stop` is.
+    pub fn new(stop: Stop) -> Tools {
+        Tools { stop }
+    }
+}
 
 impl TextTools for Tools {
     fn read(&self, text: &str, start_line: u64, end_line: u64, cap: usize) -> String {
@@ -526,6 +568,7 @@ impl TextTools for Tools {
                 cap,
                 resumable: false,
             },
+            &|| self.stop.is_set(),
         )
     }
 
@@ -537,6 +580,13 @@ impl TextTools for Tools {
         max_matches: usize,
         cap: usize,
     ) -> Result<String, String> {
+        // A stopped call compiles nothing more (a costly pattern takes a while to).
+        if self.stop.is_set() {
+            return Ok(format!(
+                "[not searched: the call was stopped ({})]\n",
+                self.stop.reason().unwrap_or("stopped")
+            ));
+        }
         let compiled = match compile(pattern) {
             Ok(p) => p,
             Err(PatternError::Syntax(e)) => return Err(format!("bad pattern: {e}")),
@@ -545,9 +595,19 @@ impl TextTools for Tools {
         let opts = GrepOptions {
             context_lines,
             max_matches,
+            budget: self.stop.left().map_or(GREP_BUDGET, |l| l.min(GREP_BUDGET)),
             ..GrepOptions::new(cap)
         };
-        Ok(grep(text, &compiled, &opts, &|| false).body)
+        tracing::debug!(bytes = text.len(), "read-grep sub-agent's Grep searching");
+        let searched = grep(text, &compiled, &opts, &|| self.stop.is_set());
+        if let Some(halt) = searched.halted {
+            tracing::info!(
+                ?halt,
+                reason = self.stop.reason(),
+                "read-grep sub-agent's Grep stopped"
+            );
+        }
+        Ok(searched.body)
     }
 }
 
@@ -565,7 +625,7 @@ mod tests {
 
     #[test]
     fn read_and_grep() {
-        let t = Tools;
+        let t = Tools::new(Stop::new());
         assert_eq!(t.read("a\nb\nc\n", 2, 3, 1000), "2: b\n3: c\n");
         assert_eq!(
             t.read("a\n", 5, 6, 1000),
@@ -606,7 +666,7 @@ mod tests {
     fn a_costly_pattern_is_refused_before_searching() {
         let got = compile(r"\b(?:\w+\W+){100}ZZZ").unwrap_err();
         assert_eq!(got, PatternError::TooCostly(PATTERN_SIZE_LIMIT));
-        let answer = Tools.grep("a b\nc\n", r"\b(?:\w+\W+){100}ZZZ", 0, 5, 1000);
+        let answer = Tools::new(Stop::new()).grep("a b\nc\n", r"\b(?:\w+\W+){100}ZZZ", 0, 5, 1000);
         assert_eq!(
             answer.unwrap(),
             format!(
@@ -774,7 +834,7 @@ mod tests {
             resumable: true,
         };
         assert_eq!(
-            read(&text, &opts),
+            read(&text, &opts, &never),
             "1: 0123456789[... line cut at byte 10 of 10000: continue with start_line 1, byte_offset 10]\n"
         );
         let opts = ReadOptions {
@@ -784,7 +844,7 @@ mod tests {
             },
             ..opts
         };
-        assert_eq!(read(&text, &opts), "1@9995: 56789\n");
+        assert_eq!(read(&text, &opts, &never), "1@9995: 56789\n");
         let opts = ReadOptions {
             from: Position {
                 line: 1,
@@ -793,7 +853,7 @@ mod tests {
             ..opts
         };
         assert_eq!(
-            read(&text, &opts),
+            read(&text, &opts, &never),
             "(line 1 has 10000 bytes; byte_offset 20000 is past its end)\n"
         );
         // Without a length, one line gets nearly all the cap.
@@ -802,7 +862,7 @@ mod tests {
             byte_length: None,
             ..opts
         };
-        let got = read(&text, &opts);
+        let got = read(&text, &opts, &never);
         assert!(
             got.starts_with("1@100: 0123") && got.len() <= 2000 && got.len() > 1500,
             "{got}"
@@ -815,6 +875,58 @@ mod tests {
         assert!(
             got.contains(&format!("[... line cut at byte {b} of 10000: continue")),
             "{got}"
+        );
+    }
+
+    #[test]
+    fn the_sub_agent_s_grep_stops_with_its_call_and_within_its_deadline() {
+        let text = "x\n".repeat(5000);
+        // A call past its deadline compiles and searches nothing more.
+        let got = Tools::new(Stop::within(Duration::ZERO))
+            .grep(&text, "y", 0, 5, 2000)
+            .unwrap();
+        assert_eq!(
+            got,
+            "[not searched: the call was stopped (deadline reached)]\n"
+        );
+        // A stopped call (cancelled, or the input ended): the search and a read stop.
+        let stop = Stop::new();
+        stop.set("cancelled");
+        let tools = Tools::new(stop.clone());
+        let got = tools.grep(&text, "y", 0, 5, 2000).unwrap();
+        assert_eq!(got, "[not searched: the call was stopped (cancelled)]\n");
+        assert_eq!(tools.read(&text, 1, 3, 2000), STOPPED_READ);
+        let got = grep(
+            &text,
+            &compile("y").unwrap(),
+            &GrepOptions::new(2000),
+            &|| stop.is_set(),
+        );
+        assert_eq!(got.halted, Some(Halt::Asked));
+        // A long deadline: the default budget of one grep.
+        let tools = Tools::new(Stop::within(Duration::from_secs(3600)));
+        assert_eq!(
+            tools.grep(&text, "y", 0, 5, 2000).unwrap(),
+            "(no line matches the pattern)\n"
+        );
+    }
+
+    #[test]
+    fn a_long_bad_pattern_is_echoed_cut_in_its_syntax_error() {
+        let pattern = format!("({}", "a".repeat(13_000));
+        let Err(PatternError::Syntax(message)) = compile(&pattern) else {
+            panic!("a syntax error")
+        };
+        assert_eq!(
+            message,
+            format!(
+                "regex parse error: unclosed group, in the pattern \"({}\"... (13001 bytes)",
+                "a".repeat(199)
+            )
+        );
+        // A short one keeps the parser's whole message.
+        assert!(
+            matches!(compile("(a"), Err(PatternError::Syntax(m)) if m.contains("(a\n") && m.ends_with("unclosed group")),
         );
     }
 

@@ -6,5 +6,6 @@ pub mod lines;
 pub mod parallel;
 pub mod pyjson;
 pub mod stop;
+pub mod stop_flag;
 pub mod text;
 pub mod wait;

@@ -19,9 +19,38 @@ pub fn ceil_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
+/// Most bytes of a caller's string (a handle, a pattern, an argument) that an answer
+/// repeats.
+pub const ECHO_MAX: usize = 200;
+
+/// `s` as an answer repeats it: whole up to [`ECHO_MAX`] bytes, else its first bytes and
+/// a note that it was cut, so that no answer grows with what the caller sent.
+pub fn echo_cut(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= ECHO_MAX {
+        return s.into();
+    }
+    let cut = floor_char_boundary(s, ECHO_MAX);
+    format!(
+        "{}... (cut: {cut} of its {} bytes shown)",
+        &s[..cut],
+        s.len()
+    )
+    .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_echoes_are_cut_and_say_so() {
+        assert_eq!(echo_cut("abc"), "abc");
+        let long = "é".repeat(150);
+        assert_eq!(
+            echo_cut(&long),
+            format!("{}... (cut: 200 of its 300 bytes shown)", "é".repeat(100))
+        );
+    }
 
     #[test]
     fn boundaries_never_split_a_character() {

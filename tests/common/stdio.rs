@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -31,18 +32,44 @@ pub struct LineServer {
     early: Vec<Value>,
     /// The answer to `initialize`.
     pub initialized: Value,
+    /// What the process wrote to stderr so far ([`LineServer::start_logged`] only).
+    pub log: Arc<Mutex<String>>,
 }
 
 impl LineServer {
     /// Spawns `cmd` with piped stdin and stdout (stderr dropped) and completes the MCP
     /// handshake as client `name`; panics when `initialize` is not answered within `bound`.
-    pub fn start(mut cmd: Command, name: &str, bound: Duration) -> LineServer {
+    pub fn start(cmd: Command, name: &str, bound: Duration) -> LineServer {
+        Self::start_with(cmd, name, bound, false)
+    }
+
+    /// [`LineServer::start`], keeping stderr in [`LineServer::log`].
+    #[allow(dead_code)]
+    pub fn start_logged(cmd: Command, name: &str, bound: Duration) -> LineServer {
+        Self::start_with(cmd, name, bound, true)
+    }
+
+    fn start_with(mut cmd: Command, name: &str, bound: Duration, logged: bool) -> LineServer {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if logged {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .expect("serve starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    log.lock().expect("log").push_str(&(line + "\n"));
+                }
+            });
+        }
         let stdout = child.stdout.take().expect("piped");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -60,6 +87,7 @@ impl LineServer {
             next_id: 1,
             early: Vec::new(),
             initialized: Value::Null,
+            log,
         };
         let init = server.request(
             "initialize",

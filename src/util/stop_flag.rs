@@ -1,0 +1,117 @@
+//! One call's stop flag (a process-wide stop asked by a signal is `util::stop`). Whoever ends the call first sets it: its deadline (by time
+//! passing), its cancel, the end of input. CPU work asks [`Stop::is_set`] between lines and
+//! between pieces of a long line; the async side waits for it with [`Stop::wait`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+/// A stop flag shared by one call's async side and its work on the blocking pool.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    set: AtomicBool,
+    /// Why it was set first.
+    reason: OnceLock<&'static str>,
+    notify: Notify,
+    /// Past this instant the flag reads as set.
+    deadline: Option<Instant>,
+}
+
+impl Stop {
+    /// A flag that only [`Stop::set`] sets.
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// A flag that also reads as set once `within` has passed (never, when `within` is
+    /// too long to be an instant).
+    pub fn within(within: Duration) -> Stop {
+        Stop(Arc::new(Inner {
+            deadline: Instant::now().checked_add(within),
+            ..Inner::default()
+        }))
+    }
+
+    /// Sets the flag; the first reason given is kept.
+    pub fn set(&self, reason: &'static str) {
+        let _ = self.0.reason.set(reason);
+        if !self.0.set.swap(true, Ordering::SeqCst) {
+            self.0.notify.notify_waiters();
+        }
+    }
+
+    /// Whether the work should stop: the flag is set or the deadline has passed.
+    pub fn is_set(&self) -> bool {
+        self.0.set.load(Ordering::Relaxed) || self.left() == Some(Duration::ZERO)
+    }
+
+    /// Why the flag was set: the first [`Stop::set`]'s reason, else "deadline reached"
+    /// once it has passed.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self.0.reason.get() {
+            Some(r) => Some(r),
+            None if self.left() == Some(Duration::ZERO) => Some("deadline reached"),
+            None => None,
+        }
+    }
+
+    /// Time left until the deadline, if there is one.
+    pub fn left(&self) -> Option<Duration> {
+        self.0
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Resolves once [`Stop::set`] was called (the deadline alone does not wake it).
+    pub async fn wait(&self) {
+        let notified = self.0.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.0.set.load(Ordering::SeqCst) {
+            return;
+        }
+        notified.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_reason_is_kept_and_waiters_wake() {
+        let stop = Stop::new();
+        assert!(!stop.is_set());
+        assert_eq!(stop.reason(), None);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let waiter = stop.clone();
+        rt.block_on(async {
+            let waited = tokio::spawn(async move { waiter.wait().await });
+            tokio::task::yield_now().await;
+            stop.set("cancelled");
+            stop.set("end of input");
+            waited.await.expect("woken");
+        });
+        assert!(stop.is_set());
+        assert_eq!(stop.reason(), Some("cancelled"));
+        // Already set: a new wait ends at once.
+        rt.block_on(stop.wait());
+    }
+
+    #[test]
+    fn a_passed_deadline_reads_as_set() {
+        let stop = Stop::within(Duration::ZERO);
+        assert!(stop.is_set());
+        assert_eq!(stop.reason(), Some("deadline reached"));
+        let stop = Stop::within(Duration::from_secs(u64::MAX));
+        assert!(!stop.is_set());
+        assert_eq!(stop.left(), None);
+    }
+}
