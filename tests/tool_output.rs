@@ -2375,6 +2375,7 @@ async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
     );
     assert!(body.ends_with("ERROR one\n"), "{body}");
     client.cancel().await.ok();
+}
 
 /// A grep that compiles within the size limit but searches a multi-megabyte payload for
 /// seconds, longer than one grep's budget in a debug build.
