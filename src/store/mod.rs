@@ -218,7 +218,7 @@ impl<T, E: Into<redb::Error>> OrStore<T> for Result<T, E> {
 
 /// The open database: writable (the normal case), or read-only for `dump` and `verify`.
 enum Db {
-    Write(Database),
+    Write(Writable),
     ReadOnly(ReadOnlyDatabase),
 }
 
@@ -228,6 +228,35 @@ impl Db {
             Db::Write(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
         }
+    }
+}
+
+/// A database open for writing, closed (when the last user lets it go) behind the
+/// store's gate ([`backend::Gate`]): the close writes the file outside any write
+/// transaction.
+struct Writable {
+    /// `Some` until dropped.
+    db: Option<Database>,
+    gate: Arc<backend::Gate>,
+    shown: Arc<str>,
+}
+
+impl std::ops::Deref for Writable {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        match &self.db {
+            Some(db) => db,
+            None => unreachable!("the database is taken only by drop"),
+        }
+    }
+}
+
+impl Drop for Writable {
+    fn drop(&mut self) {
+        let held = self.gate.hold_for_writing(&self.shown);
+        guarded_drop(&self.shown, self.db.take());
+        drop(held);
     }
 }
 
@@ -291,13 +320,16 @@ impl Store {
             })?;
         }
         let fault = backend::Fault::from_env();
-        let (db, file_id) = open_writable(path, &shown, fault.clone())?;
+        let (db, file_id, held) = open_writable(path, &shown, fault.clone())?;
+        // Still behind the gate: an upgrade commits outside any document write.
         let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
             Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
             Err(OpenError::Store(e)) => Err(e),
             Err(other) => Ok(Err(other)),
             Ok(()) => Ok(Ok(())),
         });
+        // Let go before `db` can be dropped: its close takes the gate itself.
+        drop(held);
         guarded.map_err(|e| open_error(&shown, e))??;
         Ok(Store {
             path: path.to_path_buf(),
@@ -370,8 +402,10 @@ impl Store {
         let fresh = if self.read_only {
             Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
         } else {
-            let (db, file_id) = open_writable(&self.path, &self.shown, self.fault.clone())
+            let (db, file_id, held) = open_writable(&self.path, &self.shown, self.fault.clone())
                 .map_err(open_to_store)?;
+            // Let go before the old database is dropped: its close takes the gate.
+            drop(held);
             match self.file_id.write() {
                 Ok(mut slot) => *slot = Some(file_id),
                 Err(poisoned) => *poisoned.into_inner() = Some(file_id),
@@ -525,12 +559,14 @@ fn open_to_store(e: OpenError) -> StoreError {
     }
 }
 
-/// Opens (or creates) the file for reading and writing, in multi-writer mode.
+/// Opens (or creates) the file for reading and writing, in multi-writer mode; the
+/// store's gate is still held (when it could be had), for the caller to let go once its
+/// own first writes (an upgrade) are done.
 fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Database, (u64, u64)), OpenError> {
+) -> Result<(Writable, (u64, u64), Option<backend::GateHold>), OpenError> {
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
@@ -560,7 +596,7 @@ fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Database, (u64, u64)), OpenError> {
+) -> Result<(Writable, (u64, u64), Option<backend::GateHold>), OpenError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -578,6 +614,14 @@ fn try_open_writable(
             path: shown.to_owned(),
             source: Box::new(e.into()),
         })?;
+    let gate = Arc::new(
+        backend::Gate::beside(&file).map_err(|e| OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        })?,
+    );
+    // The open writes the file (the live-writer flag, a repair) before any transaction.
+    let held = gate.hold_for_writing(shown);
     let opened = guard::guard(shown, || {
         let backend = backend::Backend::new(FileBackend::new(file).store()?, fault);
         Database::builder()
@@ -586,7 +630,13 @@ fn try_open_writable(
             .create_with_backend(backend)
             .store()
     });
-    opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
+    let db = opened.map_err(|e| open_error(shown, e))?;
+    let writable = Writable {
+        db: Some(db),
+        gate,
+        shown: shown.into(),
+    };
+    Ok((writable, id, held))
 }
 
 /// A store path that names something other than a regular file (a FIFO, a device) is
@@ -607,6 +657,12 @@ fn regular_file(path: &Path, shown: &str) -> Result<(), OpenError> {
 /// was killed) is refused by redb rather than repaired.
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
     regular_file(path, shown)?;
+    // Behind the gate, the header read is never one a writer's open or close is halfway
+    // through; past the wait's bound the open goes ahead without it.
+    let _held = backend::hold_shared(path).unwrap_or_else(|e| {
+        tracing::warn!(store = shown, error = %e, "reading the store without its gate");
+        None
+    });
     let opened = guard::guard(shown, || {
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
