@@ -699,12 +699,17 @@ impl From<StoreError> for IndexError {
 
 /// Drops projects and sessions that left the workspace, with their line tables.
 fn remove_stale(writer: &mut Writer, workspace: &Workspace) -> Result<(), StoreError> {
+    let present: std::collections::HashSet<(&str, &str)> = workspace
+        .projects
+        .iter()
+        .flat_map(|p| {
+            p.sessions
+                .iter()
+                .map(move |s| (p.key.as_str(), s.session_ref.as_str()))
+        })
+        .collect();
     for (project_key, record) in writer.all_sessions()? {
-        let present = workspace
-            .projects
-            .iter()
-            .any(|p| p.key == project_key && p.session(&record.session.session_ref).is_some());
-        if !present {
+        if !present.contains(&(project_key.as_str(), record.session.session_ref.as_str())) {
             if let FileState::Indexed(file) = &record.file {
                 writer.delete_lines(file.file_id)?;
             }
@@ -751,8 +756,9 @@ fn sync_documents(
     workspace: &Workspace,
 ) -> Result<usize, ImportError> {
     let wanted = document_paths(workspace);
+    let wanted_set: std::collections::HashSet<&str> = wanted.iter().map(String::as_str).collect();
     for stale in writer.document_paths()? {
-        if !wanted.contains(&stale) {
+        if !wanted_set.contains(stale.as_str()) {
             writer.remove_document(&stale)?;
         }
     }
