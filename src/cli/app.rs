@@ -264,19 +264,24 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
         return Ok(ExitCode::SUCCESS);
     }
     // A workspace that does not load gets no store: nothing is created for a wrong path.
-    if let Err(e) = crate::workspace::load(&config.workspace) {
-        let failed = import_failed(&config.workspace);
-        if config.workspace.path.join("metadata.json").exists() {
-            return Err(e).context(failed);
+    let workspace = match crate::workspace::load(&config.workspace) {
+        Ok(workspace) => workspace,
+        Err(e) => {
+            let failed = import_failed(&config.workspace);
+            if config.workspace.path.join("metadata.json").exists() {
+                return Err(e).context(failed);
+            }
+            bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
         }
-        bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
-    }
+    };
     let store = Store::open(&config.store)?;
-    let report = import::import(
+    let report = import::import_loaded(
         &config.workspace,
+        &workspace,
         &store,
         ImportOptions { rehash },
         &ImportBar::new("import"),
+        crate::util::wait::lock_timeout(),
     )
     .with_context(|| import_failed(&config.workspace))?;
     println!("{}", summary(&report));
