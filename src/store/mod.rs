@@ -559,6 +559,10 @@ fn open_to_store(e: OpenError) -> StoreError {
     }
 }
 
+/// A writable open: the database, the file's (device, inode), and the store's gate while
+/// it is still held.
+type Opened = (Writable, (u64, u64), Option<backend::GateHold>);
+
 /// Opens (or creates) the file for reading and writing, in multi-writer mode; the
 /// store's gate is still held (when it could be had), for the caller to let go once its
 /// own first writes (an upgrade) are done.
@@ -566,7 +570,7 @@ fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Writable, (u64, u64), Option<backend::GateHold>), OpenError> {
+) -> Result<Opened, OpenError> {
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
@@ -596,7 +600,7 @@ fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Writable, (u64, u64), Option<backend::GateHold>), OpenError> {
+) -> Result<Opened, OpenError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

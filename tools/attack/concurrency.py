@@ -275,7 +275,10 @@ def main() -> int:
     for p in documents:
         p.unlink()
     done = cli(args.bin, copy, "export")
-    diff = subprocess.run(["diff", "-rq", "-x", ".evidence-store", str(ws), str(copy)], capture_output=True, text=True)
+    # Receipts are left out: the copy's session files are other files (new inodes), which
+    # export refuses to write receipts for, as it should.
+    diff = subprocess.run(["diff", "-rq", "-x", ".evidence-store", "-x", "receipts", str(ws), str(copy)],
+                          capture_output=True, text=True)
     print(f"store-only export: {done.returncode}; differences: {diff.stdout.strip() or 'none'}")
     if done.returncode or diff.returncode:
         failures.append(f"the store does not give back the files: {diff.stdout[:400]} {done.stderr[:400]}")
