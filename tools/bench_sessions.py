@@ -37,8 +37,9 @@ def workspace(work: Path, sessions: int) -> Path:
     return ws
 
 
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MB) of one run, which must succeed."""
+def timed(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user and system) and peak RSS (MB) of one run, which
+    must succeed."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stderr = proc.stderr.read() if proc.stderr else b""
@@ -46,12 +47,12 @@ def timed(cmd: list[str]) -> tuple[float, int]:
     took = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {stderr.decode(errors='replace')[-2000:]}")
-    return took, usage.ru_maxrss // 1024
+    return took, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
 
 
-def first_ping(binary: Path, ws: Path) -> tuple[float, int]:
-    """Seconds from starting `serve` to the answer of its first `prompt_diary_ping`, and the
-    server's peak RSS (MB)."""
+def first_ping(binary: Path, ws: Path) -> tuple[float, float, int]:
+    """Seconds from starting `serve` to the answer of its first `prompt_diary_ping`, the
+    server's CPU seconds and its peak RSS (MB)."""
     start = time.monotonic()
     proc = subprocess.Popen([str(binary), "--workspace", str(ws), "serve"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -79,7 +80,7 @@ def first_ping(binary: Path, ws: Path) -> tuple[float, int]:
         raise SystemExit(f"ping: {text}")
     proc.stdin.close()
     _, _, usage = os.wait4(proc.pid, 0)
-    return took, usage.ru_maxrss // 1024
+    return took, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
 
 
 def main() -> int:
@@ -91,6 +92,9 @@ def main() -> int:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"binary: {args.bin}")
+    print("Wall seconds (CPU seconds of the process) for each step; a shared, loaded host makes the CPU "
+          "figure the steadier one.")
+    print()
     print("| sessions | first import | unchanged import | first ping | peak RSS (import / unchanged / serve) |")
     print("|---:|---:|---:|---:|---:|")
     for n in args.sessions:
@@ -101,8 +105,9 @@ def main() -> int:
             firsts.append(timed([str(args.bin), "--workspace", str(ws), "import"]))
             unchanged.append(timed([str(args.bin), "--workspace", str(ws), "import"]))
             pings.append(first_ping(args.bin, ws))
-        (f, frss), (u, urss), (p, prss) = min(firsts), min(unchanged), min(pings)
-        print(f"| {n:,} | {f:.2f} s | {u:.2f} s | {p:.2f} s | {frss} / {urss} / {prss} MB |", flush=True)
+        (f, fc, frss), (u, uc, urss), (p, pc, prss) = min(firsts), min(unchanged), min(pings)
+        print(f"| {n:,} | {f:.2f} s ({fc:.2f}) | {u:.2f} s ({uc:.2f}) | {p:.2f} s ({pc:.2f}) | "
+              f"{frss} / {urss} / {prss} MB |", flush=True)
     return 0
 
 
