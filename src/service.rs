@@ -221,16 +221,20 @@ impl Service {
             }
             self.set_problem(Some(StartProblem { message, transient }));
         };
+        // Loaded once per attempt, for the store's open and the import both.
+        let workspace = match crate::workspace::load(&self.root) {
+            Ok(workspace) => workspace,
+            Err(e) => {
+                failed(e.to_string());
+                return Ok(());
+            }
+        };
         let store = match self.store.get() {
             Some(store) => store,
             None => {
-                let opened = crate::workspace::load(&self.root)
-                    .map_err(|e| e.to_string())
-                    .and_then(|workspace| {
-                        let _ = self.contract.set(workspace.contract);
-                        crate::store::check_own_store(&self.root.path, &self.store_path)?;
-                        open_store(&self.store_path)
-                    });
+                let _ = self.contract.set(workspace.contract);
+                let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
+                    .and_then(|()| open_store(&self.store_path));
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
                     Err(problem) => {
@@ -240,7 +244,14 @@ impl Service {
                 }
             }
         };
-        match import::import_within(&self.root, store, self.import, &Quiet, lock_wait) {
+        match import::import_loaded(
+            &self.root,
+            &workspace,
+            store,
+            self.import,
+            &Quiet,
+            lock_wait,
+        ) {
             Ok(report) => {
                 tracing::info!(?report, "workspace imported");
                 self.set_problem(None);

@@ -261,3 +261,69 @@ async fn view_runs_beside_writing_servers_and_shows_what_was_committed() {
         "a view overlapped the writes"
     );
 }
+
+/// How many `verify` runs [`verify_beside_servers_starting_and_stopping_never_reports_damage`]
+/// makes: on the build before the fix, about one in five reported damage.
+const VERIFY_RUNS: usize = 150;
+const CYCLING_SERVERS: usize = 4;
+
+/// `serve` processes that only start and stop (initialize, a ping, end of input) beside
+/// a `verify` loop: every `verify` finds the store whole. Each open and close of the
+/// store writes its header and allocator state, outside any document write; `verify`
+/// must never read one half done and call a healthy store damaged or unclean.
+#[test]
+fn verify_beside_servers_starting_and_stopping_never_reports_damage() {
+    use common::stdio::{LineServer, serve_command};
+    use std::time::Duration;
+    let ws = Arc::new(Workspace::example());
+    ws.ok(&["import"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let cyclers: Vec<_> = (0..CYCLING_SERVERS)
+        .map(|k| {
+            let (ws, stop) = (ws.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut cycles = 0usize;
+                while !stop.load(Ordering::SeqCst) {
+                    let mut server = LineServer::start(
+                        serve_command(&ws, &[]),
+                        &format!("cycler-{k}"),
+                        Duration::from_secs(120),
+                    );
+                    let ping = server.call("prompt_diary_ping", serde_json::json!({}));
+                    let answer = server.text(ping, Duration::from_secs(120));
+                    assert!(answer.contains("\"ok\""), "ping: {answer}");
+                    drop(server.stdin.take());
+                    let status = common::exit_or_hang(&mut server.child, Duration::from_secs(120))
+                        .expect("serve ends at the end of its input");
+                    assert!(status.success(), "serve exited {status:?}");
+                    cycles += 1;
+                }
+                cycles
+            })
+        })
+        .collect();
+    let mut alarms = Vec::new();
+    for _ in 0..VERIFY_RUNS {
+        let out = ws.run(&["verify"]);
+        if !out.status.success() {
+            alarms.push(format!(
+                "exit {:?}: {}{}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let cycles: usize = cyclers.into_iter().map(|c| c.join().unwrap()).sum();
+    eprintln!("{VERIFY_RUNS} verify runs beside {cycles} server starts and stops");
+    assert!(cycles >= CYCLING_SERVERS, "the servers did not cycle");
+    assert!(
+        alarms.is_empty(),
+        "{} of {VERIFY_RUNS} verify runs reported a healthy store as damaged or unclean; first: {}",
+        alarms.len(),
+        alarms.first().map_or("", String::as_str)
+    );
+    // Alone afterwards, too.
+    ws.ok(&["verify"]);
+}

@@ -388,23 +388,28 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
         return Ok(ExitCode::SUCCESS);
     }
     // A workspace that does not load gets no store: nothing is created for a wrong path.
-    if let Err(e) = crate::workspace::load(&config.workspace) {
-        let failed = import_failed(&config.workspace);
-        if config.workspace.path.join("metadata.json").exists() {
-            return Err(e).context(failed);
+    let workspace = match crate::workspace::load(&config.workspace) {
+        Ok(workspace) => workspace,
+        Err(e) => {
+            let failed = import_failed(&config.workspace);
+            if config.workspace.path.join("metadata.json").exists() {
+                return Err(e).context(failed);
+            }
+            bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
         }
-        bail!("{failed}: {e}; {NOT_A_WORKSPACE}");
-    }
+    };
     let fresh = std::fs::symlink_metadata(&config.store).is_err();
     let store = Store::open(&config.store)?;
-    let imported = import::import(
+    let imported = import::import_loaded(
         &config.workspace,
+        &workspace,
         &store,
         ImportOptions {
             rehash,
             citations: config.citations,
         },
         &Bar::new("import"),
+        crate::util::wait::lock_timeout(),
     );
     if imported.is_err() && fresh {
         // A first import that failed or was stopped leaves no store behind (closed first).

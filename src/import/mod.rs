@@ -289,12 +289,25 @@ pub fn import_within(
     lock_wait: std::time::Duration,
 ) -> Result<ImportReport, ImportError> {
     let workspace = workspace::load(root)?;
+    import_loaded(root, &workspace, store, options, progress, lock_wait)
+}
+
+/// [`import_within`] of a workspace the caller has just loaded from `root` (loading costs
+/// a pass over every index row: a caller that needs the workspace too loads it once).
+pub fn import_loaded(
+    root: &WorkspaceRoot,
+    workspace: &Workspace,
+    store: &Store,
+    options: ImportOptions,
+    progress: &dyn Progress,
+    lock_wait: std::time::Duration,
+) -> Result<ImportReport, ImportError> {
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
         let reader = store.reader()?;
-        same_contract(&reader, &workspace)?;
-        let plan = plan(root, &reader, &workspace, options)?;
-        if let Some(report) = up_to_date(&reader, root, &workspace, &plan)? {
+        same_contract(&reader, workspace)?;
+        let plan = plan(root, &reader, workspace, options)?;
+        if let Some(report) = up_to_date(&reader, root, workspace, &plan)? {
             return Ok(report);
         }
     }
@@ -323,12 +336,12 @@ pub fn import_within(
         }
     };
     let mut writer = store.writer()?;
-    same_contract(&writer, &workspace)?;
+    same_contract(&writer, workspace)?;
     // Planned again against what this transaction sees: another import may have
     // committed since the snapshot, and its line tables are the ones to keep or replace.
-    let plan = plan(root, &writer, &workspace, options)?;
+    let plan = plan(root, &writer, workspace, options)?;
     if !options.rehash
-        && let Some(report) = up_to_date(&writer, root, &workspace, &plan)?
+        && let Some(report) = up_to_date(&writer, root, workspace, &plan)?
     {
         // Dropped without a commit: nothing is written.
         return Ok(report);
@@ -460,12 +473,12 @@ pub fn import_within(
         )?;
         report.sessions += 1;
     }
-    remove_stale(&mut writer, &workspace)?;
-    report.documents = sync_documents(&mut writer, root, &workspace)?;
+    remove_stale(&mut writer, workspace)?;
+    report.documents = sync_documents(&mut writer, root, workspace)?;
     for project in &workspace.projects {
         writer.put_project(&project_record(project))?;
     }
-    writer.put_workspace(&workspace_record(root, &workspace))?;
+    writer.put_workspace(&workspace_record(root, workspace))?;
     writer.put_contract(workspace.contract)?;
     writer.put_citation_options(options.citations.bits())?;
     pause_point("before-commit");
@@ -746,12 +759,17 @@ impl From<StoreError> for IndexError {
 
 /// Drops projects and sessions that left the workspace, with their line tables.
 fn remove_stale(writer: &mut Writer, workspace: &Workspace) -> Result<(), StoreError> {
+    let present: std::collections::HashSet<(&str, &str)> = workspace
+        .projects
+        .iter()
+        .flat_map(|p| {
+            p.sessions
+                .iter()
+                .map(move |s| (p.key.as_str(), s.session_ref.as_str()))
+        })
+        .collect();
     for (project_key, record) in writer.all_sessions()? {
-        let present = workspace
-            .projects
-            .iter()
-            .any(|p| p.key == project_key && p.session(&record.session.session_ref).is_some());
-        if !present {
+        if !present.contains(&(project_key.as_str(), record.session.session_ref.as_str())) {
             if let FileState::Indexed(file) = &record.file {
                 writer.delete_lines(file.file_id)?;
             }
@@ -798,8 +816,9 @@ fn sync_documents(
     workspace: &Workspace,
 ) -> Result<usize, ImportError> {
     let wanted = document_paths(workspace);
+    let wanted_set: std::collections::HashSet<&str> = wanted.iter().map(String::as_str).collect();
     for stale in writer.document_paths()? {
-        if !wanted.contains(&stale) {
+        if !wanted_set.contains(stale.as_str()) {
             writer.remove_document(&stale)?;
         }
     }

@@ -162,3 +162,147 @@ fn bounded(mut try_lock: impl FnMut() -> Result<bool, BackendError>) -> Result<(
         }
     }
 }
+
+/// The byte of the store file that [`Gate`] locks: the last of the bytes redb reserves
+/// for its storage backend (`BACKEND_LOCK_RANGE`, 896 to 1023 past 2^62), which is this
+/// module's [`Backend`]. redb's core never locks them, and its file backend takes only
+/// the first two.
+const GATE_BYTE: u64 = (1 << 62) + 1023;
+
+/// The store's gate: a byte-range lock (an open file description lock, so one per open
+/// of the file, dropped by the kernel when the process dies) that every writable open
+/// and every close of the store holds exclusively, and that `verify` holds shared while
+/// it reads the store's header and copies the file.
+///
+/// A writer's open and close write the file outside any write transaction: the open
+/// publishes the "needs recovery" flag of a live writer (and repairs the file when it
+/// finds the flag with no live writer), the close commits its allocator state and clears
+/// the flag, and a close that finds another process holding redb's writer lock (a peer
+/// in its open, say) leaves the flag set for that peer, which marks the file consistent
+/// only when its open is done. A `verify` reading the header or copying the file between
+/// two of those steps would call a healthy store unclean or damaged; behind the gate it
+/// sees only a file at rest.
+#[derive(Debug)]
+pub struct Gate {
+    file: std::fs::File,
+}
+
+/// A held [`Gate`], released when dropped.
+#[derive(Debug)]
+pub struct GateHold(std::sync::Arc<Gate>);
+
+impl Drop for GateHold {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.set(libc::F_UNLCK as libc::c_short) {
+            tracing::warn!(error = %e, "cannot release the store's gate");
+        }
+    }
+}
+
+impl Gate {
+    /// The gate of the file `file` has open, on a description of its own (a lock taken
+    /// through redb's own description would be one with redb's locks).
+    pub fn beside(file: &std::fs::File) -> std::io::Result<Gate> {
+        use std::os::fd::AsRawFd;
+        let reopened = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let file = match reopened {
+            Ok(reopened) => reopened,
+            // Without /proc: a duplicate descriptor, whose lock still excludes every
+            // other process.
+            Err(_) => file.try_clone()?,
+        };
+        Ok(Gate { file })
+    }
+
+    /// The gate of the store at `path`, opened for reading only; `None` when there is no
+    /// regular file there (the store's open then says why).
+    fn of_path(path: &std::path::Path) -> Option<Gate> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: opening a FIFO planted at the store's path must not wait.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .ok()?;
+        file.metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map(|_| Gate { file })
+    }
+
+    /// Holds the gate, waiting while another process holds it in a conflicting way, at
+    /// most [`crate::util::wait::lock_timeout`].
+    pub fn hold(
+        self: &std::sync::Arc<Self>,
+        exclusive: bool,
+    ) -> Result<GateHold, LockWaitTimedOut> {
+        let kind = if exclusive {
+            libc::F_WRLCK
+        } else {
+            libc::F_RDLCK
+        } as libc::c_short;
+        let mut poll = crate::util::wait::Poll::new(crate::util::wait::lock_timeout());
+        loop {
+            match self.set(kind) {
+                Ok(()) => return Ok(GateHold(self.clone())),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                // Locks unsupported here (some network file systems): nothing to hold.
+                Err(e) => {
+                    tracing::debug!(error = %e, "the store's gate cannot be locked here");
+                    return Ok(GateHold(self.clone()));
+                }
+            }
+            if !poll.sleep() {
+                return Err(LockWaitTimedOut {
+                    waited_secs: crate::util::wait::secs(poll.waited()),
+                });
+            }
+        }
+    }
+
+    /// Holds the gate for a writer's open or close; past the wait's bound the open or
+    /// close goes ahead without it (only a `verify` beside it could then misjudge).
+    pub fn hold_for_writing(self: &std::sync::Arc<Self>, shown: &str) -> Option<GateHold> {
+        match self.hold(true) {
+            Ok(held) => Some(held),
+            Err(e) => {
+                tracing::warn!(store = shown, error = %e, "going on without the store's gate");
+                None
+            }
+        }
+    }
+
+    /// Takes or releases the lock on [`GATE_BYTE`] without waiting.
+    fn set(&self, kind: libc::c_short) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an all-zero `flock` is a valid value of this plain C struct.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = GATE_BYTE as libc::off_t;
+        lock.l_len = 1;
+        // SAFETY: the descriptor is open for the life of `self.file`, and `lock` is a
+        // valid `flock` that outlives the call.
+        let done = unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_OFD_SETLK, &raw mut lock) };
+        if done == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EACCES) => Err(std::io::ErrorKind::WouldBlock.into()),
+            _ => Err(e),
+        }
+    }
+}
+
+/// Holds the gate of the store at `path` shared, so that no writer opens or closes it
+/// meanwhile. `Ok(None)`: there is no regular file to hold it on.
+pub fn hold_shared(path: &std::path::Path) -> Result<Option<GateHold>, LockWaitTimedOut> {
+    match Gate::of_path(path) {
+        Some(gate) => std::sync::Arc::new(gate).hold(false).map(Some),
+        None => Ok(None),
+    }
+}

@@ -222,7 +222,7 @@ impl<T, E: Into<redb::Error>> OrStore<T> for Result<T, E> {
 
 /// The open database: writable (the normal case), or read-only for `dump` and `verify`.
 enum Db {
-    Write(Database),
+    Write(Writable),
     ReadOnly(ReadOnlyDatabase),
 }
 
@@ -232,6 +232,35 @@ impl Db {
             Db::Write(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
         }
+    }
+}
+
+/// A database open for writing, closed (when the last user lets it go) behind the
+/// store's gate ([`backend::Gate`]): the close writes the file outside any write
+/// transaction.
+struct Writable {
+    /// `Some` until dropped.
+    db: Option<Database>,
+    gate: Arc<backend::Gate>,
+    shown: Arc<str>,
+}
+
+impl std::ops::Deref for Writable {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        match &self.db {
+            Some(db) => db,
+            None => unreachable!("the database is taken only by drop"),
+        }
+    }
+}
+
+impl Drop for Writable {
+    fn drop(&mut self) {
+        let held = self.gate.hold_for_writing(&self.shown);
+        guarded_drop(&self.shown, self.db.take());
+        drop(held);
     }
 }
 
@@ -309,16 +338,19 @@ impl Store {
             })?;
         }
         let fault = backend::Fault::from_env();
-        let (db, file_id) = match access {
+        let (db, file_id, held) = match access {
             Access::New => try_open_writable_as(path, &shown, fault.clone(), Access::New)?,
             _ => open_writable(path, &shown, fault.clone())?,
         };
+        // Still behind the gate: an upgrade commits outside any document write.
         let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
             Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
             Err(OpenError::Store(e)) => Err(e),
             Err(other) => Ok(Err(other)),
             Ok(()) => Ok(Ok(())),
         });
+        // Let go before `db` can be dropped: its close takes the gate itself.
+        drop(held);
         guarded.map_err(|e| open_error(&shown, e))??;
         Ok(Store {
             path: path.to_path_buf(),
@@ -391,8 +423,10 @@ impl Store {
         let fresh = if self.read_only {
             Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
         } else {
-            let (db, file_id) = open_writable(&self.path, &self.shown, self.fault.clone())
+            let (db, file_id, held) = open_writable(&self.path, &self.shown, self.fault.clone())
                 .map_err(open_to_store)?;
+            // Let go before the old database is dropped: its close takes the gate.
+            drop(held);
             match self.file_id.write() {
                 Ok(mut slot) => *slot = Some(file_id),
                 Err(poisoned) => *poisoned.into_inner() = Some(file_id),
@@ -565,12 +599,18 @@ fn open_to_store(e: OpenError) -> StoreError {
     }
 }
 
-/// Opens (or creates) the file for reading and writing, in multi-writer mode.
+/// A writable open: the database, the file's (device, inode), and the store's gate while
+/// it is still held.
+type Opened = (Writable, (u64, u64), Option<backend::GateHold>);
+
+/// Opens (or creates) the file for reading and writing, in multi-writer mode; the
+/// store's gate is still held (when it could be had), for the caller to let go once its
+/// own first writes (an upgrade) are done.
 fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Database, (u64, u64)), OpenError> {
+) -> Result<Opened, OpenError> {
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
@@ -679,7 +719,7 @@ fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
-) -> Result<(Database, (u64, u64)), OpenError> {
+) -> Result<Opened, OpenError> {
     try_open_writable_as(path, shown, fault, Access::Write)
 }
 
@@ -688,7 +728,7 @@ fn try_open_writable_as(
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
     access: Access,
-) -> Result<(Database, (u64, u64)), OpenError> {
+) -> Result<Opened, OpenError> {
     let file = store_file(path, shown, access)?;
     let id = file
         .metadata()
@@ -697,6 +737,14 @@ fn try_open_writable_as(
             path: shown.to_owned(),
             source: Box::new(e.into()),
         })?;
+    let gate = Arc::new(
+        backend::Gate::beside(&file).map_err(|e| OpenError::Database {
+            path: shown.to_owned(),
+            source: Box::new(e.into()),
+        })?,
+    );
+    // The open writes the file (the live-writer flag, a repair) before any transaction.
+    let held = gate.hold_for_writing(shown);
     let opened = guard::guard(shown, || {
         let backend = backend::Backend::new(FileBackend::new(file).store()?, fault);
         Database::builder()
@@ -705,7 +753,13 @@ fn try_open_writable_as(
             .create_with_backend(backend)
             .store()
     });
-    opened.map_err(|e| open_error(shown, e)).map(|db| (db, id))
+    let db = opened.map_err(|e| open_error(shown, e))?;
+    let writable = Writable {
+        db: Some(db),
+        gate,
+        shown: shown.into(),
+    };
+    Ok((writable, id, held))
 }
 
 /// Opens an existing file without writing to it; a store that needs repair (a writer
@@ -713,6 +767,18 @@ fn try_open_writable_as(
 /// and checked first ([`store_file`]): a FIFO at the path would wait for a writer forever.
 fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
     let file = store_file(path, shown, Access::Read)?;
+    // Behind the gate, the header read is never one a writer's open or close is halfway
+    // through; past the wait's bound the open goes ahead without it.
+    let _held = backend::Gate::beside(&file)
+        .map(std::sync::Arc::new)
+        .ok()
+        .and_then(|gate| match gate.hold(false) {
+            Ok(held) => Some(held),
+            Err(e) => {
+                tracing::warn!(store = shown, error = %e, "reading the store without its gate");
+                None
+            }
+        });
     let opened = guard::guard(shown, || {
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)

@@ -32,14 +32,35 @@ pub struct Verified {
     pub cannot_check: Option<String>,
 }
 
-/// Verifies the store at `path` without writing to it. `hold_writers` is called just
-/// before the store file is copied for redb's check, and what it returns is kept until
-/// the copy is taken: a copy made while a writer commits could be torn, and be reported
-/// as damage the store does not have. When it fails, or no copy can be made, the store is
-/// not judged: [`Verified::cannot_check`] says why.
+/// Verifies the store at `path` without writing to it. `hold_writers` is called first,
+/// and what it returns is kept, with the store's gate ([`super::backend::Gate`]), while
+/// the store's header is read and the file is copied for redb's check: what a writer
+/// writes in a commit (under the document lock) or in its open or close (behind the gate)
+/// would otherwise be seen half done, and be reported as damage, or as a killed writer,
+/// the store does not have. When they cannot be held, or no copy can be made, the store
+/// is not judged: [`Verified::cannot_check`] says why.
 pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> Result<G, String>) -> Verified {
     let mut out = Verified::default();
-    match Store::open_read_only(path) {
+    remove_stale_copies(path);
+    let held = match hold_writers().and_then(|writers| {
+        super::backend::hold_shared(path)
+            .map(|gate| (writers, gate))
+            .map_err(|e| format!("the store's gate: {e}; a writer is opening or closing it"))
+    }) {
+        Ok(held) => held,
+        Err(why) => {
+            out.cannot_check = Some(why);
+            return out;
+        }
+    };
+    let opened = Store::open_read_only(path);
+    let copy = match &opened {
+        // The copy would be repaired like the file will be; checking it proves nothing.
+        Err(super::OpenError::NeedsRepair { .. }) => None,
+        _ => Some(make_copy(path)),
+    };
+    drop(held);
+    match opened {
         Ok(store) => {
             if let Err(e) = walk(&store, &mut out) {
                 out.problems.push(e.to_string());
@@ -50,14 +71,10 @@ pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> Result<G, String>) 
             out.problems.push(e.to_string());
         }
     }
-    if out.unclean {
-        // The copy would be repaired like the file will be; checking it proves nothing.
-        return out;
-    }
-    match redb_check(path, hold_writers) {
-        Ok(Ok(())) => {}
-        Ok(Err(problem)) => out.problems.push(problem),
-        Err(why) => out.cannot_check = Some(why),
+    match copy.map(|copy| redb_check(path, copy)) {
+        None | Some(Ok(Ok(()))) => {}
+        Some(Ok(Err(problem))) => out.problems.push(problem),
+        Some(Err(why)) => out.cannot_check = Some(why),
     }
     out
 }
@@ -225,14 +242,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
 /// redb's integrity check, on a private copy of the file (the check repairs what it can,
 /// so it never runs on the store itself). `Ok(Err(_))` is a problem found; `Err(_)` says
 /// why the check could not be made.
-fn redb_check<G>(
-    path: &Path,
-    hold_writers: impl FnOnce() -> Result<G, String>,
-) -> Result<Result<(), String>, String> {
-    remove_stale_copies(path);
-    let held = hold_writers()?;
-    let copy = make_copy(path);
-    drop(held);
+fn redb_check(path: &Path, copy: Result<Copy, String>) -> Result<Result<(), String>, String> {
     let copy = copy?;
     let shown = path.display().to_string();
     let checked = guard::guard(&shown, || {

@@ -70,12 +70,6 @@ pub struct Span {
     pub end: i64,
 }
 
-impl Project {
-    pub fn session(&self, session_ref: &str) -> Option<&Session> {
-        self.sessions.iter().find(|s| s.session_ref == session_ref)
-    }
-}
-
 impl Session {
     pub fn turn(&self, turn_ref: &str) -> Option<&Turn> {
         self.turns.iter().find(|t| t.turn_ref == turn_ref)

@@ -98,6 +98,7 @@ pub fn index_for(
 ) -> Result<Vec<Session>, LoadError> {
     let text = utf8(file, bytes)?;
     let mut sessions: Vec<Session> = Vec::new();
+    let mut seen = Seen::default();
     for (i, line) in splitlines(text).enumerate() {
         let n = i as u64 + 1;
         if pyjson::is_blank(line) {
@@ -110,10 +111,7 @@ pub fn index_for(
             Err(e) => return Err(at(format!("contains invalid JSON: {}", e.message()))),
         };
         let session = session_row(rules, &row, n, escapes).map_err(at)?;
-        if sessions
-            .iter()
-            .any(|s| s.session_ref == session.session_ref)
-        {
+        if !seen.first(&session.session_ref) {
             return Err(at(format!(
                 "duplicate session_ref {}",
                 py_repr(&session.session_ref)
@@ -122,6 +120,36 @@ pub fn index_for(
         sessions.push(session);
     }
     Ok(sessions)
+}
+
+/// The refs one index (or one row's turns) has named so far, for the duplicate checks: a
+/// set, so that a row costs the same however many rows came before it.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<Ref>);
+
+impl Seen {
+    /// Whether `r` is named here for the first time (it is remembered).
+    fn first(&mut self, r: &str) -> bool {
+        self.0.insert(Ref(r.to_owned()))
+    }
+}
+
+/// A ref as [`Seen`] holds it; tests count how often two are compared.
+#[derive(Eq)]
+struct Ref(String);
+
+impl PartialEq for Ref {
+    fn eq(&self, other: &Ref) -> bool {
+        #[cfg(test)]
+        tests::COMPARED.with(|c| c.set(c.get() + 1));
+        self.0 == other.0
+    }
+}
+
+impl std::hash::Hash for Ref {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
 }
 
 /// Python's `isinstance(x, int)`: integers of any size (saturated to `i64`) and booleans.
@@ -219,6 +247,7 @@ fn session_row(
         return Err("missing array field 'turns'".into());
     };
     let mut turns: Vec<Turn> = Vec::with_capacity(items.len());
+    let mut seen = Seen::default();
     for (k, item) in items.iter().enumerate() {
         let position = k + 1;
         let Value::Object(turn) = item else {
@@ -231,7 +260,7 @@ fn session_row(
                 py_repr(&turn_ref)
             ));
         }
-        if turns.iter().any(|t| t.turn_ref == turn_ref) {
+        if !seen.first(&turn_ref) {
             return Err(format!("duplicate turn_ref {}", py_repr(&turn_ref)));
         }
         let start = int(turn, "turn_start_line")?;
@@ -310,6 +339,40 @@ pub fn normalise_session_path(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// How many times two refs were compared by the duplicate checks on this thread.
+        pub(super) static COMPARED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The duplicate checks cost a bounded number of comparisons per row, not one per
+    /// earlier row: 4,000 sessions (and a row of 4,000 turns) are checked with fewer
+    /// comparisons than rows. Scanning the rows before would take 8 million.
+    #[test]
+    fn duplicate_checks_compare_each_ref_a_bounded_number_of_times() {
+        const N: usize = 4000;
+        let rows: String = (1..=N)
+            .map(|k| BASE_ROW.replace("S0001", &format!("S{k:05}")) + "\n")
+            .collect();
+        COMPARED.with(|c| c.set(0));
+        check_index(&rows, Ok(N));
+        let sessions = COMPARED.with(std::cell::Cell::get);
+        assert!(
+            sessions < N as u64,
+            "{sessions} comparisons for {N} sessions"
+        );
+
+        let turns: Vec<String> = (1..=N)
+            .map(|t| {
+                format!(r#"{{"turn_ref": "T{t:04}", "turn_start_line": 1, "turn_end_line": 1}}"#)
+            })
+            .collect();
+        let row = row_with("turns", Some(&format!("[{}]", turns.join(","))));
+        COMPARED.with(|c| c.set(0));
+        check_index(&row, Ok(1));
+        let compared = COMPARED.with(std::cell::Cell::get);
+        assert!(compared < N as u64, "{compared} comparisons for {N} turns");
+    }
 
     /// `metadata.json`: `report_date`, `status`, `timezone` must be strings (checked in
     /// that order).
