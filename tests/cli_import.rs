@@ -51,16 +51,16 @@ fn imports_the_example_workspace() {
         [
             (
                 971,
-                243,
-                "8d216c26764da3584f3d248cb854b24b122d366d07d02c568e038d3a16c9491f"
+                250,
+                "1ac246f9ea0bc88d5caab527f07289ee4df422e4de3f5c767a1da1b3090a2047"
             ),
             (
-                1215,
+                1222,
                 69,
                 "790a498b33daa4a9b3eeceb833687d0623470547489ff830ebbfcf54bd9733ef"
             ),
             (
-                1285,
+                1292,
                 61,
                 "4833b6e5fe35876c9d523754d64cda3afb4c9000261a6dd8e4631a4621ddd61c"
             ),

@@ -596,7 +596,7 @@ fn view_of_the_example_shows_both_sessions_their_turns_and_both_agent_citations(
     // The two citations, one file and one test result, both unchecked, each with its reason.
     for reference in [
         "src/parser.py:41-42",
-        "tests/test_parser.py::test_parse_tokens - PASS",
+        "pytest tests/test_parser.py::test_parse_tokens - PASS",
     ] {
         assert!(page.contains(reference), "no citation {reference}");
     }

@@ -228,7 +228,7 @@ fn a_version_1_store_is_upgraded_and_keeps_its_line_tables() {
     // The fixture store was made before the example's line 6 of S0001 gained its evidence
     // markers: give the session back the text the store holds, so both files are unchanged.
     let c1 = "projects/Demo-0123456789ab/sessions/claude-code/c1.jsonl";
-    let markers = r"\n\n**Evidence**: src/parser.py:41-42\n**Evidence**: tests/test_parser.py::test_parse_tokens - PASS";
+    let markers = r"\n\n**Evidence**: src/parser.py:41-42\n**Evidence**: pytest tests/test_parser.py::test_parse_tokens - PASS";
     let text = String::from_utf8(ws.read(c1)).unwrap();
     assert!(text.contains(markers), "{text}");
     ws.write(c1, text.replace(markers, ""));

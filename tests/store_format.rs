@@ -73,11 +73,12 @@ fn regenerate_the_schema_7_fixture() {
     std::fs::copy(ws.store(), &fixture).expect("fixture written");
 }
 
-/// A store schema 6 wrote holds citations taken under the old rules: the example's test
-/// marker without `pytest ` (`tests/test_parser.py::test_parse_tokens - PASS`) stored as a
-/// test. The upgrade to 7 drops every citation and scan record, and the next import takes
-/// them again under the current rules: that marker is no citation any more, and the
-/// other citations are taken as before.
+/// A store schema 6 wrote holds citations taken under the old rules: a test marker without
+/// `pytest ` (`tests/test_parser.py::test_parse_tokens - PASS`, the example's line 6 as it
+/// was then) stored as a test. The upgrade to 7 drops every citation and scan record, and
+/// the next import takes them again under the current rules from the example as it is now:
+/// its test marker written `pytest <test> - PASS` is the test citation, with `pytest ` in
+/// its reference, the old reference is gone, and the other citations are taken as before.
 #[test]
 fn the_schema_6_fixture_is_upgraded_and_its_citations_taken_again() {
     let v6 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v6.redb");
@@ -109,9 +110,25 @@ fn the_schema_6_fixture_is_upgraded_and_its_citations_taken_again() {
     assert_eq!(
         sessions,
         [
-            ("S0001".to_owned(), json!({"file": 1})),
+            ("S0001".to_owned(), json!({"file": 1, "test": 1})),
             ("S0003".to_owned(), json!({"file": 1})),
         ]
     );
-    assert_eq!(dumped["citations"], 2);
+    assert_eq!(dumped["citations"], 3);
+    // The page lists each citation's reference in a cell of its own.
+    ws.ok(&["view"]);
+    let page =
+        String::from_utf8(std::fs::read(ws.path(".evidence-store/view.html")).expect("page"))
+            .expect("UTF-8 page");
+    let cell = |reference: &str| format!("<td class=\"mono\">{reference}</td>");
+    assert!(
+        page.contains(&cell(
+            "pytest tests/test_parser.py::test_parse_tokens - PASS"
+        )),
+        "no test citation taken under the current rules"
+    );
+    assert!(
+        !page.contains(&cell("tests/test_parser.py::test_parse_tokens - PASS")),
+        "the citation taken under the old rules is still there"
+    );
 }
