@@ -457,20 +457,23 @@ fn a_directory_swapped_for_a_symlink_never_gives_an_outside_file() {
         std::thread::spawn(move || {
             let (src, aside) = (project.join("src"), project.join("src.real"));
             let mut swaps = 0u64;
-            // Stops at the first error too: the directories go when the test fails.
-            while !stop.load(Ordering::Relaxed) {
+            // At least one swap, however late this thread runs. Stops at the first error
+            // too: the directories go when the test fails.
+            loop {
                 let swapped = std::fs::rename(&src, &aside)
                     .and_then(|()| std::os::unix::fs::symlink(&outside_src, &src))
                     .map(|()| std::thread::yield_now())
                     .and_then(|()| std::fs::remove_file(&src))
                     .and_then(|()| std::fs::rename(&aside, &src));
                 if swapped.is_err() {
-                    break;
+                    return swaps;
                 }
                 std::thread::yield_now();
                 swaps += 1;
+                if stop.load(Ordering::Relaxed) {
+                    return swaps;
+                }
             }
-            swaps
         })
     };
     let started = Instant::now();

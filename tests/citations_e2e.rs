@@ -673,21 +673,25 @@ fn receipt_cleanup_never_follows_a_swapped_receipts_dir() {
         std::thread::spawn(move || {
             let exchange =
                 || renameat_with(CWD, &dir, CWD, &link, RenameFlags::EXCHANGE).expect("exchange");
+            // At least one swap, however late this thread runs.
             let mut swaps = 0u64;
-            while !stop.load(Ordering::Relaxed) {
+            loop {
                 exchange();
                 std::thread::sleep(Duration::from_millis(1));
                 exchange();
                 swaps += 1;
                 std::thread::sleep(Duration::from_millis(1));
+                if stop.load(Ordering::Relaxed) {
+                    return swaps;
+                }
             }
-            swaps
         })
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut runs = 0;
     let mut failures = Vec::new();
-    while Instant::now() < deadline {
+    // At least one export, however slow the machine.
+    while runs == 0 || Instant::now() < deadline {
         // The same temp names left inside by a killed export, put back before each run
         // through the real directory's descriptor (its path is being swapped): a cleanup
         // that lists the real directory and then removes by path would remove them outside.

@@ -9,15 +9,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::cards;
-use common::{Client, Workspace, spawn_server, text, try_call};
+use common::{Client, Workspace, spawn_server_env, text, try_call};
 use serde_json::Value;
 
 const PROJECT: &str = common::LOAD_PROJECT;
 const SERVERS: usize = 4;
 const SESSIONS: usize = 16;
 const TURNS: usize = 100;
-/// The writers go on until each loop has run this often (or they run out of turns).
+/// The writers go on until each loop has run this often.
 const LOOP_RUNS: usize = 20;
+/// Each writer waits for the loops to keep up: its write `j` waits until the import loop
+/// has run `j / WRITES_PER_RUN` times and the export loops twice as often. So the loops
+/// reach [`LOOP_RUNS`] long before the writers run out of turns, however fast each side is.
+const WRITES_PER_RUN: usize = 4;
+/// Lock waits as long as a hang bound: however slow the machine, every writer and command
+/// waits its turn instead of failing at the usual 30 s.
+const PATIENT: (&str, &str) = ("EVIDENCE_STORE_LOCK_TIMEOUT_SECS", "600");
 
 /// Writes the chain for `(session, turn)`: `Ok(None)` when answered `appended`,
 /// `Ok(Some(answer))` when answered otherwise, `Err` when not answered at all.
@@ -46,6 +53,7 @@ fn command_loop(
                 .arg("--workspace")
                 .arg(&ws_root)
                 .env_remove("RUST_LOG")
+                .env(PATIENT.0, PATIENT.1)
                 .output()
                 .unwrap();
             if !out.status.success() {
@@ -65,7 +73,7 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..SERVERS {
-        clients.push(Arc::new(spawn_server(&ws).await.0));
+        clients.push(Arc::new(spawn_server_env(&ws, &[PATIENT]).await.0));
     }
     let stop = Arc::new(AtomicBool::new(false));
     let (exports, imports) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
@@ -102,11 +110,24 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
         let (exports, imports) = (exports.clone(), imports.clone());
         tasks.push(tokio::spawn(async move {
             let (mut acked, mut failed) = (Vec::new(), Vec::new());
-            for (s, t) in mine {
-                if exports.load(Ordering::SeqCst) >= 2 * LOOP_RUNS
-                    && imports.load(Ordering::SeqCst) >= LOOP_RUNS
-                {
+            let runs = || {
+                (
+                    exports.load(Ordering::SeqCst),
+                    imports.load(Ordering::SeqCst),
+                )
+            };
+            for (j, (s, t)) in mine.into_iter().enumerate() {
+                if runs().0 >= 2 * LOOP_RUNS && runs().1 >= LOOP_RUNS {
                     break;
+                }
+                let waiting = std::time::Instant::now();
+                while runs().0 < 2 * (j / WRITES_PER_RUN) || runs().1 < j / WRITES_PER_RUN {
+                    assert!(
+                        waiting.elapsed() < std::time::Duration::from_secs(600),
+                        "the loops stopped running: {:?} runs",
+                        runs()
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                 }
                 match write(&client, s, t).await {
                     Ok(None) => acked.push((s, t)),

@@ -12,6 +12,10 @@ use serde_json::{Value, json};
 
 const PROJECT: &str = common::LOAD_PROJECT;
 
+/// Lock waits as long as a hang bound: however slow the machine, a write waits its turn
+/// behind the others instead of failing at the usual 30 s.
+const PATIENT: &[(&str, &str)] = &[("EVIDENCE_STORE_LOCK_TIMEOUT_SECS", "600")];
+
 /// Which prompt-diary's workspace a test writes to.
 #[derive(Clone, Copy, PartialEq)]
 enum Release {
@@ -72,7 +76,7 @@ async fn concurrent_writers_as(release: Release, servers: usize) {
     ws.ok(&["import"]);
     let mut clients = Vec::new();
     for _ in 0..servers {
-        clients.push(Arc::new(spawn_server(&ws).await.0));
+        clients.push(Arc::new(spawn_server_env(&ws, PATIENT).await.0));
     }
     // Interleaved so that several processes append to the same card at the same time.
     let all: Vec<(usize, usize)> = (1..=sessions)
@@ -148,10 +152,12 @@ async fn thirty_two_servers_lose_nothing() {
 /// again; after a restart and an export every acknowledged write is there, every card is
 /// whole JSON and no temp file is left. Even rounds kill at a known step of the k-th write
 /// (the server kills itself after replacing the card and before committing, or after
-/// committing and before answering); odd rounds kill from outside after a varying delay,
-/// and each round checks that the kill really cut the stream short.
+/// committing and before answering); odd rounds kill from outside after a varying delay
+/// while one write is in flight (and send no further write until the kill was sent), and
+/// each round checks that the kill really cut the stream short.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_servers_lose_no_acknowledged_write() {
+    use tokio::sync::Notify;
     let ws = Workspace::load_test(2, 60);
     ws.ok(&["import"]);
     let todo: Vec<(usize, usize)> = (1..=2)
@@ -173,15 +179,22 @@ async fn killed_servers_lose_no_acknowledged_write() {
             .collect();
         let (client, pid) = spawn_server_env(&ws, &envs).await;
         let client = Arc::new(client);
-        let first_ack = Arc::new(tokio::sync::Notify::new());
+        // Odd rounds: once `round` writes of this round are done, the writer asks for the
+        // kill and sends one more write, which the kill meets before, during or after
+        // it; then it waits until the kill was sent.
+        let kill_after = fault.is_none().then_some(round as usize);
+        let (kill_now, killed) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let writer = {
             let client = client.clone();
             let todo = todo.clone();
-            let first_ack = first_ack.clone();
+            let (kill_now, killed) = (kill_now.clone(), killed.clone());
             tokio::spawn(async move {
                 let mut done = Vec::new();
                 let (mut appended, mut cut) = (0, false);
                 for (i, (s, t)) in todo.into_iter().enumerate().skip(next) {
+                    if kill_after.is_some_and(|n| done.len() == n + 1) {
+                        killed.notified().await;
+                    }
                     match write(&client, s, t).await {
                         Ok(_) => appended += 1,
                         // The write in flight at the last kill may have committed.
@@ -192,27 +205,26 @@ async fn killed_servers_lose_no_acknowledged_write() {
                         }
                     }
                     done.push((i, (s, t)));
-                    first_ack.notify_one();
+                    if kill_after == Some(done.len()) {
+                        kill_now.notify_one();
+                    }
                 }
                 (done, appended, cut)
             })
         };
-        if fault.is_none() {
-            // Once the stream is flowing, kill at a different moment each round.
-            let flowing =
-                tokio::time::timeout(std::time::Duration::from_secs(30), first_ack.notified())
-                    .await;
+        if kill_after.is_some() {
+            let asked =
+                tokio::time::timeout(std::time::Duration::from_secs(60), kill_now.notified()).await;
             assert!(
-                flowing.is_ok(),
-                "round {round}: no write acknowledged in 30 s"
+                asked.is_ok(),
+                "round {round}: the writes before the kill were not answered in 60 s"
             );
+            // A different moment of the write in flight each round.
             tokio::time::sleep(std::time::Duration::from_millis(1 + round * 3)).await;
             let pid = pid.expect("child pid");
-            let killed = std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .status()
-                .unwrap();
-            assert!(killed.success());
+            let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL).expect("killed");
+            killed.notify_one();
         }
         let (done, appended, cut) = writer.await.unwrap();
         assert!(

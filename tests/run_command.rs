@@ -7,7 +7,7 @@ mod terminal;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output};
 
 use common::{BIN, PROJECT, Workspace};
 use serde_json::json;
@@ -259,42 +259,76 @@ fn sigterm_is_passed_on_and_the_exit_code_says_so() {
     assert_eq!(out.status.code(), Some(143), "{out:?}");
 }
 
-/// On a terminal `run` shows what it exports; not on a pipe (tested above).
+/// The terminals a status line is drawn on: one that redraws lines (a spinner, its ticks
+/// turned off so that only the status line's own draws show), and ones that cannot (`TERM`
+/// unset or `dumb`: plain lines).
+fn on_each_terminal(command: impl Fn() -> Command) -> Vec<(&'static str, ExitStatus, String)> {
+    let terms: [(&str, Option<&str>); 3] = [
+        ("xterm", Some("xterm")),
+        ("no TERM", None),
+        ("dumb", Some("dumb")),
+    ];
+    terms
+        .into_iter()
+        .map(|(name, term)| {
+            let mut command = command();
+            command.env("EVIDENCE_STORE_TEST_NO_TICK", "1");
+            match term {
+                Some(term) => command.env("TERM", term),
+                None => command.env_remove("TERM"),
+            };
+            let (status, shown) = terminal::run(command);
+            (name, status, shown)
+        })
+        .collect()
+}
+
+/// On a terminal `run` shows what it imports and exports, then what it exported; not on
+/// a pipe (tested above).
 #[test]
 fn progress_is_shown_on_a_terminal() {
     let ws = Workspace::example();
     ws.ok(&["import"]);
     let root = ws.root().display().to_string();
-    // A pseudo-terminal read to its end: all the command showed, however late (script(1)
-    // stopped copying on its own schedule after the command exited).
-    let mut command = Command::new(BIN);
-    command
-        .args(["run", "--workspace", &root, "--", "true"])
-        .env("RUST_LOG", "off");
-    let (status, shown) = terminal::run(command);
-    assert!(status.success(), "{shown}");
-    assert!(
-        shown.contains(&format!(
+    for (term, status, shown) in on_each_terminal(|| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["run", "--workspace", &root, "--", "true"])
+            .env("RUST_LOG", "off");
+        command
+    }) {
+        assert!(status.success(), "{term}: {shown}");
+        let importing = shown.find(&format!("importing {root}"));
+        let exporting = shown.find(&format!("exporting {root}"));
+        let exported = shown.find(&format!(
             "evidence-store: exported {root}: 0 file(s) written"
-        )),
-        "{shown}"
-    );
+        ));
+        assert!(importing.is_some(), "{term}: {shown:?}");
+        assert!(importing < exporting, "{term}: {shown:?}");
+        assert!(exporting < exported, "{term}: {shown:?}");
+    }
 }
 
-/// `verify` draws its spinner on a terminal only: through a pipe its stderr is empty.
+/// `verify` shows what it checks on a terminal before its result; through a pipe its
+/// stderr is empty.
 #[test]
 fn verify_shows_progress_on_a_terminal_only() {
     let ws = Workspace::example();
     ws.ok(&["import"]);
     let root = ws.root().display().to_string();
-    let mut command = Command::new(BIN);
-    command
-        .args(["verify", "--workspace", &root])
-        .env("RUST_LOG", "off");
-    let (status, shown) = terminal::run(command);
-    assert!(status.success(), "{shown}");
-    assert!(shown.contains("verifying "), "{shown}");
-    assert!(shown.contains("no problems found"), "{shown}");
+    for (term, status, shown) in on_each_terminal(|| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["verify", "--workspace", &root])
+            .env("RUST_LOG", "off");
+        command
+    }) {
+        assert!(status.success(), "{term}: {shown}");
+        let verifying = shown.find("verifying ");
+        let found = shown.find("no problems found");
+        assert!(verifying.is_some(), "{term}: {shown:?}");
+        assert!(verifying < found, "{term}: {shown:?}");
+    }
 
     let piped = Command::new(BIN)
         .args(["verify", "--workspace", &root])

@@ -54,46 +54,93 @@ impl Progress for Bar {
     }
 }
 
-/// A one-line status on stderr for steps without a byte count (`run`'s import and
-/// export): a spinner with a message, left as a final line when done; nothing at all
-/// when stderr is not a terminal.
+/// A one-line status on stderr for steps without a byte count (`verify`, `run`'s import
+/// and export): nothing at all when stderr is not a terminal. On a terminal the line is
+/// drawn the moment the step starts and whenever its message changes (so what is being
+/// done is shown however soon the step ends), and a spinner then turns in front of it.
+/// A terminal that cannot redraw a line (`TERM` unset or `dumb`) gets each message as a
+/// plain line instead. Done, the line is replaced by a final one or removed.
 pub struct Status {
-    bar: Option<ProgressBar>,
+    shown: Shown,
+}
+
+enum Shown {
+    Nothing,
+    Lines,
+    Spinner(ProgressBar),
+}
+
+/// Debug builds only: when set, the spinner never turns, so a test sees exactly the draws
+/// the status line makes itself.
+const NO_TICK_ENV: &str = "EVIDENCE_STORE_TEST_NO_TICK";
+
+/// How often the spinner turns; `None`: never.
+fn steady_tick() -> Option<std::time::Duration> {
+    if cfg!(debug_assertions) && std::env::var_os(NO_TICK_ENV).is_some() {
+        return None;
+    }
+    Some(std::time::Duration::from_millis(100))
 }
 
 impl Status {
     pub fn new(message: String) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            let style = ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner());
-            bar.set_style(style);
-            bar.set_message(message);
-            bar.enable_steady_tick(std::time::Duration::from_millis(100));
-            bar
-        });
-        Status { bar }
+        if !std::io::stderr().is_terminal() {
+            return Status {
+                shown: Shown::Nothing,
+            };
+        }
+        let style = ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(style)
+            .with_message(message.clone());
+        // indicatif hides its bars on a terminal it cannot redraw on.
+        if bar.is_hidden() {
+            eprintln!("{message}");
+            return Status {
+                shown: Shown::Lines,
+            };
+        }
+        // The first draw, now: a tick may come only after the step is done.
+        bar.force_draw();
+        if let Some(interval) = steady_tick() {
+            bar.enable_steady_tick(interval);
+        }
+        Status {
+            shown: Shown::Spinner(bar),
+        }
     }
 
     pub fn set(&self, message: String) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(message);
+        match &self.shown {
+            Shown::Nothing => {}
+            Shown::Lines => eprintln!("{message}"),
+            Shown::Spinner(bar) => {
+                bar.set_message(message);
+                // Drawn now, as the first one was.
+                bar.force_draw();
+            }
         }
     }
 
-    /// Replaces the spinner with `message` as a plain line, ended by a newline (a bar
+    /// Replaces the status with `message` as a plain line, ended by a newline (a spinner
     /// left drawn would leave the cursor at the end of its line, and the shell's prompt
     /// after it).
     pub fn finish(self, message: String) {
-        if let Some(bar) = self.bar {
-            bar.finish_and_clear();
-            eprintln!("{message}");
+        match self.shown {
+            Shown::Nothing => {}
+            Shown::Lines => eprintln!("{message}"),
+            Shown::Spinner(bar) => {
+                bar.finish_and_clear();
+                eprintln!("{message}");
+            }
         }
     }
 
-    /// Removes the spinner, leaving nothing behind.
+    /// Removes the spinner, leaving nothing behind (a plain line stays: it cannot be
+    /// taken back).
     pub fn clear(self) {
-        if let Some(bar) = self.bar {
+        if let Shown::Spinner(bar) = self.shown {
             bar.finish_and_clear();
         }
     }

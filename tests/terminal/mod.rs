@@ -10,7 +10,12 @@ use std::os::fd::FromRawFd;
 use std::process::{Command, ExitStatus, Stdio};
 
 /// Runs `command` (stdin empty) on a 250-column terminal; its exit status and output.
+/// `TERM` is `xterm` unless the command sets or removes it, so that what is drawn does
+/// not depend on the environment the tests run in.
 pub fn run(mut command: Command) -> (ExitStatus, String) {
+    if !command.get_envs().any(|(key, _)| key == "TERM") {
+        command.env("TERM", "xterm");
+    }
     let (mut master, slave) = open();
     command
         .stdin(Stdio::null())
