@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::cards;
-use common::{Client, Workspace, spawn_server_env, text, try_call};
+use common::{Client, Workspace, spawn_server, spawn_server_env, text, try_call};
 use serde_json::Value;
 
 const PROJECT: &str = common::LOAD_PROJECT;
