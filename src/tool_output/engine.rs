@@ -103,6 +103,13 @@ pub trait TextTools: Send + Sync {
         max_matches: usize,
         cap: usize,
     ) -> Result<String, String>;
+
+    /// Whether the call's deadline has stopped these tools. Their stop and the run's
+    /// timeout read one deadline on two clocks: a run that ends in a failure once the
+    /// tools were stopped by it ended at the deadline, whichever noticed first.
+    fn past_deadline(&self) -> bool {
+        false
+    }
 }
 
 /// One extraction request over a resolved payload.
@@ -142,8 +149,8 @@ pub async fn extract(
     tools: &dyn TextTools,
 ) -> Outcome {
     match tokio::time::timeout(config.deadline, run(job, config, model, tools)).await {
-        Ok(outcome) => outcome,
-        Err(_) => {
+        Ok(outcome) if outcome.fallback.is_none() || !tools.past_deadline() => outcome,
+        _ => {
             let reason = format!("deadline of {} s reached", config.deadline.as_secs());
             fallback(job, config, Stats::of(job.text), job.mode.as_str(), &reason)
         }

@@ -609,6 +609,10 @@ impl TextTools for Tools {
         }
         Ok(searched.body)
     }
+
+    fn past_deadline(&self) -> bool {
+        self.stop.reason() == Some("deadline reached")
+    }
 }
 
 #[cfg(test)]
