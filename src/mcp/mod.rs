@@ -520,22 +520,12 @@ impl Server {
         let text = match stream {
             Some((text, sender)) => {
                 let service = self.service.get().await?;
-                // The answer goes to the writer only once its first piece is made (every
-                // line checked against its hash first): until then the writer stays free
-                // for other answers, a ping's among them.
-                let (ready, first_piece) = tokio::sync::oneshot::channel::<()>();
                 tokio::task::spawn_blocking(move || {
-                    let mut ready = Some(ready);
                     service.read_session_pieces(&request, TextForm::JsonString, |piece| {
-                        if let Some(ready) = ready.take() {
-                            let _ = ready.send(());
-                        }
                         sender.send(piece)
                     });
                     sender.finish();
                 });
-                // Sent, or dropped with a maker that ended without a piece: either way on.
-                let _ = first_piece.await;
                 text
             }
             None => {
