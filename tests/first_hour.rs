@@ -490,6 +490,42 @@ fn scratch_files_of_killed_rebuilds_are_removed_by_the_next_command() {
     );
 }
 
+/// Temp files of document writers that were killed mid-write (cards, envelopes, the
+/// daily report) are removed by the next command of any kind, not only by `export`: this
+/// program's temp names whose process is gone. A live writer's temp file, prompt-diary's
+/// own `<name>.tmp` and anything else stay.
+#[test]
+fn temp_files_of_killed_document_writers_are_removed_by_the_next_command() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let project = "projects/Demo-0123456789ab";
+    let dead = [
+        ".daily-report.json.4000000000.0.0123456789abcdef.evidence-store.tmp".to_owned(),
+        format!(
+            "{project}/.project-synthesis.json.4000000001.3.0123456789abcdef.evidence-store.tmp"
+        ),
+        format!("{project}/evidence/.S0001.json.4000000002.7.fedcba9876543210.evidence-store.tmp"),
+    ];
+    let kept = [
+        format!(
+            "{project}/evidence/.S0002.json.{}.0.0123456789abcdef.evidence-store.tmp",
+            std::process::id()
+        ),
+        format!("{project}/evidence/S0002.json.tmp"),
+        format!("{project}/evidence/.S0002.json.4000000003.x.0123456789abcdef.evidence-store.tmp"),
+    ];
+    for rel in dead.iter().chain(&kept) {
+        ws.write(rel, "partial");
+    }
+    ws.ok(&["dump"]);
+    for rel in &dead {
+        assert!(!ws.path(rel).exists(), "{rel} removed");
+    }
+    for rel in &kept {
+        assert!(ws.path(rel).exists(), "{rel} kept");
+    }
+}
+
 /// `--version`: the package version, the commit built from (what git says here; a
 /// build outside a checkout says "unknown") and the prompt-diary releases served.
 #[test]

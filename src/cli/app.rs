@@ -27,6 +27,7 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     };
     if names_a_store {
         remove_abandoned_scratch(&config.store);
+        crate::documents::remove_abandoned_temp_files(&config.workspace.path);
     }
     if watched && let Err(e) = crate::cli::signals::watch() {
         tracing::warn!(%e, "signals will stop this command without cleaning up");

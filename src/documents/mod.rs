@@ -410,6 +410,49 @@ pub fn export(store: &Store, root: &Path) -> Result<ExportReport, DocumentError>
     Ok(report)
 }
 
+/// Removes the temp files of document writers that are gone (killed mid-write): this
+/// program's temp names whose process no longer runs, in the directories documents live
+/// in (the root, `projects/<key>/` and `projects/<key>/evidence/`) whose real location is
+/// inside the workspace. Needs no lock, since a live writer's temp file names a live
+/// process; every command calls it, so a killed run's leftovers do not wait for `export`.
+/// (A reused process id only leaves a file for a later command.) Returns how many it removed.
+pub fn remove_abandoned_temp_files(root: &Path) -> usize {
+    let Ok(real_root) = fsutil::real_root(root) else {
+        return 0;
+    };
+    let mut dirs = vec![real_root.clone()];
+    if let Ok(projects) = std::fs::read_dir(real_root.join("projects")) {
+        for project in projects.flatten() {
+            dirs.push(project.path());
+            dirs.push(project.path().join("evidence"));
+        }
+    }
+    let mut removed = 0;
+    for dir in dirs {
+        let Ok(real) = dir.canonicalize() else {
+            continue;
+        };
+        if !real.starts_with(&real_root) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&real) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = fsutil::temp_name_pid(&name.to_string_lossy()) else {
+                continue;
+            };
+            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+            if !alive && std::fs::remove_file(entry.path()).is_ok() {
+                tracing::info!(path = %entry.path().display(), "removed a killed writer's temp file");
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
 /// `<name>.tmp` nor anything else) wherever documents live, in directories whose real
 /// location is inside the workspace.

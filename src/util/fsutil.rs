@@ -49,24 +49,27 @@ pub fn temp_name(name: &OsStr) -> OsString {
 
 /// Whether `name` is one of this program's temp names ([`temp_name`]), and only that.
 pub fn is_temp_name(name: &str) -> bool {
-    let Some(stem) = name
+    temp_name_pid(name).is_some()
+}
+
+/// The id of the process that made the temp file `name`, when `name` is one of this
+/// program's temp names ([`temp_name`]).
+pub fn temp_name_pid(name: &str) -> Option<u32> {
+    let stem = name
         .strip_prefix('.')
-        .and_then(|s| s.strip_suffix(TEMP_SUFFIX))
-    else {
-        return false;
-    };
+        .and_then(|s| s.strip_suffix(TEMP_SUFFIX))?;
     let mut parts = stem.rsplitn(4, '.');
     let (Some(random), Some(n), Some(pid), Some(target)) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return false;
+        return None;
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    random.len() == 16
+    let well_formed = random.len() == 16
         && random.bytes().all(|b| b.is_ascii_hexdigit())
         && digits(n)
-        && digits(pid)
-        && !target.is_empty()
+        && !target.is_empty();
+    well_formed.then(|| pid.parse().ok()).flatten()
 }
 
 /// A path whose real location is outside the workspace root.
