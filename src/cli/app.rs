@@ -27,7 +27,10 @@ pub fn run(config: Config) -> anyhow::Result<ExitCode> {
     };
     if names_a_store {
         remove_abandoned_scratch(&config.store);
-        crate::documents::remove_abandoned_temp_files(&config.workspace.path);
+        // `export` removes them itself, under the document lock, and counts them.
+        if !matches!(config.command, Command::Export) {
+            crate::documents::remove_abandoned_temp_files(&config.workspace.path);
+        }
     }
     if watched && let Err(e) = crate::cli::signals::watch() {
         tracing::warn!(%e, "signals will stop this command without cleaning up");
