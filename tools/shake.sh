@@ -91,5 +91,5 @@ stop_busy
 
 echo "[shake] $runs run(s), threads ${threads}, $busy_per_core busy process(es) per core on $cores core(s):"
 printf '[shake]   %s\n' "${summary[@]}"
-echo "[shake] $failures failure(s) in $failed_runs run(s); $((SECONDS - started_all))s in all; logs in $logs"
+echo "[shake] $failures failure(s), in $failed_runs of $runs run(s); $((SECONDS - started_all))s in all; logs in $logs"
 ((failures == 0))
