@@ -428,29 +428,41 @@ pub fn remove_abandoned_temp_files(root: &Path) -> usize {
         }
     }
     let mut removed = 0;
+    for (path, pid) in temp_files_in(&real_root, dirs) {
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && std::fs::remove_file(&path).is_ok() {
+            tracing::info!(path = %path.display(), "removed a killed writer's temp file");
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// This program's temp files ([`fsutil::temp_name_pid`]; never prompt-diary's
+/// `<name>.tmp` nor anything else) in `dirs` whose real location is inside `real_root`,
+/// each with the process id its name holds.
+fn temp_files_in(
+    real_root: &Path,
+    dirs: Vec<std::path::PathBuf>,
+) -> Vec<(std::path::PathBuf, u32)> {
+    let mut found = Vec::new();
     for dir in dirs {
         let Ok(real) = dir.canonicalize() else {
             continue;
         };
-        if !real.starts_with(&real_root) {
+        if !real.starts_with(real_root) {
             continue;
         }
         let Ok(entries) = std::fs::read_dir(&real) else {
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = fsutil::temp_name_pid(&name.to_string_lossy()) else {
-                continue;
-            };
-            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-            if !alive && std::fs::remove_file(entry.path()).is_ok() {
-                tracing::info!(path = %entry.path().display(), "removed a killed writer's temp file");
-                removed += 1;
+            if let Some(pid) = fsutil::temp_name_pid(&entry.file_name().to_string_lossy()) {
+                found.push((entry.path(), pid));
             }
         }
     }
-    removed
+    found
 }
 
 /// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
@@ -468,27 +480,14 @@ fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentErro
         rel: root.display().to_string(),
         source,
     })?;
+    let dirs = dirs.iter().map(|dir| root.join(dir)).collect();
     let mut removed = 0;
-    for dir in dirs {
-        let Ok(real) = root.join(&dir).canonicalize() else {
-            continue;
-        };
-        if !real.starts_with(&real_root) {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&real) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            if !fsutil::is_temp_name(&entry.file_name().to_string_lossy()) {
-                continue;
-            }
-            std::fs::remove_file(entry.path()).map_err(|source| DocumentError::Unwritable {
-                rel: entry.path().display().to_string(),
-                source,
-            })?;
-            removed += 1;
-        }
+    for (path, _) in temp_files_in(&real_root, dirs) {
+        std::fs::remove_file(&path).map_err(|source| DocumentError::Unwritable {
+            rel: path.display().to_string(),
+            source,
+        })?;
+        removed += 1;
     }
     Ok(removed)
 }
