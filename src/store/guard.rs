@@ -162,4 +162,193 @@ mod tests {
             "{text}"
         );
     }
+
+    /// Functions that open a table outside a guard of their own, each only ever called
+    /// inside a guard (checked below), with the reason.
+    const GUARDED_BY_CALLER: &[(&str, &str)] = &[
+        (
+            "table",
+            "the lookups' table opener: every caller opens inside a guard",
+        ),
+        (
+            "ensure_current",
+            "the schema check, run inside the open's guard",
+        ),
+        ("read_version", "called by ensure_current"),
+        ("create_tables", "called by ensure_current"),
+        ("file_ctime", "a migration step, run by ensure_current"),
+        (
+            "checksum_documents",
+            "a migration step, run by ensure_current",
+        ),
+        ("citation_tables", "a migration step, run by ensure_current"),
+        (
+            "record_workspace_contract",
+            "a migration step, run by ensure_current",
+        ),
+        (
+            "retake_citations",
+            "a migration step, run by ensure_current",
+        ),
+    ];
+
+    /// The store's source without comments and without its test code.
+    fn store_sources() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.ends_with(".rs") || name.contains("tests") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text
+                .split("#[cfg(test)]\nmod tests")
+                .next()
+                .unwrap_or_default();
+            let code: String = code
+                .lines()
+                .map(|line| line.find("//").map_or(line, |at| &line[..at]))
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push((name, code));
+        }
+        out.sort();
+        out
+    }
+
+    /// Where the bracket opened at `open` closes.
+    fn closing(code: &[u8], open: usize) -> usize {
+        let mut depth = 0i64;
+        for (at, byte) in code.iter().enumerate().skip(open) {
+            match byte {
+                b'(' | b'{' | b'[' => depth += 1,
+                b')' | b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return at;
+                    }
+                }
+                _ => {}
+            }
+        }
+        code.len()
+    }
+
+    /// Byte ranges of the arguments of every call that runs its closure inside a guard.
+    fn guarded_spans(code: &str) -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        for call in ["guard::guard(", "self.with_db("] {
+            for (at, _) in code.match_indices(call) {
+                let open = at + call.len() - 1;
+                spans.push((open, closing(code.as_bytes(), open)));
+            }
+        }
+        spans
+    }
+
+    /// Every function with a body: (name, body start, body end).
+    fn functions(code: &str) -> Vec<(String, usize, usize)> {
+        let bytes = code.as_bytes();
+        let mut out = Vec::new();
+        for (at, _) in code.match_indices("fn ") {
+            if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+                continue;
+            }
+            let name: String = code[at + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let mut depth = 0i64;
+            let mut body = None;
+            for (i, byte) in bytes.iter().enumerate().skip(at) {
+                match byte {
+                    b'(' | b'[' => depth += 1,
+                    b')' | b']' => depth -= 1,
+                    b';' if depth == 0 => break,
+                    b'{' if depth == 0 => {
+                        body = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(start) = body {
+                out.push((name, start, closing(bytes, start)));
+            }
+        }
+        out
+    }
+
+    /// The innermost function holding `at`.
+    fn enclosing(functions: &[(String, usize, usize)], at: usize) -> Option<&str> {
+        functions
+            .iter()
+            .filter(|(_, start, end)| *start < at && at < *end)
+            .min_by_key(|(_, start, end)| end - start)
+            .map(|(name, _, _)| name.as_str())
+    }
+
+    fn inside(spans: &[(usize, usize)], at: usize) -> bool {
+        spans.iter().any(|(start, end)| *start < at && at < *end)
+    }
+
+    /// Every redb table the store opens is opened inside [`guard`] (so a panic or a
+    /// corruption error of redb becomes the damaged-store error): directly, or in one of
+    /// the functions of `GUARDED_BY_CALLER`, whose every call is inside a guard.
+    #[test]
+    fn every_table_is_opened_inside_the_guard() {
+        let sources = store_sources();
+        let allowed: Vec<&str> = GUARDED_BY_CALLER.iter().map(|(name, _)| *name).collect();
+        let mut unguarded = Vec::new();
+        let mut used = std::collections::BTreeSet::new();
+        for (file, code) in &sources {
+            let spans = guarded_spans(code);
+            let functions = functions(code);
+            for opener in ["open_table(", ".table("] {
+                for (at, _) in code.match_indices(opener) {
+                    if inside(&spans, at) {
+                        continue;
+                    }
+                    let line = code[..at].lines().count();
+                    match enclosing(&functions, at) {
+                        Some(name) if allowed.contains(&name) => {
+                            used.insert(name.to_owned());
+                        }
+                        name => unguarded
+                            .push(format!("{file}:{line} in fn {}", name.unwrap_or("(none)"))),
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            unguarded,
+            Vec::<String>::new(),
+            "tables opened outside the guard"
+        );
+        for name in &allowed {
+            assert!(
+                used.contains(*name),
+                "{name} no longer opens a table: drop it from the list"
+            );
+            for (file, code) in &sources {
+                let spans = guarded_spans(code);
+                let functions = functions(code);
+                let call = format!("{name}(");
+                for (at, _) in code.match_indices(&call) {
+                    let before = code[..at].chars().next_back().unwrap_or(' ');
+                    if before.is_alphanumeric() || before == '_' || code[..at].ends_with("fn ") {
+                        continue;
+                    }
+                    let caller = enclosing(&functions, at);
+                    let line = code[..at].lines().count();
+                    assert!(
+                        inside(&spans, at) || caller.is_some_and(|c| allowed.contains(&c)),
+                        "{file}:{line}: {name} is called outside a guard (in fn {caller:?})"
+                    );
+                }
+            }
+        }
+    }
 }

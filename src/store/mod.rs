@@ -888,12 +888,12 @@ pub trait Lookup {
 
     /// How many sessions are stored, over all projects.
     fn session_count(&self) -> Result<u64, StoreError> {
-        self.table(SESSIONS)?.len().store()
+        guard::guard(self.shown(), || self.table(SESSIONS)?.len().store())
     }
 
     /// How many projects are stored.
     fn project_count(&self) -> Result<u64, StoreError> {
-        self.table(PROJECTS)?.len().store()
+        guard::guard(self.shown(), || self.table(PROJECTS)?.len().store())
     }
 
     /// The stored document, refused as damaged when its bytes fail their checksum.
