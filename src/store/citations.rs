@@ -11,8 +11,9 @@
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 
+use super::error::OrStore;
 use super::schema::{CITATION_SCANS, CITATIONS, META};
-use super::{Lookup, OrStore, StoreError, Writer, codec, guard};
+use super::{Lookup, StoreError, Writer, codec, guard};
 
 /// One citation as stored, without its line (the key holds it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

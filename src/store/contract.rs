@@ -6,9 +6,10 @@
 
 use redb::ReadableTable;
 
+use super::error::OrStore;
 use super::guard;
 use super::schema::META;
-use super::{Lookup, OrStore, StoreError, Writer};
+use super::{Lookup, StoreError, Writer};
 use crate::workspace::contract::Contract;
 
 /// `meta` key: the imported workspace's `schema_version` (2 or 7).

@@ -4,10 +4,14 @@
 //! every value must encode back to the very bytes stored. A field added to, removed from
 //! or moved in a stored record without a schema step fails here.
 
-use redb::ReadableTable;
+use std::path::Path;
+
+use redb::{ReadableTable, TableDefinition};
 
 use super::citations::{CitationLookup, CitationRecord, CitationScan, StoredCheck, StoredCitation};
+use super::schema::*;
 use super::*;
+use crate::util::lines::LineEntry;
 use crate::workspace::contract::Contract;
 use crate::workspace::{Span, Turn};
 

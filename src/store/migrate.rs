@@ -141,7 +141,7 @@ pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError
     if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    let txn = super::begin_write_within(db, shown, crate::util::wait::lock_timeout())
+    let txn = super::open::begin_write_within(db, shown, crate::util::wait::lock_timeout())
         .map_err(OpenError::Store)?;
     let found = {
         let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;

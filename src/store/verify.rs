@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use redb::{Database, ReadableTable};
 use sha2::{Digest, Sha256};
 
+use super::error::OrStore;
 use super::schema::{DOCUMENTS, LINE_BLOCKS, PROJECTS, SESSIONS, WORKSPACE};
 use super::{
-    DocumentRecord, FileState, Lookup, OrStore, ProjectRecord, SessionRecord, Store, StoreError,
+    DocumentRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
     WorkspaceRecord, codec, guard,
 };
 

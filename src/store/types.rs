@@ -1,0 +1,96 @@
+//! The values the store hands to the rest of the program. None of them is stored as it
+//! is: each has a twin in [`super::records`] that is the stored layout.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::records;
+use crate::workspace::{Metadata, Session};
+
+/// The imported workspace as a whole; stored as `records::StoredWorkspace`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "records::StoredWorkspace", into = "records::StoredWorkspace")]
+pub struct WorkspaceRecord {
+    /// The workspace root as messages print it.
+    pub root_display: String,
+    pub metadata: Metadata,
+    /// Project keys in directory-name order.
+    pub project_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub key: String,
+    pub label: String,
+    /// Session refs in index-file order.
+    pub session_refs: Vec<String>,
+}
+
+/// A session's index row and file record; stored as `records::StoredSessionRecord`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "records::StoredSessionRecord",
+    into = "records::StoredSessionRecord"
+)]
+pub struct SessionRecord {
+    pub session: Session,
+    pub file: FileState,
+}
+
+/// What import found at a session's `session_path`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileState {
+    /// Not there, or not a regular file: reads answer "missing from the prepared workspace".
+    Missing,
+    Indexed(FileRecord),
+}
+
+/// An indexed session file: how to recognise it unchanged, and where its lines are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub file_id: u64,
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+    pub lines: u64,
+    /// SHA-256 over the packed line table: equal digests mean equal lines.
+    pub digest: [u8; 32],
+    /// Status-change time, nanoseconds since the Unix epoch, and inode number. A user can
+    /// set a file's mtime back after editing it, but not these, so an edit that keeps the
+    /// size and restores the mtime is still seen. 0 where unknown (records from schema 1,
+    /// or stamped while the file was still changing): the next import hashes it again.
+    pub ctime_ns: u64,
+    pub inode: u64,
+}
+
+/// A workspace document (evidence card, envelope, daily report) as last synced with disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentRecord {
+    pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes`, checked every time the record is read.
+    pub sha256: [u8; 32],
+}
+
+impl DocumentRecord {
+    pub fn new(bytes: Vec<u8>) -> DocumentRecord {
+        let sha256 = Sha256::digest(&bytes).into();
+        DocumentRecord { bytes, sha256 }
+    }
+
+    /// Whether `bytes` still hash to the recorded checksum.
+    pub fn intact(&self) -> bool {
+        <[u8; 32]>::from(Sha256::digest(&self.bytes)) == self.sha256
+    }
+}
+
+/// What [`Reader::totals`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub sessions_indexed: u64,
+    pub sessions_missing: u64,
+    pub lines_indexed: u64,
+    /// Bytes of the session files the line tables cover.
+    pub bytes_covered: u64,
+    pub documents: u64,
+    pub document_bytes: u64,
+}

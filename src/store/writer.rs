@@ -1,0 +1,235 @@
+//! Writing: one write transaction ([`Writer`]) and a file's line table as it is stored
+//! ([`LineSink`]).
+
+use std::sync::Arc;
+
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::codec::{self, LINES_PER_BLOCK};
+use super::error::{OrStore, ended};
+use super::open::guarded_drop;
+use super::schema::*;
+use super::{
+    DocumentRecord, ProjectRecord, SessionRecord, StoreError, WorkspaceRecord, backend, guard,
+};
+use crate::util::lines::LineEntry;
+
+/// One write transaction: nothing is visible to anyone until [`Writer::commit`].
+pub struct Writer {
+    /// Always `Some` until commit or drop.
+    pub(super) txn: Option<WriteTransaction>,
+    pub(super) shown: Arc<str>,
+    pub(super) fault: Option<Arc<backend::Fault>>,
+    pub(super) stores_document: bool,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        guarded_drop(&self.shown, self.txn.take());
+    }
+}
+
+impl Drop for LineSink<'_> {
+    fn drop(&mut self) {
+        guarded_drop(&self.shown, self.table.take());
+    }
+}
+
+impl Writer {
+    pub(super) fn txn(&self) -> Result<&WriteTransaction, StoreError> {
+        self.txn.as_ref().ok_or_else(ended)
+    }
+
+    /// Stores `record` under `key` in `table`, replacing what was there. Every record
+    /// write of the store goes through here, inside the guard.
+    pub(super) fn put<'k, K: redb::Key + 'static>(
+        &mut self,
+        table: TableDefinition<K, &'static [u8]>,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+        record: &impl Serialize,
+    ) -> Result<(), StoreError> {
+        let bytes = codec::encode(record);
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(table).store()?;
+            table.insert(key, bytes.as_slice()).store()?;
+            Ok(())
+        })
+    }
+
+    /// Removes what `table` holds under `key`, if anything.
+    pub(super) fn remove<'k, K: redb::Key + 'static>(
+        &mut self,
+        table: TableDefinition<K, &'static [u8]>,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    ) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(table).store()?;
+            table.remove(key).store()?;
+            Ok(())
+        })
+    }
+
+    pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
+        self.put(WORKSPACE, WORKSPACE_KEY, record)
+    }
+
+    pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
+        self.put(PROJECTS, record.key.as_str(), record)
+    }
+
+    pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
+        self.remove(PROJECTS, key)
+    }
+
+    pub fn put_session(
+        &mut self,
+        project_key: &str,
+        record: &SessionRecord,
+    ) -> Result<(), StoreError> {
+        let key = (project_key, record.session.session_ref.as_str());
+        self.put(SESSIONS, key, record)
+    }
+
+    /// Every stored `(project_key, session_ref)` with its record.
+    pub fn all_sessions(&self) -> Result<Vec<(String, SessionRecord)>, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(SESSIONS).store()?;
+            let mut out = Vec::new();
+            for item in table.iter().store()? {
+                let (key, value) = item.store()?;
+                let record: SessionRecord = codec::decode("session", value.value())?;
+                out.push((key.value().0.to_owned(), record));
+            }
+            Ok(out)
+        })
+    }
+
+    pub fn all_projects(&self) -> Result<Vec<String>, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let table = self.txn()?.open_table(PROJECTS).store()?;
+            let mut out = Vec::new();
+            for item in table.iter().store()? {
+                out.push(item.store()?.0.value().to_owned());
+            }
+            Ok(out)
+        })
+    }
+
+    pub fn remove_session(
+        &mut self,
+        project_key: &str,
+        session_ref: &str,
+    ) -> Result<(), StoreError> {
+        self.remove(SESSIONS, (project_key, session_ref))
+    }
+
+    /// A fresh file id for a new line table.
+    pub fn new_file_id(&mut self) -> Result<u64, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(META).store()?;
+            let id = table.get("next_file_id").store()?.map_or(1, |v| v.value());
+            table.insert("next_file_id", id + 1).store()?;
+            Ok(id)
+        })
+    }
+
+    /// Starts writing the line table of `file_id`, block by block as lines arrive.
+    pub fn line_sink(&mut self, file_id: u64) -> Result<LineSink<'_>, StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            Ok(LineSink {
+                shown: self.shown.clone(),
+                table: Some(self.txn()?.open_table(LINE_BLOCKS).store()?),
+                file_id,
+                next_block: 0,
+                pending: Vec::with_capacity(LINES_PER_BLOCK as usize),
+                digest: Sha256::new(),
+            })
+        })
+    }
+
+    /// Deletes the line table of `file_id`.
+    pub fn delete_lines(&mut self, file_id: u64) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(LINE_BLOCKS).store()?;
+            table
+                .retain_in((file_id, 0)..=(file_id, u64::MAX), |_, _| false)
+                .store()?;
+            Ok(())
+        })
+    }
+
+    pub fn put_document(
+        &mut self,
+        rel_path: &str,
+        record: &DocumentRecord,
+    ) -> Result<(), StoreError> {
+        self.stores_document = true;
+        self.put(DOCUMENTS, rel_path, record)
+    }
+
+    pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
+        self.remove(DOCUMENTS, rel_path)
+    }
+
+    /// Makes everything written visible, durably, as one step.
+    pub fn commit(mut self) -> Result<(), StoreError> {
+        if let Some(fault) = self.fault.as_ref().filter(|_| self.stores_document) {
+            fault.before_commit();
+        }
+        let shown = self.shown.clone();
+        guard::guard(&shown, move || match self.txn.take() {
+            Some(txn) => txn.commit().store(),
+            None => Err(ended()),
+        })
+    }
+}
+
+/// Receives a file's line entries in order and stores them in blocks.
+pub struct LineSink<'w> {
+    shown: Arc<str>,
+    /// Always `Some` until drop.
+    table: Option<redb::Table<'w, (u64, u64), &'static [u8]>>,
+    file_id: u64,
+    next_block: u64,
+    pending: Vec<LineEntry>,
+    digest: Sha256,
+}
+
+impl LineSink<'_> {
+    pub fn push(&mut self, entry: LineEntry) -> Result<(), StoreError> {
+        self.pending.push(entry);
+        if self.pending.len() as u64 == LINES_PER_BLOCK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            if self.pending.is_empty() {
+                return Ok(());
+            }
+            let bytes = codec::encode_lines(&self.pending);
+            self.digest.update(&bytes);
+            self.table
+                .as_mut()
+                .ok_or_else(ended)?
+                .insert((self.file_id, self.next_block), bytes.as_slice())
+                .store()?;
+            self.next_block += 1;
+            self.pending.clear();
+            Ok(())
+        })
+    }
+
+    /// Stores the last partial block; returns the digest of the whole line table.
+    pub fn finish(mut self) -> Result<[u8; 32], StoreError> {
+        let shown = self.shown.clone();
+        guard::guard(&shown, move || {
+            self.flush()?;
+            Ok(std::mem::take(&mut self.digest).finalize().into())
+        })
+    }
+}
