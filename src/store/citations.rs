@@ -9,14 +9,14 @@
 //! as the line table, so a reader never sees citations of another version of the file.
 
 use redb::ReadableTable;
-use serde::{Deserialize, Serialize};
 
 use super::error::OrStore;
+use super::reader::Tables;
 use super::schema::{CITATION_SCANS, CITATIONS, META};
-use super::{Lookup, StoreError, Writer, codec, guard};
+use super::{Lookup, StoreError, Writer, guard, records};
 
 /// One citation as stored, without its line (the key holds it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCitation {
     /// The turn whose span holds the line, when one does.
     pub turn_ref: Option<String>,
@@ -33,7 +33,7 @@ pub struct StoredCitation {
 }
 
 /// The verification result of one citation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCheck {
     /// `ok`, `missing_file`, `line_out_of_range`, `outside_project` or `unchecked`.
     pub status: String,
@@ -64,7 +64,7 @@ pub struct SessionCitations {
 }
 
 /// Which line table a session's citations were taken from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CitationScan {
     pub digest: [u8; 32],
     pub lines: u64,
@@ -97,8 +97,9 @@ pub trait CitationLookup: Lookup {
             let table = self.table(CITATION_SCANS)?;
             let value = table.get((project_key, session_ref)).store()?;
             Ok(value
-                .map(|v| codec::decode("citation scan", v.value()))
-                .transpose()?)
+                .map(|v| v.value().decode())
+                .transpose()?
+                .map(CitationScan::from))
         })
     }
 
@@ -115,12 +116,11 @@ pub trait CitationLookup: Lookup {
             for item in table.range(range).store()? {
                 let (key, value) = item.store()?;
                 let line = key.value().2;
-                let found: Vec<StoredCitation> = codec::decode("citations", value.value())?;
-                out.extend(
-                    found
-                        .into_iter()
-                        .map(|citation| CitationRecord { line, citation }),
-                );
+                let found = value.value().decode()?;
+                out.extend(found.into_iter().map(|citation| CitationRecord {
+                    line,
+                    citation: citation.into(),
+                }));
             }
             Ok(out)
         })
@@ -145,7 +145,7 @@ pub trait CitationLookup: Lookup {
                 if project_key.is_some_and(|want| want != p) {
                     break;
                 }
-                let found: Vec<StoredCitation> = codec::decode("citations", value.value())?;
+                let found = value.value().decode()?;
                 let same = out
                     .last()
                     .is_some_and(|last| last.project_key == p && last.session_ref == s);
@@ -157,11 +157,11 @@ pub trait CitationLookup: Lookup {
                     });
                 }
                 if let Some(last) = out.last_mut() {
-                    last.citations.extend(
-                        found
-                            .into_iter()
-                            .map(|citation| CitationRecord { line, citation }),
-                    );
+                    last.citations
+                        .extend(found.into_iter().map(|citation| CitationRecord {
+                            line,
+                            citation: citation.into(),
+                        }));
                 }
             }
             Ok(out)
@@ -175,8 +175,7 @@ pub trait CitationLookup: Lookup {
             let mut n = 0;
             for item in self.table(CITATION_SCANS)?.iter().store()? {
                 let (_, value) = item.store()?;
-                let scan: CitationScan = codec::decode("citation scan", value.value())?;
-                n += scan.citations;
+                n += CitationScan::from(value.value().decode()?).citations;
             }
             Ok(n)
         })
@@ -214,10 +213,12 @@ impl Writer {
             let Some(line) = group.first().map(|c| c.line) else {
                 continue;
             };
-            let stored: Vec<&StoredCitation> = group.iter().map(|c| &c.citation).collect();
+            let stored: Vec<records::Citation> =
+                group.iter().map(|c| c.citation.clone().into()).collect();
             self.put(CITATIONS, (project_key, session_ref, line), &stored)?;
         }
-        self.put(CITATION_SCANS, (project_key, session_ref), scan)
+        let scan = records::Scan::from(*scan);
+        self.put(CITATION_SCANS, (project_key, session_ref), &scan)
     }
 
     /// Removes a session's citations and its scan record.
@@ -250,7 +251,7 @@ impl Writer {
             let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;
             for item in table.range((file_id, 0)..=(file_id, u64::MAX)).store()? {
                 let (_, value) = item.store()?;
-                for entry in codec::decode_lines(value.value())? {
+                for entry in value.value().entries()? {
                     each(&entry);
                 }
             }
@@ -269,7 +270,7 @@ pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<
         for item in reader.table(CITATIONS)?.iter().store()? {
             let (key, value) = item.store()?;
             let (p, s, line) = key.value();
-            match codec::decode::<Vec<StoredCitation>>("citations", value.value()) {
+            match value.value().decode() {
                 Ok(found) => {
                     *counted.entry((p.to_owned(), s.to_owned())).or_default() += found.len() as u64;
                 }
@@ -285,7 +286,7 @@ pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<
                 ));
             }
             let found = counted.remove(&(p.to_owned(), s.to_owned())).unwrap_or(0);
-            match codec::decode::<CitationScan>("citation scan", value.value()) {
+            match value.value().decode().map(CitationScan::from) {
                 Ok(scan) if scan.citations != found => problem(format!(
                     "session {p}/{s}: {found} citations stored, its scan record says {}",
                     scan.citations

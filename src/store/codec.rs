@@ -1,13 +1,15 @@
 //! How records become bytes. The only module that knows bincode, so it could be swapped
 //! (bincode is flagged unmaintained by RustSec) by changing this file and the schema version.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use serde::de::{Deserializer, SeqAccess, Visitor};
+use redb::{TypeName, Value};
+use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::FileState;
-use super::records::{StoredSession, StoredSessionRecord, StoredSpan};
+use super::records::{self, Span};
 use crate::util::lines::LineEntry;
 
 /// Why stored bytes could not be decoded: the store is corrupt or from another build.
@@ -18,21 +20,139 @@ pub struct CodecError {
     detail: String,
 }
 
+/// Why a record could not be encoded (nothing of it is stored).
+#[derive(Debug, thiserror::Error)]
+#[error("the {what} record cannot be encoded: {detail}")]
+pub struct EncodeError {
+    what: &'static str,
+    detail: String,
+}
+
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
-pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    // Encoding into a Vec cannot fail for the plain structs stored here (no maps with
-    // non-string keys, no sequences of unknown length).
-    bincode::serde::encode_to_vec(value, config()).unwrap_or_default()
+/// A stored record ([`super::records`]): the value type of one table, as bincode encodes it.
+pub trait Record: Serialize + DeserializeOwned + 'static {
+    /// What the record is called in a decoding error.
+    const WHAT: &'static str;
+}
+
+/// The value type of every table holding a [`Record`] `T`, as redb's `Value`, in the way of
+/// redb's own serde wrappers, but lazily: reading a value gives its bytes ([`Encoded`]),
+/// decoded when asked, so a damaged record is a [`CodecError`] and never a panic inside
+/// redb, and a read that needs part of a record decodes only that part. A record is
+/// encoded before it is inserted ([`Encoded::encode`]), so an encoding failure is an error
+/// of the write.
+///
+/// redb records a type name per table and refuses to open a table under another: these
+/// tables were created as `&[u8]`, and the bytes are the same, so the name stays `&[u8]`.
+/// The record a table holds is checked by the compiler, its layout by `format_tests`.
+pub struct Bincode<T>(PhantomData<fn() -> T>);
+
+impl<T> std::fmt::Debug for Bincode<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bincode<{}>", std::any::type_name::<T>())
+    }
+}
+
+/// The bytes of one stored record `T`.
+pub struct Encoded<'a, T> {
+    bytes: Cow<'a, [u8]>,
+    record: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Encoded<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} bytes of {}",
+            self.bytes.len(),
+            std::any::type_name::<T>()
+        )
+    }
+}
+
+impl<'a, T: Record> Encoded<'a, T> {
+    pub fn encode(record: &T) -> Result<Encoded<'static, T>, EncodeError> {
+        let bytes = bincode::serde::encode_to_vec(record, config()).map_err(|e| EncodeError {
+            what: T::WHAT,
+            detail: e.to_string(),
+        })?;
+        Ok(Encoded {
+            bytes: Cow::Owned(bytes),
+            record: PhantomData,
+        })
+    }
+
+    pub fn decode(&self) -> Result<T, CodecError> {
+        decode(T::WHAT, &self.bytes)
+    }
+
+    /// The bytes in an older layout `U` of the same table, for a migration step.
+    pub fn decode_as<U: DeserializeOwned>(&self, what: &'static str) -> Result<U, CodecError> {
+        decode(what, &self.bytes)
+    }
+
+    #[cfg(test)]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Bytes taken as they are, for tests that plant a damaged or old record.
+    #[cfg(test)]
+    pub fn raw(bytes: &'a [u8]) -> Encoded<'a, T> {
+        Encoded {
+            bytes: Cow::Borrowed(bytes),
+            record: PhantomData,
+        }
+    }
+}
+
+impl<T: Record> Value for Bincode<T> {
+    type SelfType<'a>
+        = Encoded<'a, T>
+    where
+        Self: 'a;
+    type AsBytes<'a>
+        = &'a [u8]
+    where
+        Self: 'a;
+
+    fn fixed_width() -> Option<usize> {
+        None
+    }
+
+    fn from_bytes<'a>(data: &'a [u8]) -> Encoded<'a, T>
+    where
+        Self: 'a,
+    {
+        Encoded {
+            bytes: Cow::Borrowed(data),
+            record: PhantomData,
+        }
+    }
+
+    fn as_bytes<'a, 'b: 'a>(value: &'a Encoded<'b, T>) -> &'a [u8]
+    where
+        Self: 'b,
+    {
+        &value.bytes
+    }
+
+    fn type_name() -> TypeName {
+        <&[u8] as Value>::type_name()
+    }
+}
+
+/// `value` in a layout of its own (an older one), for tests that plant old records.
+#[cfg(test)]
+pub fn encode_as<U: Serialize>(value: &U) -> Vec<u8> {
+    bincode::serde::encode_to_vec(value, config()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Decodes a whole value; its strings may borrow from `bytes`.
-pub fn decode<'b, T: Deserialize<'b>>(
-    what: &'static str,
-    bytes: &'b [u8],
-) -> Result<T, CodecError> {
+fn decode<'b, T: Deserialize<'b>>(what: &'static str, bytes: &'b [u8]) -> Result<T, CodecError> {
     match bincode::serde::borrow_decode_from_slice(bytes, config()) {
         Ok((value, used)) if used == bytes.len() => Ok(value),
         Ok((_, used)) => Err(CodecError {
@@ -52,8 +172,73 @@ pub const LINES_PER_BLOCK: u64 = 1024;
 /// Bytes of one packed [`LineEntry`]: offset, len, decoded_len (u64 LE each), SHA-256.
 pub const ENTRY_BYTES: usize = 56;
 
-/// Line entries are fixed-size and read in bulk, so they are packed by hand rather than
-/// through bincode.
+/// The value type of the `line_blocks` table: line entries are fixed-size and read in
+/// bulk, so a block is packed by hand ([`encode_lines`]) rather than through bincode. Its
+/// type name is `&[u8]`, as the table was created (see [`Bincode`]).
+#[derive(Debug)]
+pub struct PackedLines;
+
+/// One stored block of packed line entries.
+#[derive(Debug)]
+pub struct LineBlock<'a>(Cow<'a, [u8]>);
+
+impl LineBlock<'_> {
+    pub fn pack(entries: &[LineEntry]) -> LineBlock<'static> {
+        LineBlock(Cow::Owned(encode_lines(entries)))
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub fn entries(&self) -> Result<Vec<LineEntry>, CodecError> {
+        decode_lines(&self.0)
+    }
+
+    /// The entries `skip..skip + take` of the block (fewer where the block ends first).
+    pub fn range(
+        &self,
+        skip: u64,
+        take: u64,
+    ) -> Result<impl Iterator<Item = LineEntry> + '_, CodecError> {
+        decode_lines_range(&self.0, skip, take)
+    }
+}
+
+impl Value for PackedLines {
+    type SelfType<'a>
+        = LineBlock<'a>
+    where
+        Self: 'a;
+    type AsBytes<'a>
+        = &'a [u8]
+    where
+        Self: 'a;
+
+    fn fixed_width() -> Option<usize> {
+        None
+    }
+
+    fn from_bytes<'a>(data: &'a [u8]) -> LineBlock<'a>
+    where
+        Self: 'a,
+    {
+        LineBlock(Cow::Borrowed(data))
+    }
+
+    fn as_bytes<'a, 'b: 'a>(value: &'a LineBlock<'b>) -> &'a [u8]
+    where
+        Self: 'b,
+    {
+        &value.0
+    }
+
+    fn type_name() -> TypeName {
+        <&[u8] as Value>::type_name()
+    }
+}
+
+/// Packs line entries: offset, len, decoded_len (u64 LE each), SHA-256, one after another.
 pub fn encode_lines(entries: &[LineEntry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
     for e in entries {
@@ -115,14 +300,14 @@ pub struct SessionFile {
     pub file: FileState,
 }
 
-/// `StoredSessionRecord`'s layout with borrowed strings and the turns skipped. It must
-/// follow `StoredSessionRecord` and `StoredSession` field for field (a test decodes both
-/// ways).
+/// [`records::SessionRecord`]'s layout with borrowed strings and the turns skipped. It
+/// must follow `records::SessionRecord` and `records::Session` field for field (a test
+/// decodes both ways).
 #[derive(Deserialize)]
 struct SessionRecordView<'a> {
     #[serde(borrow)]
     session: SessionView<'a>,
-    file: FileState,
+    file: records::FileState,
 }
 
 #[derive(Deserialize)]
@@ -132,7 +317,7 @@ struct SessionView<'a> {
     source: &'a str,
     source_session_id: &'a str,
     session_path: &'a str,
-    target: StoredSpan,
+    target: Span,
     #[serde(borrow)]
     turns: Skipped<TurnView<'a>>,
     index_line: u64,
@@ -142,7 +327,7 @@ struct SessionView<'a> {
 #[allow(dead_code)]
 struct TurnView<'a> {
     turn_ref: &'a str,
-    span: StoredSpan,
+    span: Span,
 }
 
 /// A sequence read element by element and thrown away.
@@ -170,7 +355,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
 /// A `SessionRecord` as schema 1 stored it: the file record had no ctime and inode.
 #[derive(Deserialize)]
 struct SessionRecordV1 {
-    session: StoredSession,
+    session: records::Session,
     file: FileStateV1,
 }
 
@@ -189,14 +374,16 @@ struct FileRecordV1 {
     digest: [u8; 32],
 }
 
-/// Re-encodes a schema-1 `SessionRecord` in the current layout. The file record gets
-/// ctime and inode 0, which no file has, so the next import re-hashes the file once and
-/// keeps its line table when the lines are the same.
-pub fn upgrade_session_v1(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
-    let old: SessionRecordV1 = decode("schema 1 session", bytes)?;
+/// A schema-1 `SessionRecord` in the current layout. The file record gets ctime and
+/// inode 0, which no file has, so the next import re-hashes the file once and keeps its
+/// line table when the lines are the same.
+pub fn upgrade_session_v1(
+    old: &Encoded<'_, records::SessionRecord>,
+) -> Result<records::SessionRecord, CodecError> {
+    let old: SessionRecordV1 = old.decode_as("schema 1 session")?;
     let file = match old.file {
-        FileStateV1::Missing => FileState::Missing,
-        FileStateV1::Indexed(f) => FileState::Indexed(super::FileRecord {
+        FileStateV1::Missing => records::FileState::Missing,
+        FileStateV1::Indexed(f) => records::FileState::Indexed(records::FileRecord {
             file_id: f.file_id,
             size: f.size,
             mtime_ns: f.mtime_ns,
@@ -206,19 +393,22 @@ pub fn upgrade_session_v1(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
             inode: 0,
         }),
     };
-    Ok(encode(&StoredSessionRecord {
+    Ok(records::SessionRecord {
         session: old.session,
         file,
-    }))
+    })
 }
 
-pub fn decode_session_file(bytes: &[u8]) -> Result<SessionFile, CodecError> {
-    let view: SessionRecordView<'_> = decode("session", bytes)?;
-    Ok(SessionFile {
-        source: view.session.source.to_owned(),
-        session_path: view.session.session_path.to_owned(),
-        file: view.file,
-    })
+impl Encoded<'_, records::SessionRecord> {
+    /// What a read needs of the record ([`SessionFile`]), without building its turns.
+    pub fn session_file(&self) -> Result<SessionFile, CodecError> {
+        let view: SessionRecordView<'_> = decode(records::SessionRecord::WHAT, &self.bytes)?;
+        Ok(SessionFile {
+            source: view.session.source.to_owned(),
+            session_path: view.session.session_path.to_owned(),
+            file: view.file.into(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -286,34 +476,91 @@ mod tests {
                 session: session.clone(),
                 file: file.clone(),
             };
-            let bytes = encode(&record);
-            let whole: SessionRecord = decode("session", &bytes).unwrap();
+            let encoded = Encoded::encode(&records::SessionRecord::from(record.clone())).unwrap();
+            let whole: SessionRecord = encoded.decode().unwrap().into();
+            assert_eq!(whole, record);
             assert_eq!(
-                decode_session_file(&bytes).unwrap(),
+                encoded.session_file().unwrap(),
                 SessionFile {
                     source: whole.session.source,
                     session_path: whole.session.session_path,
                     file: whole.file,
                 }
             );
-            assert!(decode_session_file(&bytes[..bytes.len() - 1]).is_err());
-            let mut longer = bytes.clone();
+            let bytes = encoded.bytes();
+            let shorter = Encoded::<records::SessionRecord>::raw(&bytes[..bytes.len() - 1]);
+            assert!(shorter.session_file().is_err());
+            let mut longer = bytes.to_vec();
             longer.push(0);
-            assert!(decode_session_file(&longer).is_err());
+            assert!(
+                Encoded::<records::SessionRecord>::raw(&longer)
+                    .session_file()
+                    .is_err()
+            );
         }
+    }
+
+    type Tuple = (String, Vec<u64>, Option<bool>);
+
+    impl Record for Tuple {
+        const WHAT: &'static str = "test";
     }
 
     #[test]
     fn records_round_trip_and_reject_garbage() {
-        let value = (String::from("P-1"), vec![1u64, 2, 3], Some(true));
-        let bytes = encode(&value);
-        assert_eq!(
-            decode::<(String, Vec<u64>, Option<bool>)>("test", &bytes).unwrap(),
-            value
-        );
-        let mut longer = bytes.clone();
+        let value: Tuple = (String::from("P-1"), vec![1u64, 2, 3], Some(true));
+        let encoded = Encoded::encode(&value).unwrap();
+        assert_eq!(encoded.decode().unwrap(), value);
+        let bytes = encoded.bytes();
+        let mut longer = bytes.to_vec();
         longer.push(0);
-        assert!(decode::<(String, Vec<u64>, Option<bool>)>("test", &longer).is_err());
-        assert!(decode::<(String, Vec<u64>, Option<bool>)>("test", &bytes[..2]).is_err());
+        assert!(Encoded::<Tuple>::raw(&longer).decode().is_err());
+        assert!(Encoded::<Tuple>::raw(&bytes[..2]).decode().is_err());
+    }
+
+    /// A record serde cannot encode.
+    #[derive(Deserialize)]
+    struct Unencodable;
+
+    impl Serialize for Unencodable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("refused"))
+        }
+    }
+
+    impl Record for Unencodable {
+        const WHAT: &'static str = "unencodable";
+    }
+
+    /// An encoding failure is an error, never an empty value stored in its place.
+    #[test]
+    fn an_encoding_failure_is_an_error() {
+        let err = Encoded::encode(&Unencodable).expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("the unencodable record cannot be encoded: ")
+                && text.contains("refused"),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::Store::open(&dir.path().join("s.redb")).unwrap();
+        let mut writer = store.writer().unwrap();
+        let table: redb::TableDefinition<&str, Bincode<Unencodable>> =
+            redb::TableDefinition::new("unencodable");
+        let err = writer.put(table, "k", &Unencodable).expect_err("refused");
+        assert!(matches!(err, super::super::StoreError::Encode(_)), "{err}");
+    }
+
+    /// The wrappers keep the type name the tables were created with, so stores written
+    /// before them still open.
+    #[test]
+    fn the_value_wrappers_keep_the_byte_slice_type_name() {
+        let bytes = <&[u8] as Value>::type_name();
+        assert!(<Bincode<records::Project> as Value>::type_name() == bytes);
+        assert!(<PackedLines as Value>::type_name() == bytes);
+        assert_eq!(
+            <Bincode<records::Project> as Value>::fixed_width(),
+            <&[u8] as Value>::fixed_width()
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! What can go wrong opening, reading or writing the store.
 
-use super::codec::CodecError;
+use super::codec::{CodecError, EncodeError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -58,6 +58,9 @@ pub enum StoreError {
     Db(#[from] Box<redb::Error>),
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// A record could not be encoded: the write fails.
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
     #[error("the store has no workspace yet: run `evidence-store import`")]
     NotImported,
     #[error("the store is inconsistent: {0}")]

@@ -3,13 +3,15 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
+use super::codec::Encoded;
+use super::error::OrStore;
 use super::schema::{self, META, SCHEMA_VERSION};
-use super::{DocumentRecord, OpenError, codec};
+use super::{DocumentRecord, OpenError, StoreError, codec, records};
 
 /// One upgrade step: from `from` to `from + 1`.
 struct Step {
     from: u64,
-    run: fn(&WriteTransaction) -> Result<(), redb::Error>,
+    run: fn(&WriteTransaction) -> Result<(), StoreError>,
 }
 
 /// Upgrade steps in order (`migrations/000<from + 1>-*.md` describes each).
@@ -48,63 +50,73 @@ const STEPS: &[Step] = &[
 /// reference with no context. Results of those rules stay wrong until the session file
 /// changes. With no scan record left, the next import takes every session's citations
 /// again under the current rules (line tables are kept when the lines are the same).
-fn retake_citations(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    txn.open_table(schema::CITATIONS)?.retain(|_, _| false)?;
-    txn.open_table(schema::CITATION_SCANS)?
-        .retain(|_, _| false)?;
+fn retake_citations(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(schema::CITATIONS)
+        .store()?
+        .retain(|_, _| false)
+        .store()?;
+    txn.open_table(schema::CITATION_SCANS)
+        .store()?
+        .retain(|_, _| false)
+        .store()?;
     Ok(())
 }
 
 /// 3 → 4: the `citations` and `citation_scans` tables, empty. No session has a scan
 /// record yet, so the next import scans every session file once (its line table is kept
 /// when the lines are the same).
-fn citation_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    txn.open_table(schema::CITATIONS)?;
-    txn.open_table(schema::CITATION_SCANS)?;
+fn citation_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(schema::CITATIONS).store()?;
+    txn.open_table(schema::CITATION_SCANS).store()?;
     Ok(())
 }
 
 /// 4 → 5: a store with an imported workspace records that workspace's contract, which
 /// can only be prompt-diary 0.2.10 (schema_version 2): no earlier build imported another.
-fn record_workspace_contract(txn: &WriteTransaction) -> Result<(), redb::Error> {
+fn record_workspace_contract(txn: &WriteTransaction) -> Result<(), StoreError> {
     let imported = txn
-        .open_table(schema::WORKSPACE)?
-        .get(schema::WORKSPACE_KEY)?
+        .open_table(schema::WORKSPACE)
+        .store()?
+        .get(schema::WORKSPACE_KEY)
+        .store()?
         .is_some();
     if imported {
-        txn.open_table(META)?
-            .insert(super::contract::CONTRACT_KEY, 2)?;
+        txn.open_table(META)
+            .store()?
+            .insert(super::contract::CONTRACT_KEY, 2)
+            .store()?;
     }
     Ok(())
 }
 
 /// 1 → 2: file records gain ctime and inode (0 in every upgraded record). Line blocks no
 /// session refers to (left by concurrent imports of version 1) are dropped.
-fn file_ctime(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    let corrupted = |e: super::codec::CodecError| redb::Error::Corrupted(e.to_string());
-    let mut table = txn.open_table(schema::SESSIONS)?;
+fn file_ctime(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let mut table = txn.open_table(schema::SESSIONS).store()?;
     let mut upgraded = Vec::new();
     let mut referenced = std::collections::HashSet::new();
-    for item in table.iter()? {
-        let (key, value) = item?;
+    for item in table.iter().store()? {
+        let (key, value) = item.store()?;
         let (project_key, session_ref) = key.value();
-        let bytes = super::codec::upgrade_session_v1(value.value()).map_err(corrupted)?;
-        if let super::FileState::Indexed(file) = super::codec::decode_session_file(&bytes)
-            .map_err(corrupted)?
-            .file
-        {
+        let record = codec::upgrade_session_v1(&value.value())?;
+        if let records::FileState::Indexed(file) = &record.file {
             referenced.insert(file.file_id);
         }
-        upgraded.push((project_key.to_owned(), session_ref.to_owned(), bytes));
+        upgraded.push((
+            project_key.to_owned(),
+            session_ref.to_owned(),
+            Encoded::encode(&record)?,
+        ));
     }
-    for (project_key, session_ref, bytes) in upgraded {
-        table.insert(
-            (project_key.as_str(), session_ref.as_str()),
-            bytes.as_slice(),
-        )?;
+    for (project_key, session_ref, value) in upgraded {
+        table
+            .insert((project_key.as_str(), session_ref.as_str()), &value)
+            .store()?;
     }
-    txn.open_table(schema::LINE_BLOCKS)?
-        .retain(|(file_id, _), _| referenced.contains(&file_id))?;
+    txn.open_table(schema::LINE_BLOCKS)
+        .store()?
+        .retain(|(file_id, _), _| referenced.contains(&file_id))
+        .store()?;
     Ok(())
 }
 
@@ -115,18 +127,17 @@ struct DocumentV1 {
 }
 
 /// 2 → 3: every stored document gets the SHA-256 of its bytes.
-fn checksum_documents(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    let mut table = txn.open_table(schema::DOCUMENTS)?;
+fn checksum_documents(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let mut table = txn.open_table(schema::DOCUMENTS).store()?;
     let mut upgraded = Vec::new();
-    for item in table.iter()? {
-        let (key, value) = item?;
-        let old: DocumentV1 = codec::decode("document", value.value())
-            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
-        let new = DocumentRecord::new(old.bytes);
-        upgraded.push((key.value().to_owned(), codec::encode(&new)));
+    for item in table.iter().store()? {
+        let (key, value) = item.store()?;
+        let old: DocumentV1 = value.value().decode_as("document")?;
+        let new = records::Document::from(DocumentRecord::new(old.bytes));
+        upgraded.push((key.value().to_owned(), Encoded::encode(&new)?));
     }
-    for (key, bytes) in upgraded {
-        table.insert(key.as_str(), bytes.as_slice())?;
+    for (key, value) in upgraded {
+        table.insert(key.as_str(), &value).store()?;
     }
     Ok(())
 }
@@ -160,7 +171,7 @@ pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError
         }
         Some(v) => {
             for step in STEPS.iter().filter(|s| s.from >= v) {
-                (step.run)(&txn).map_err(db_error)?;
+                (step.run)(&txn).map_err(OpenError::Store)?;
             }
         }
         None => {
@@ -211,6 +222,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::reader::Tables;
     use redb::ReadableTableMetadata;
 
     #[test]
@@ -271,7 +283,13 @@ mod tests {
             {
                 let mut table = txn.open_table(schema::LINE_BLOCKS).unwrap();
                 for key in [(900, 0), (900, 1), (901, 0)] {
-                    table.insert(key, [0u8; 56].as_slice()).unwrap();
+                    let zero = crate::util::lines::LineEntry {
+                        offset: 0,
+                        len: 0,
+                        decoded_len: 0,
+                        sha256: [0; 32],
+                    };
+                    table.insert(key, &codec::LineBlock::pack(&[zero])).unwrap();
                 }
             }
             txn.commit().unwrap();
@@ -300,7 +318,7 @@ mod tests {
                 .unwrap()
                 .insert(
                     "daily-report.json",
-                    codec::encode(&V1 { bytes: b"{}\n" }).as_slice(),
+                    &Encoded::raw(&codec::encode_as(&V1 { bytes: b"{}\n" })),
                 )
                 .unwrap();
             txn.open_table(META)
@@ -343,7 +361,7 @@ mod tests {
                 if imported {
                     txn.open_table(schema::WORKSPACE)
                         .unwrap()
-                        .insert(schema::WORKSPACE_KEY, b"x".as_slice())
+                        .insert(schema::WORKSPACE_KEY, &Encoded::raw(b"x"))
                         .unwrap();
                 }
                 txn.open_table(META)
@@ -370,7 +388,6 @@ mod tests {
     /// A version-5 store's citations and scan records are dropped, nothing else.
     #[test]
     fn version_5_and_6_stores_lose_their_citations_and_scans() {
-        use crate::store::Lookup;
         for version in [5, 6] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.redb");
@@ -380,15 +397,15 @@ mod tests {
                 let txn = writer.txn().unwrap();
                 txn.open_table(schema::CITATIONS)
                     .unwrap()
-                    .insert(("P", "S0001", 2), b"x".as_slice())
+                    .insert(("P", "S0001", 2), &Encoded::raw(b"x"))
                     .unwrap();
                 txn.open_table(schema::CITATION_SCANS)
                     .unwrap()
-                    .insert(("P", "S0001"), b"y".as_slice())
+                    .insert(("P", "S0001"), &Encoded::raw(b"y"))
                     .unwrap();
                 txn.open_table(schema::DOCUMENTS)
                     .unwrap()
-                    .insert("daily-report.json", b"z".as_slice())
+                    .insert("daily-report.json", &Encoded::raw(b"z"))
                     .unwrap();
                 txn.open_table(META)
                     .unwrap()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use super::codec::{self, LINES_PER_BLOCK};
+use super::codec::{self, Bincode, LINES_PER_BLOCK, Record};
 use super::error::{OrStore, ended};
 use super::open::guarded_drop;
 use super::schema::*;
@@ -15,38 +15,40 @@ use super::{
 };
 use crate::util::lines::LineEntry;
 
-/// The record stored under `key` in `table`, decoded; `None` when there is none.
-fn decoded<'k, K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
-    table: &impl ReadableTable<K, &'static [u8]>,
+/// The record stored under `key` in `table`, decoded and converted to its twin `D`;
+/// `None` when there is none.
+fn decoded<'k, K: redb::Key + 'static, T: Record, D: From<T>>(
+    table: &impl ReadableTable<K, Bincode<T>>,
     key: impl std::borrow::Borrow<K::SelfType<'k>>,
-    what: &'static str,
-) -> Result<Option<T>, StoreError> {
+) -> Result<Option<D>, StoreError> {
     let value = table.get(key).store()?;
-    Ok(value.map(|v| codec::decode(what, v.value())).transpose()?)
+    Ok(value.map(|v| v.value().decode()).transpose()?.map(D::from))
 }
 
-/// The lookups a snapshot and a write transaction both answer (a write transaction sees
-/// its own uncommitted changes). Every lookup runs inside the store boundary's guard.
-pub trait Lookup {
-    /// Opens a table for reading.
+/// Opens a table of a snapshot or a write transaction. Only the store can name it (the
+/// module is private), and every call runs inside a guard
+/// (`every_table_is_opened_inside_the_guard`).
+pub trait Tables {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError>;
+}
 
+/// The lookups a snapshot and a write transaction both answer (a write transaction sees
+/// its own uncommitted changes). Every lookup runs inside the store boundary's guard.
+pub trait Lookup: Tables {
     /// The store's path as messages print it.
     fn shown(&self) -> &str;
 
     fn workspace(&self) -> Result<Option<WorkspaceRecord>, StoreError> {
         guard::guard(self.shown(), || {
-            decoded(&self.table(WORKSPACE)?, WORKSPACE_KEY, "workspace")
+            decoded(&self.table(WORKSPACE)?, WORKSPACE_KEY)
         })
     }
 
     fn project(&self, key: &str) -> Result<Option<ProjectRecord>, StoreError> {
-        guard::guard(self.shown(), || {
-            decoded(&self.table(PROJECTS)?, key, "project")
-        })
+        guard::guard(self.shown(), || decoded(&self.table(PROJECTS)?, key))
     }
 
     /// The prompt-diary contract of the imported workspace (0.2.10 when none is recorded).
@@ -74,11 +76,7 @@ pub trait Lookup {
         session_ref: &str,
     ) -> Result<Option<SessionRecord>, StoreError> {
         guard::guard(self.shown(), || {
-            decoded(
-                &self.table(SESSIONS)?,
-                (project_key, session_ref),
-                "session",
-            )
+            decoded(&self.table(SESSIONS)?, (project_key, session_ref))
         })
     }
 
@@ -91,9 +89,7 @@ pub trait Lookup {
         guard::guard(self.shown(), || {
             let table = self.table(SESSIONS)?;
             let value = table.get((project_key, session_ref)).store()?;
-            Ok(value
-                .map(|v| codec::decode_session_file(v.value()))
-                .transpose()?)
+            Ok(value.map(|v| v.value().session_file()).transpose()?)
         })
     }
 
@@ -110,8 +106,7 @@ pub trait Lookup {
     /// The stored document, refused as damaged when its bytes fail their checksum.
     fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
         guard::guard(self.shown(), || {
-            let record: Option<DocumentRecord> =
-                decoded(&self.table(DOCUMENTS)?, rel_path, "document")?;
+            let record: Option<DocumentRecord> = decoded(&self.table(DOCUMENTS)?, rel_path)?;
             match record {
                 Some(doc) if !doc.intact() => Err(StoreError::Damaged {
                     path: self.shown().to_owned(),
@@ -134,27 +129,31 @@ pub trait Lookup {
     }
 }
 
-impl Lookup for Reader {
+impl Tables for Reader {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError> {
         self.txn()?.open_table(def).store()
     }
+}
 
+impl Lookup for Reader {
     fn shown(&self) -> &str {
         &self.shown
     }
 }
 
-impl Lookup for Writer {
+impl Tables for Writer {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<impl ReadableTable<K, V>, StoreError> {
         self.txn()?.open_table(def).store()
     }
+}
 
+impl Lookup for Writer {
     fn shown(&self) -> &str {
         &self.shown
     }
@@ -210,7 +209,7 @@ impl Reader {
                 // The entries of lines first..=last that this block holds, decoded alone.
                 let skip = first.saturating_sub(block_first);
                 let take = (last + 1).saturating_sub(block_first.max(first));
-                out.extend(codec::decode_lines_range(value.value(), skip, take)?);
+                out.extend(value.value().range(skip, take)?);
             }
             Ok(out)
         })
@@ -251,7 +250,7 @@ impl Reader {
             let mut totals = Totals::default();
             for item in self.txn()?.open_table(SESSIONS).store()?.iter().store()? {
                 let (_, value) = item.store()?;
-                match codec::decode_session_file(value.value())?.file {
+                match value.value().session_file()?.file {
                     FileState::Indexed(file) => {
                         totals.sessions_indexed += 1;
                         totals.lines_indexed += file.lines;
@@ -262,7 +261,7 @@ impl Reader {
             }
             for item in self.txn()?.open_table(DOCUMENTS).store()?.iter().store()? {
                 let (_, value) = item.store()?;
-                let doc: DocumentRecord = codec::decode("document", value.value())?;
+                let doc = DocumentRecord::from(value.value().decode()?);
                 totals.documents += 1;
                 totals.document_bytes += doc.bytes.len() as u64;
             }

@@ -1,77 +1,171 @@
-//! The store's own copies of the domain types it keeps, as it encodes them.
+//! The stored records: how every value the store keeps is encoded, apart from the types
+//! the rest of the program uses.
 //!
 //! bincode is positional: a record's bytes are its fields in declaration order, with no
-//! names. So the layout of a stored value must not follow a domain type from outside the
-//! store (adding a field to `workspace::Turn` would change every stored session). The
-//! records below are that layout, and change only with the schema version (a step in
-//! [`super::migrate`], a note under `migrations/`). Domain values cross into and out of
-//! them here (`twins!`), by exhaustive destructuring, so a field added on either side
-//! does not compile until it is placed.
+//! names. So the layout of a stored value must not follow a type from outside this file
+//! (adding a field to `workspace::Turn` or to [`super::FileRecord`] would change every
+//! stored session). The records below are that layout, and change only with the schema
+//! version (a step in [`super::migrate`], a note under `migrations/`). Each is the twin of
+//! one type the store hands out; values cross between the two here (`twins!`, and by hand
+//! for the one enum), by exhaustive destructuring, so a field or variant added on either
+//! side does not compile until it is placed.
 //!
-//! The other stored values (`ProjectRecord`, `FileState`, `FileRecord`, `DocumentRecord`,
-//! `StoredCitation`, `StoredCheck`, `CitationScan`) are store types already and are stored
-//! as they are; line tables are packed by hand in [`super::codec`]. The fixture store
-//! `tests/fixtures/store-v7.redb` pins every one of these layouts (`format_tests`).
+//! Each table of [`super::schema`] names its record as its value type (through
+//! [`super::codec::Bincode`]); line tables are packed by hand in [`super::codec`]. The
+//! fixture store `tests/fixtures/store-v7.redb` pins every one of these layouts
+//! (`format_tests`).
 
 use serde::{Deserialize, Serialize};
 
-use super::{FileState, SessionRecord, WorkspaceRecord};
-use crate::workspace::{Metadata, Session, Span, Turn};
+use super::codec::Record;
+use super::{citations, types};
+use crate::workspace;
 
-/// How [`WorkspaceRecord`] is stored (the `workspace` table).
+/// The `workspace` table's record: [`types::WorkspaceRecord`].
 #[derive(Serialize, Deserialize)]
-pub(super) struct StoredWorkspace {
+pub struct Workspace {
     root_display: String,
-    metadata: StoredMetadata,
+    metadata: Metadata,
     project_keys: Vec<String>,
 }
 
-/// How `metadata.json` is stored, inside [`StoredWorkspace`].
+/// How `metadata.json` is stored, inside [`Workspace`].
 #[derive(Serialize, Deserialize)]
-struct StoredMetadata {
+pub struct Metadata {
     report_date: String,
     status: String,
     timezone: String,
     text: String,
 }
 
-/// How [`SessionRecord`] is stored (the `sessions` table).
+/// The `projects` table's record: [`types::ProjectRecord`].
 #[derive(Serialize, Deserialize)]
-pub(super) struct StoredSessionRecord {
-    pub(super) session: StoredSession,
+pub struct Project {
+    key: String,
+    label: String,
+    session_refs: Vec<String>,
+}
+
+/// The `sessions` table's record: [`types::SessionRecord`].
+#[derive(Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub(super) session: Session,
     pub(super) file: FileState,
 }
 
-/// How an index row is stored, inside [`StoredSessionRecord`].
+/// How an index row is stored, inside [`SessionRecord`].
 #[derive(Serialize, Deserialize)]
-pub(super) struct StoredSession {
+pub struct Session {
     session_ref: String,
     source: String,
     source_session_id: String,
     session_path: String,
-    target: StoredSpan,
-    turns: Vec<StoredTurn>,
+    target: Span,
+    turns: Vec<Turn>,
     index_line: u64,
 }
 
 #[derive(Serialize, Deserialize)]
-struct StoredTurn {
+pub struct Turn {
     turn_ref: String,
-    span: StoredSpan,
+    span: Span,
 }
 
 /// An inclusive 1-based line span, as stored.
 #[derive(Clone, Copy, Serialize, Deserialize)]
-pub(super) struct StoredSpan {
+pub struct Span {
     start: i64,
     end: i64,
 }
 
-/// `From` both ways between a stored record and its domain twin, field by field. Both
-/// sides are destructured in full, so a field added to either does not compile until it
-/// is named here. A field converts with `.into()`, or with the function after `via`.
+/// [`types::FileState`], inside [`SessionRecord`]. bincode stores the variant's index: the
+/// order of the variants is part of the layout.
+#[derive(Serialize, Deserialize)]
+pub enum FileState {
+    Missing,
+    Indexed(FileRecord),
+}
+
+/// [`types::FileRecord`], inside [`FileState`].
+#[derive(Serialize, Deserialize)]
+pub struct FileRecord {
+    pub(super) file_id: u64,
+    pub(super) size: u64,
+    pub(super) mtime_ns: u64,
+    pub(super) lines: u64,
+    pub(super) digest: [u8; 32],
+    pub(super) ctime_ns: u64,
+    pub(super) inode: u64,
+}
+
+/// The `documents` table's record: [`types::DocumentRecord`].
+#[derive(Serialize, Deserialize)]
+pub struct Document {
+    bytes: Vec<u8>,
+    sha256: [u8; 32],
+}
+
+/// One citation of the `citations` table's records (a line's citations, in order):
+/// [`citations::StoredCitation`].
+#[derive(Serialize, Deserialize)]
+pub struct Citation {
+    turn_ref: Option<String>,
+    content_index: Option<u64>,
+    offset: u64,
+    len: u64,
+    kind: String,
+    reference: String,
+    context: Option<String>,
+    check: Check,
+}
+
+/// [`citations::StoredCheck`], inside [`Citation`].
+#[derive(Serialize, Deserialize)]
+pub struct Check {
+    status: String,
+    cwd: Option<String>,
+    sha256: Option<[u8; 32]>,
+    file_lines: Option<u64>,
+    detail: Option<String>,
+}
+
+/// The `citation_scans` table's record: [`citations::CitationScan`].
+#[derive(Serialize, Deserialize)]
+pub struct Scan {
+    digest: [u8; 32],
+    lines: u64,
+    citations: u64,
+}
+
+impl Record for Workspace {
+    const WHAT: &'static str = "workspace";
+}
+
+impl Record for Project {
+    const WHAT: &'static str = "project";
+}
+
+impl Record for SessionRecord {
+    const WHAT: &'static str = "session";
+}
+
+impl Record for Document {
+    const WHAT: &'static str = "document";
+}
+
+impl Record for Vec<Citation> {
+    const WHAT: &'static str = "citations";
+}
+
+impl Record for Scan {
+    const WHAT: &'static str = "citation scan";
+}
+
+/// `From` both ways between a stored record and its twin, field by field. Both sides are
+/// destructured in full, so a field added to either does not compile until it is named
+/// here. A field converts with `.into()`, or with the function after `via`.
 macro_rules! twins {
-    ($stored:ident <-> $domain:ident { $($field:ident $(via $conv:ident)?),* $(,)? }) => {
+    ($stored:ident <-> $domain:path { $($field:ident $(via $conv:ident)?),* $(,)? }) => {
         impl From<$domain> for $stored {
             fn from(value: $domain) -> Self {
                 let $domain { $($field),* } = value;
@@ -98,14 +192,15 @@ macro_rules! convert {
 }
 
 /// Every element converted.
-fn each<A: Into<B>, B>(items: Vec<A>) -> Vec<B> {
+pub fn each<A: Into<B>, B>(items: Vec<A>) -> Vec<B> {
     items.into_iter().map(Into::into).collect()
 }
 
-twins!(StoredWorkspace <-> WorkspaceRecord { root_display, metadata, project_keys });
-twins!(StoredMetadata <-> Metadata { report_date, status, timezone, text });
-twins!(StoredSessionRecord <-> SessionRecord { session, file });
-twins!(StoredSession <-> Session {
+twins!(Workspace <-> types::WorkspaceRecord { root_display, metadata, project_keys });
+twins!(Metadata <-> workspace::Metadata { report_date, status, timezone, text });
+twins!(Project <-> types::ProjectRecord { key, label, session_refs });
+twins!(SessionRecord <-> types::SessionRecord { session, file });
+twins!(Session <-> workspace::Session {
     session_ref,
     source,
     source_session_id,
@@ -114,5 +209,45 @@ twins!(StoredSession <-> Session {
     turns via each,
     index_line,
 });
-twins!(StoredTurn <-> Turn { turn_ref, span });
-twins!(StoredSpan <-> Span { start, end });
+twins!(Turn <-> workspace::Turn { turn_ref, span });
+twins!(Span <-> workspace::Span { start, end });
+twins!(FileRecord <-> types::FileRecord {
+    file_id,
+    size,
+    mtime_ns,
+    lines,
+    digest,
+    ctime_ns,
+    inode,
+});
+twins!(Document <-> types::DocumentRecord { bytes, sha256 });
+twins!(Citation <-> citations::StoredCitation {
+    turn_ref,
+    content_index,
+    offset,
+    len,
+    kind,
+    reference,
+    context,
+    check,
+});
+twins!(Check <-> citations::StoredCheck { status, cwd, sha256, file_lines, detail });
+twins!(Scan <-> citations::CitationScan { digest, lines, citations });
+
+impl From<types::FileState> for FileState {
+    fn from(value: types::FileState) -> Self {
+        match value {
+            types::FileState::Missing => FileState::Missing,
+            types::FileState::Indexed(file) => FileState::Indexed(file.into()),
+        }
+    }
+}
+
+impl From<FileState> for types::FileState {
+    fn from(value: FileState) -> Self {
+        match value {
+            FileState::Missing => types::FileState::Missing,
+            FileState::Indexed(file) => types::FileState::Indexed(file.into()),
+        }
+    }
+}

@@ -1,15 +1,14 @@
 //! The values the store hands to the rest of the program. None of them is stored as it
-//! is: each has a twin in [`super::records`] that is the stored layout.
+//! is (none is `Serialize`): each has a twin in [`super::records`] that is the stored
+//! layout, so a field added here does not compile until its twin places it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::records;
 use crate::workspace::{Metadata, Session};
 
-/// The imported workspace as a whole; stored as `records::StoredWorkspace`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "records::StoredWorkspace", into = "records::StoredWorkspace")]
+/// The imported workspace as a whole; stored as `records::Workspace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspaceRecord {
     /// The workspace root as messages print it.
     pub root_display: String,
@@ -18,7 +17,7 @@ pub struct WorkspaceRecord {
     pub project_keys: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectRecord {
     pub key: String,
     pub label: String,
@@ -26,19 +25,15 @@ pub struct ProjectRecord {
     pub session_refs: Vec<String>,
 }
 
-/// A session's index row and file record; stored as `records::StoredSessionRecord`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    from = "records::StoredSessionRecord",
-    into = "records::StoredSessionRecord"
-)]
+/// A session's index row and file record; stored as `records::SessionRecord`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
     pub session: Session,
     pub file: FileState,
 }
 
 /// What import found at a session's `session_path`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileState {
     /// Not there, or not a regular file: reads answer "missing from the prepared workspace".
     Missing,
@@ -46,7 +41,7 @@ pub enum FileState {
 }
 
 /// An indexed session file: how to recognise it unchanged, and where its lines are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRecord {
     pub file_id: u64,
     pub size: u64,
@@ -64,7 +59,7 @@ pub struct FileRecord {
 }
 
 /// A workspace document (evidence card, envelope, daily report) as last synced with disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocumentRecord {
     pub bytes: Vec<u8>,
     /// SHA-256 of `bytes`, checked every time the record is read.

@@ -10,11 +10,9 @@ use redb::{Database, ReadableTable};
 use sha2::{Digest, Sha256};
 
 use super::error::OrStore;
+use super::reader::Tables;
 use super::schema::{DOCUMENTS, LINE_BLOCKS, PROJECTS, SESSIONS, WORKSPACE};
-use super::{
-    DocumentRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
-    WorkspaceRecord, codec, guard,
-};
+use super::{DocumentRecord, FileState, ProjectRecord, SessionRecord, Store, StoreError, guard};
 
 /// What `verify` looked at, and every problem it found (empty: the store is whole).
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
@@ -101,7 +99,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
             let table = reader.table(WORKSPACE)?;
             for item in table.iter().store()? {
                 let (_, value) = item.store()?;
-                if let Err(e) = codec::decode::<WorkspaceRecord>("workspace", value.value()) {
+                if let Err(e) = value.value().decode() {
                     problem(e.to_string());
                 }
             }
@@ -116,7 +114,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
             for item in table.iter().store()? {
                 let (key, value) = item.store()?;
                 out.projects += 1;
-                match codec::decode::<ProjectRecord>("project", value.value()) {
+                match value.value().decode().map(ProjectRecord::from) {
                     Ok(p) if p.key != key.value() => problem(format!(
                         "project {:?} is stored under the key {:?}",
                         p.key,
@@ -141,7 +139,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
                 let (project, session_ref) = key.value();
                 let name = format!("{project}/{session_ref}");
                 out.sessions += 1;
-                match codec::decode::<SessionRecord>("session", value.value()) {
+                match value.value().decode().map(SessionRecord::from) {
                     Ok(record) => {
                         if let FileState::Indexed(file) = record.file {
                             files.insert(file.file_id, (name, file.lines, file.digest));
@@ -172,10 +170,10 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
                     gaps.insert(file_id);
                 }
                 entry.0 = block + 1;
-                match codec::decode_lines(value.value()) {
+                match value.value().entries() {
                     Ok(lines) => {
                         entry.1 += lines.len() as u64;
-                        entry.2.update(value.value());
+                        entry.2.update(value.value().bytes());
                     }
                     Err(e) => problem(format!("line block {block} of file {file_id}: {e}")),
                 }
@@ -220,7 +218,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
             for item in table.iter().store()? {
                 let (key, value) = item.store()?;
                 out.documents += 1;
-                match codec::decode::<DocumentRecord>("document", value.value()) {
+                match value.value().decode().map(DocumentRecord::from) {
                     Ok(doc) if !doc.intact() => problem(format!(
                         "document {}: its bytes fail their SHA-256 checksum",
                         key.value()

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::codec::{self, LINES_PER_BLOCK};
+use super::codec::{Bincode, Encoded, LINES_PER_BLOCK, LineBlock, PackedLines, Record};
 use super::error::{OrStore, ended};
 use super::open::guarded_drop;
+use super::records;
 use super::schema::*;
 use super::{
     DocumentRecord, ProjectRecord, SessionRecord, StoreError, WorkspaceRecord, backend, guard,
@@ -42,26 +42,27 @@ impl Writer {
         self.txn.as_ref().ok_or_else(ended)
     }
 
-    /// Stores `record` under `key` in `table`, replacing what was there. Every record
-    /// write of the store goes through here, inside the guard.
-    pub(super) fn put<'k, K: redb::Key + 'static>(
+    /// Stores `record`, the table's own record type, under `key` in `table`, replacing
+    /// what was there. Every record write of the store goes through here, inside the
+    /// guard; a record that cannot be encoded is [`StoreError::Encode`], nothing stored.
+    pub(super) fn put<'k, K: redb::Key + 'static, T: Record>(
         &mut self,
-        table: TableDefinition<K, &'static [u8]>,
+        table: TableDefinition<K, Bincode<T>>,
         key: impl std::borrow::Borrow<K::SelfType<'k>>,
-        record: &impl Serialize,
+        record: &T,
     ) -> Result<(), StoreError> {
-        let bytes = codec::encode(record);
+        let value = Encoded::encode(record)?;
         guard::guard(&self.shown.clone(), || {
             let mut table = self.txn()?.open_table(table).store()?;
-            table.insert(key, bytes.as_slice()).store()?;
+            table.insert(key, &value).store()?;
             Ok(())
         })
     }
 
     /// Removes what `table` holds under `key`, if anything.
-    pub(super) fn remove<'k, K: redb::Key + 'static>(
+    pub(super) fn remove<'k, K: redb::Key + 'static, V: redb::Value + 'static>(
         &mut self,
-        table: TableDefinition<K, &'static [u8]>,
+        table: TableDefinition<K, V>,
         key: impl std::borrow::Borrow<K::SelfType<'k>>,
     ) -> Result<(), StoreError> {
         guard::guard(&self.shown.clone(), || {
@@ -72,11 +73,13 @@ impl Writer {
     }
 
     pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
-        self.put(WORKSPACE, WORKSPACE_KEY, record)
+        let record = records::Workspace::from(record.clone());
+        self.put(WORKSPACE, WORKSPACE_KEY, &record)
     }
 
     pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
-        self.put(PROJECTS, record.key.as_str(), record)
+        let stored = records::Project::from(record.clone());
+        self.put(PROJECTS, record.key.as_str(), &stored)
     }
 
     pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
@@ -89,7 +92,8 @@ impl Writer {
         record: &SessionRecord,
     ) -> Result<(), StoreError> {
         let key = (project_key, record.session.session_ref.as_str());
-        self.put(SESSIONS, key, record)
+        let stored = records::SessionRecord::from(record.clone());
+        self.put(SESSIONS, key, &stored)
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
@@ -99,7 +103,7 @@ impl Writer {
             let mut out = Vec::new();
             for item in table.iter().store()? {
                 let (key, value) = item.store()?;
-                let record: SessionRecord = codec::decode("session", value.value())?;
+                let record = SessionRecord::from(value.value().decode()?);
                 out.push((key.value().0.to_owned(), record));
             }
             Ok(out)
@@ -166,7 +170,8 @@ impl Writer {
         record: &DocumentRecord,
     ) -> Result<(), StoreError> {
         self.stores_document = true;
-        self.put(DOCUMENTS, rel_path, record)
+        let stored = records::Document::from(record.clone());
+        self.put(DOCUMENTS, rel_path, &stored)
     }
 
     pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
@@ -190,7 +195,7 @@ impl Writer {
 pub struct LineSink<'w> {
     shown: Arc<str>,
     /// Always `Some` until drop.
-    table: Option<redb::Table<'w, (u64, u64), &'static [u8]>>,
+    table: Option<redb::Table<'w, (u64, u64), PackedLines>>,
     file_id: u64,
     next_block: u64,
     pending: Vec<LineEntry>,
@@ -211,12 +216,12 @@ impl LineSink<'_> {
             if self.pending.is_empty() {
                 return Ok(());
             }
-            let bytes = codec::encode_lines(&self.pending);
-            self.digest.update(&bytes);
+            let block = LineBlock::pack(&self.pending);
+            self.digest.update(block.bytes());
             self.table
                 .as_mut()
                 .ok_or_else(ended)?
-                .insert((self.file_id, self.next_block), bytes.as_slice())
+                .insert((self.file_id, self.next_block), &block)
                 .store()?;
             self.next_block += 1;
             self.pending.clear();
