@@ -38,8 +38,8 @@ pub trait Record: Serialize + DeserializeOwned + 'static {
     const WHAT: &'static str;
 }
 
-/// The value type of every table holding a [`Record`] `T`, as redb's `Value`, in the way of
-/// redb's own serde wrappers, but lazily: reading a value gives its bytes ([`Encoded`]),
+/// The value type of every table holding a [`Record`] `T`: redb's `Value`, as in the
+/// bincode wrapper of redb's examples, but lazy: reading a value gives its bytes ([`Encoded`]),
 /// decoded when asked, so a damaged record is a [`CodecError`] and never a panic inside
 /// redb, and a read that needs part of a record decodes only that part. A record is
 /// encoded before it is inserted ([`Encoded::encode`]), so an encoding failure is an error

@@ -192,7 +192,7 @@ macro_rules! convert {
 }
 
 /// Every element converted.
-pub fn each<A: Into<B>, B>(items: Vec<A>) -> Vec<B> {
+fn each<A: Into<B>, B>(items: Vec<A>) -> Vec<B> {
     items.into_iter().map(Into::into).collect()
 }
 
