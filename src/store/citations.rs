@@ -1,8 +1,9 @@
 //! Stored agent citations: the `citations` table (one entry per session line that cites
 //! something) and the `citation_scans` table (which line table a session's citations were
-//! taken from), both defined in [`super::schema`]. These are store records, kept apart
-//! from the citation rules' own types (the citations layer converts, in its `scan` and
-//! `stored` files): their layout changes only with the schema.
+//! taken from), both defined in [`super::schema`]. The types below are what the store
+//! hands out, kept apart from the citation rules' own types (the citations layer converts,
+//! in its `scan` and `stored` files) and from their stored twins in `records.rs`, whose
+//! layout changes only with the schema.
 //!
 //! A session's citations are current when its scan record names the digest and line count
 //! of the session's stored line table. Import writes both tables in the same transaction
