@@ -608,7 +608,7 @@ mod timing {
     #[test]
     #[ignore = "manual timing"]
     fn prescan_timing() {
-        let Some(dir) = std::env::var_os("PRESCAN_DIR") else {
+        let Some(dir) = crate::util::test_hooks::prescan_dir() else {
             return;
         };
         let mut files = Vec::new();

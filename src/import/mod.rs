@@ -240,8 +240,7 @@ fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
 /// end) on stdin, for a signal asking the process to stop ([`crate::util::stop`]), or
 /// for a kill.
 pub(crate) fn pause_point(step: &str) {
-    #[cfg(debug_assertions)]
-    if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
+    if crate::util::test_hooks::pauses_at(step) {
         eprintln!("evidence-store: paused at {step}");
         let (tx, rx) = std::sync::mpsc::channel();
         let _ = std::thread::Builder::new()
@@ -258,8 +257,6 @@ pub(crate) fn pause_point(step: &str) {
             }
         }
     }
-    #[cfg(not(debug_assertions))]
-    let _ = step;
 }
 
 /// Validates the workspace and imports it. Nothing is written unless everything succeeds,
@@ -490,7 +487,7 @@ pub fn import_loaded(
     progress.finish();
     // How many session files were scanned for citations, on stderr, when asked (tests of
     // the incremental scan read it; in every build, so those tests run on release too).
-    if std::env::var_os("EVIDENCE_STORE_COUNT_SCANS").is_some() {
+    if crate::util::test_hooks::count_scans() {
         eprintln!("evidence-store: citation scans: {}", report.citation_scans);
     }
     Ok(report)

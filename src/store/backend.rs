@@ -11,10 +11,6 @@ use redb::{BackendError, StorageBackend};
 
 type BackendIoError = std::io::Error;
 
-/// Debug builds only: `N` makes the N-th commit of this process (1-based) that stores a
-/// document fail with `No space left on device`, once.
-pub const FULL_DISK_ENV: &str = "EVIDENCE_STORE_FAULT_FULL_DISK_AT_DOCUMENT_COMMIT";
-
 /// A planned disk-full failure, shared by every open of the store in this process.
 #[derive(Debug)]
 pub struct Fault {
@@ -26,10 +22,7 @@ pub struct Fault {
 impl Fault {
     /// The fault the environment asks for; always `None` in release builds.
     pub fn from_env() -> Option<Arc<Fault>> {
-        if !cfg!(debug_assertions) {
-            return None;
-        }
-        let at_commit = std::env::var(FULL_DISK_ENV).ok()?.trim().parse().ok()?;
+        let at_commit = crate::util::test_hooks::full_disk_at_document_commit()?;
         Some(Arc::new(Fault {
             at_commit,
             commits: AtomicU64::new(0),
