@@ -20,6 +20,8 @@ use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
 use crate::tool_output::handles;
+use crate::tool_output::lookup;
+use crate::tool_output::service::ToolOutput;
 use crate::util::pyjson::{Value, py_repr};
 use crate::workspace::Unknown;
 use crate::workspace::WorkspaceRoot;
@@ -51,6 +53,34 @@ pub struct Service {
     starting: Mutex<()>,
     /// How its imports run (how citations are extracted).
     import: ImportOptions,
+    /// The `tool_output` tools' settings and model endpoint.
+    tool_output: ToolOutput,
+}
+
+/// What a service runs with, built by the caller (the CLI, from its flags and environment)
+/// and passed in: nothing below reads configuration of its own.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The workspace served.
+    pub workspace: WorkspaceRoot,
+    /// Its store file.
+    pub store: PathBuf,
+    /// How its imports run (a re-hash aside: every import of a server is incremental).
+    pub import: ImportOptions,
+    /// The `tool_output` tools' settings and model endpoint.
+    pub tool_output: ToolOutput,
+}
+
+impl Config {
+    /// `workspace` and `store` with every other setting at its default.
+    pub fn new(workspace: WorkspaceRoot, store: &Path) -> Config {
+        Config {
+            workspace,
+            store: store.to_path_buf(),
+            import: ImportOptions::default(),
+            tool_output: ToolOutput::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -139,15 +169,20 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
-        Service::start_with(root, store_path, ImportOptions::default())
+        Service::new(Config::new(root, store_path))
     }
 
-    /// [`Service::start`], importing with `import`'s options (a re-hash aside: every
-    /// import of a server is incremental).
-    pub fn start_with(root: WorkspaceRoot, store_path: &Path, import: ImportOptions) -> Service {
+    /// [`Service::start`] with every setting `config` gives.
+    pub fn new(config: Config) -> Service {
+        let Config {
+            workspace: root,
+            store: store_path,
+            import,
+            tool_output,
+        } = config;
         let service = Service {
             root,
-            store_path: store_path.to_path_buf(),
+            store_path,
             contract: OnceLock::new(),
             store: OnceLock::new(),
             pending: AtomicBool::new(true),
@@ -157,6 +192,7 @@ impl Service {
                 rehash: false,
                 ..import
             },
+            tool_output,
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
@@ -327,6 +363,21 @@ impl Service {
     pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, String> {
         let store = self.readable()?;
         handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
+    }
+
+    /// The `tool_output` tools: their settings, model choice, extraction and reads.
+    pub fn tool_output(&self) -> &ToolOutput {
+        &self.tool_output
+    }
+
+    /// What a `tool_output` handle names, as those tools need it: debug builds' test
+    /// stand-in first ([`lookup::test_lookup`]), then the store. `Err` is why the store
+    /// cannot answer.
+    pub fn tool_output_lookup(&self, handle: &str) -> Result<lookup::Lookup, String> {
+        if let Some(found) = lookup::test_lookup(handle) {
+            return Ok(found);
+        }
+        self.resolve_handle(handle).map(lookup::Lookup::from)
     }
 
     /// The connectivity check: prompt-diary's constant answer while the workspace is

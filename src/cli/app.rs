@@ -142,14 +142,13 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         }
         Command::Build => {
             store_must_exist(&config)?;
-            let service = Service::start_with(
-                config.workspace.clone(),
-                &config.store,
-                ImportOptions {
+            let service = Service::new(crate::service::Config {
+                import: ImportOptions {
                     rehash: false,
                     citations: config.citations,
                 },
-            );
+                ..crate::service::Config::new(config.workspace.clone(), &config.store)
+            });
             let built = service.build().map_err(|e| {
                 anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
             })?;
