@@ -23,6 +23,7 @@ use crate::tool_output::handles;
 use crate::tool_output::lookup;
 use crate::tool_output::service::ToolOutput;
 use crate::util::pyjson::{Value, py_repr};
+use crate::util::wait::Locks;
 use crate::workspace::Unknown;
 use crate::workspace::WorkspaceRoot;
 use crate::workspace::contract::Contract;
@@ -55,6 +56,8 @@ pub struct Service {
     import: ImportOptions,
     /// The `tool_output` tools' settings and model endpoint.
     tool_output: ToolOutput,
+    /// How long lock waits last, and this process's name in the document lock file.
+    locks: Locks,
 }
 
 /// What a service runs with, built by the caller (the CLI, from its flags and environment)
@@ -69,6 +72,8 @@ pub struct Config {
     pub import: ImportOptions,
     /// The `tool_output` tools' settings and model endpoint.
     pub tool_output: ToolOutput,
+    /// How long lock waits last, and this process's name in the document lock file.
+    pub locks: Locks,
 }
 
 impl Config {
@@ -79,6 +84,7 @@ impl Config {
             store: store.to_path_buf(),
             import: ImportOptions::default(),
             tool_output: ToolOutput::default(),
+            locks: Locks::default(),
         }
     }
 }
@@ -149,13 +155,13 @@ const WORKSPACE_HINT: &str =
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
 /// naming it.
-fn open_store(path: &Path) -> Result<Store, String> {
-    match Store::open(path) {
+fn open_store(path: &Path, lock_wait: Duration) -> Result<Store, String> {
+    match Store::open(path, lock_wait) {
         Ok(store) => Ok(store),
         Err(e @ crate::store::OpenError::Store(StoreError::Busy { .. })) => Err(e.to_string()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
             tracing::warn!(error = %e, "the store is on read-only media: serving it read-only");
-            Store::open_read_only(path)
+            Store::open_read_only(path, lock_wait)
                 .map_err(|read_only| format!("{e} (and read-only: {read_only})"))
         }
         Err(e) => Err(e.to_string()),
@@ -179,6 +185,7 @@ impl Service {
             store: store_path,
             import,
             tool_output,
+            locks,
         } = config;
         let service = Service {
             root,
@@ -193,6 +200,7 @@ impl Service {
                 ..import
             },
             tool_output,
+            locks,
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
@@ -270,7 +278,7 @@ impl Service {
             None => {
                 let _ = self.contract.set(workspace.contract);
                 let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
-                    .and_then(|()| open_store(&self.store_path));
+                    .and_then(|()| open_store(&self.store_path, self.locks.timeout));
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
                     Err(problem) => {
@@ -286,7 +294,7 @@ impl Service {
             store,
             self.import,
             &Quiet,
-            lock_wait,
+            &self.locks.waiting(lock_wait),
         ) {
             Ok(report) => {
                 tracing::info!(?report, "workspace imported");
@@ -334,7 +342,7 @@ impl Service {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            if let Err(busy) = self.try_start(&guard, crate::util::wait::lock_timeout()) {
+            if let Err(busy) = self.try_start(&guard, self.locks.wait()) {
                 return Err(NotWritable::Busy(busy));
             }
         }
@@ -483,7 +491,7 @@ impl Service {
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
         let rules = self.contract().rules();
-        let _lock = documents::lock(&self.root.path)?;
+        let _lock = documents::lock(&self.root.path, &self.locks)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
             return Ok(Unknown::project(project_key).into());
@@ -651,7 +659,7 @@ impl Service {
         project_key: &str,
         item: &synthesis::WorkItem,
     ) -> Result<WriteResult<WorkItemAppended>, Failure> {
-        let _lock = documents::lock(&self.root.path)?;
+        let _lock = documents::lock(&self.root.path, &self.locks)?;
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
             return Ok(Unknown::project(project_key).into());
@@ -827,7 +835,7 @@ impl Service {
     pub fn build(&self) -> Result<Built, String> {
         let store = self.writable().map_err(NotWritable::into_message)?;
         let run = || -> Result<Built, Failure> {
-            let _lock = documents::lock(&self.root.path)?;
+            let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
@@ -897,7 +905,7 @@ impl Service {
             Err(e) => return WriteResult::invalid(vec![e.into_problem()]),
         };
         let run = || -> Result<WriteResult<Written>, Failure> {
-            let _lock = documents::lock(&self.root.path)?;
+            let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
             let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
             {

@@ -37,6 +37,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         store,
         tool_output,
         citations,
+        locks,
         ..
     } = config;
     let endpoint = match &tool_output.endpoint {
@@ -62,6 +63,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
             citations,
         },
         tool_output: ToolOutput::new(tool_output.engine, endpoint),
+        locks,
     };
     let served = runtime.block_on(async move {
         let shutdown = async {

@@ -266,30 +266,13 @@ pub fn import(
     store: &Store,
     options: ImportOptions,
     progress: &dyn Progress,
-) -> Result<ImportReport, ImportError> {
-    import_within(
-        root,
-        store,
-        options,
-        progress,
-        crate::util::wait::lock_timeout(),
-    )
-}
-
-/// [`import`], waiting at most `lock_wait` for the document lock when something changed
-/// ([`ImportError::Busy`] past it).
-pub fn import_within(
-    root: &WorkspaceRoot,
-    store: &Store,
-    options: ImportOptions,
-    progress: &dyn Progress,
-    lock_wait: std::time::Duration,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, ImportError> {
     let workspace = workspace::load(root)?;
-    import_loaded(root, &workspace, store, options, progress, lock_wait)
+    import_loaded(root, &workspace, store, options, progress, locks)
 }
 
-/// [`import_within`] of a workspace the caller has just loaded from `root` (loading costs
+/// [`import`] of a workspace the caller has just loaded from `root` (loading costs
 /// a pass over every index row: a caller that needs the workspace too loads it once).
 pub fn import_loaded(
     root: &WorkspaceRoot,
@@ -297,7 +280,7 @@ pub fn import_loaded(
     store: &Store,
     options: ImportOptions,
     progress: &dyn Progress,
-    lock_wait: std::time::Duration,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, ImportError> {
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
@@ -315,7 +298,7 @@ pub fn import_loaded(
     // created (read-only) has no such writer.
     // A lock held past the wait's bound is an error: the holder may be in the store's
     // write transaction too.
-    let _lock = match crate::documents::lock_within(&root.path, lock_wait) {
+    let _lock = match crate::documents::lock(&root.path, locks) {
         Ok(lock) => Some(lock),
         Err(crate::documents::DocumentError::Busy(busy)) => return Err(busy.into()),
         // Something other than the lock file of its own is at its name (a hard link to a
