@@ -612,7 +612,7 @@ mod timing {
             return;
         };
         let mut files = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(dir)];
+        let mut stack = vec![dir];
         while let Some(d) = stack.pop() {
             for e in std::fs::read_dir(&d).unwrap() {
                 let p = e.unwrap().path();

@@ -18,9 +18,19 @@ use crate::workspace::WorkspaceRoot;
 
 pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
-    // Read once logging is on, so that a value that is not a number is warned of.
+    // Read once logging is on, so that a value that is not a number is warned of, and only
+    // by commands that may wait for a lock.
+    let waits = match &config.command {
+        Command::Help { .. } => false,
+        Command::Report { args, .. } => *args == ["mcp", "serve"],
+        _ => true,
+    };
     config.locks = Locks {
-        timeout: lock_timeout_from_env(),
+        timeout: if waits {
+            lock_timeout_from_env()
+        } else {
+            crate::util::wait::DEFAULT_TIMEOUT
+        },
         holder: format!("evidence-store {}", command_name(&config.command)),
     };
     check_store_inside(&config)?;

@@ -430,7 +430,12 @@ impl Server {
         let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
         let body = tokio::task::spawn_blocking(move || {
             service.tool_output().grep(
-                &text, &tool_name, &handle, &pattern, compiled, search, &stop,
+                &text,
+                &tool_name,
+                &handle,
+                (&pattern, compiled),
+                search,
+                &stop,
             )
         })
         .await

@@ -159,15 +159,14 @@ impl ToolOutput {
     }
 
     /// `tool_output_grep`'s answer: the header (the pattern echoed once, cut when long),
-    /// then the matches of `pattern` in `text` from `from` within the cap, or why the
+    /// then the matches of `pattern` in `text` as `search` asks within the cap, or why the
     /// pattern is too costly (`compiled` is then the limit it exceeded).
     pub fn grep(
         &self,
         text: &str,
         tool_name: &str,
         handle: &str,
-        pattern: &str,
-        compiled: Result<text_tools::Pattern, usize>,
+        (pattern, compiled): (&str, Result<text_tools::Pattern, usize>),
         search: Search,
         stop: &Stop,
     ) -> String {
