@@ -20,7 +20,10 @@ use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Lookup, Writer};
 use crate::store::{Store, StoreError};
 use crate::tool_output::handles;
+use crate::tool_output::lookup;
+use crate::tool_output::service::ToolOutput;
 use crate::util::pyjson::{Value, py_repr};
+use crate::util::wait::Locks;
 use crate::workspace::Unknown;
 use crate::workspace::WorkspaceRoot;
 use crate::workspace::contract::Contract;
@@ -51,6 +54,39 @@ pub struct Service {
     starting: Mutex<()>,
     /// How its imports run (how citations are extracted).
     import: ImportOptions,
+    /// The `tool_output` tools' settings and model endpoint.
+    tool_output: ToolOutput,
+    /// How long lock waits last, and this process's name in the document lock file.
+    locks: Locks,
+}
+
+/// What a service runs with, built by the caller (the CLI, from its flags and environment)
+/// and passed in: nothing below reads configuration of its own.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The workspace served.
+    pub workspace: WorkspaceRoot,
+    /// Its store file.
+    pub store: PathBuf,
+    /// How its imports run (a re-hash aside: every import of a server is incremental).
+    pub import: ImportOptions,
+    /// The `tool_output` tools' settings and model endpoint.
+    pub tool_output: ToolOutput,
+    /// How long lock waits last, and this process's name in the document lock file.
+    pub locks: Locks,
+}
+
+impl Config {
+    /// `workspace` and `store` with every other setting at its default.
+    pub fn new(workspace: WorkspaceRoot, store: &Path) -> Config {
+        Config {
+            workspace,
+            store: store.to_path_buf(),
+            import: ImportOptions::default(),
+            tool_output: ToolOutput::default(),
+            locks: Locks::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -119,13 +155,13 @@ const WORKSPACE_HINT: &str =
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
 /// naming it.
-fn open_store(path: &Path) -> Result<Store, String> {
-    match Store::open(path) {
+fn open_store(path: &Path, lock_wait: Duration) -> Result<Store, String> {
+    match Store::open(path, lock_wait) {
         Ok(store) => Ok(store),
         Err(e @ crate::store::OpenError::Store(StoreError::Busy { .. })) => Err(e.to_string()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
             tracing::warn!(error = %e, "the store is on read-only media: serving it read-only");
-            Store::open_read_only(path)
+            Store::open_read_only(path, lock_wait)
                 .map_err(|read_only| format!("{e} (and read-only: {read_only})"))
         }
         Err(e) => Err(e.to_string()),
@@ -139,15 +175,21 @@ impl Service {
     /// (naming the resolved workspace), and creates no store: nothing is written outside a
     /// valid workspace.
     pub fn start(root: WorkspaceRoot, store_path: &Path) -> Service {
-        Service::start_with(root, store_path, ImportOptions::default())
+        Service::new(Config::new(root, store_path))
     }
 
-    /// [`Service::start`], importing with `import`'s options (a re-hash aside: every
-    /// import of a server is incremental).
-    pub fn start_with(root: WorkspaceRoot, store_path: &Path, import: ImportOptions) -> Service {
+    /// [`Service::start`] with every setting `config` gives.
+    pub fn new(config: Config) -> Service {
+        let Config {
+            workspace: root,
+            store: store_path,
+            import,
+            tool_output,
+            locks,
+        } = config;
         let service = Service {
             root,
-            store_path: store_path.to_path_buf(),
+            store_path,
             contract: OnceLock::new(),
             store: OnceLock::new(),
             pending: AtomicBool::new(true),
@@ -157,6 +199,8 @@ impl Service {
                 rehash: false,
                 ..import
             },
+            tool_output,
+            locks,
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
@@ -234,7 +278,7 @@ impl Service {
             None => {
                 let _ = self.contract.set(workspace.contract);
                 let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
-                    .and_then(|()| open_store(&self.store_path));
+                    .and_then(|()| open_store(&self.store_path, self.locks.timeout));
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
                     Err(problem) => {
@@ -250,7 +294,7 @@ impl Service {
             store,
             self.import,
             &Quiet,
-            lock_wait,
+            &self.locks.waiting(lock_wait),
         ) {
             Ok(report) => {
                 tracing::info!(?report, "workspace imported");
@@ -298,7 +342,7 @@ impl Service {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            if let Err(busy) = self.try_start(&guard, crate::util::wait::lock_timeout()) {
+            if let Err(busy) = self.try_start(&guard, self.locks.wait()) {
                 return Err(NotWritable::Busy(busy));
             }
         }
@@ -327,6 +371,21 @@ impl Service {
     pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, String> {
         let store = self.readable()?;
         handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
+    }
+
+    /// The `tool_output` tools: their settings, model choice, extraction and reads.
+    pub fn tool_output(&self) -> &ToolOutput {
+        &self.tool_output
+    }
+
+    /// What a `tool_output` handle names, as those tools need it: debug builds' test
+    /// stand-in first ([`lookup::test_lookup`]), then the store. `Err` is why the store
+    /// cannot answer.
+    pub fn tool_output_lookup(&self, handle: &str) -> Result<lookup::Lookup, String> {
+        if let Some(found) = lookup::test_lookup(handle) {
+            return Ok(found);
+        }
+        self.resolve_handle(handle).map(lookup::Lookup::from)
     }
 
     /// The connectivity check: prompt-diary's constant answer while the workspace is
@@ -432,7 +491,7 @@ impl Service {
         chain: &evidence::Chain,
     ) -> Result<WriteResult<Appended>, DocumentError> {
         let rules = self.contract().rules();
-        let _lock = documents::lock(&self.root.path)?;
+        let _lock = documents::lock(&self.root.path, &self.locks)?;
         let mut writer = store.writer()?;
         if writer.project(project_key)?.is_none() {
             return Ok(Unknown::project(project_key).into());
@@ -600,7 +659,7 @@ impl Service {
         project_key: &str,
         item: &synthesis::WorkItem,
     ) -> Result<WriteResult<WorkItemAppended>, Failure> {
-        let _lock = documents::lock(&self.root.path)?;
+        let _lock = documents::lock(&self.root.path, &self.locks)?;
         let mut writer = store.writer()?;
         let Some(project) = writer.project(project_key)? else {
             return Ok(Unknown::project(project_key).into());
@@ -776,7 +835,7 @@ impl Service {
     pub fn build(&self) -> Result<Built, String> {
         let store = self.writable().map_err(NotWritable::into_message)?;
         let run = || -> Result<Built, Failure> {
-            let _lock = documents::lock(&self.root.path)?;
+            let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
             let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
@@ -846,7 +905,7 @@ impl Service {
             Err(e) => return WriteResult::invalid(vec![e.into_problem()]),
         };
         let run = || -> Result<WriteResult<Written>, Failure> {
-            let _lock = documents::lock(&self.root.path)?;
+            let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
             let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
             {

@@ -1,6 +1,8 @@
 //! The layout is the architecture: `src/` has one folder per layer, and a layer uses only
 //! the layers below it (ARCHITECTURE.md draws them). These tests read the source and fail
-//! on an import that runs up, or on a crate named outside the one layer that may know it.
+//! on an import that runs up, on a crate named outside the one layer that may know it, on
+//! an environment read below the CLI outside the test hooks, and on a static that holds
+//! configuration (configuration is passed in, from the CLI down).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,16 @@ const CONFINED: &[(&str, &str)] = &[
     ("redb", "store/"),
     ("bincode", "store/codec.rs"),
     ("rmcp", "mcp/"),
+];
+
+/// The one module below the CLI that reads the environment: the test hooks.
+const HOOKS: &str = "util/test_hooks.rs";
+
+/// Statics below the CLI of a type set at run time that hold a constant, not
+/// configuration: (file, name).
+const CONSTANT_STATICS: &[(&str, &str)] = &[
+    // An empty map, built once, that borrowed lookups fall back to.
+    ("documents/problems.rs", "EMPTY"),
 ];
 
 fn src() -> PathBuf {
@@ -182,4 +194,118 @@ fn redb_bincode_and_rmcp_are_named_only_where_they_belong() {
         }
     }
     assert!(misplaced.is_empty(), "{}", misplaced.join("\n"));
+}
+
+/// Whether `rel` is the CLI edge (`main.rs`, `cli/`), which reads the environment and
+/// builds the configuration.
+fn is_edge(rel: &str) -> bool {
+    matches!(layer_of(rel), "main" | "cli")
+}
+
+/// Every environment read below the CLI outside [`HOOKS`], as "src/file:line: code".
+fn environment_reads(files: &[(String, String)]) -> Vec<String> {
+    const READS: &[&str] = &[
+        "env::var",
+        "env::args",
+        "env::set_var",
+        "env::remove_var",
+        "from_default_env",
+    ];
+    let mut found = Vec::new();
+    for (rel, text) in files {
+        if is_edge(rel) || rel == HOOKS {
+            continue;
+        }
+        for (n, line) in code_lines(text) {
+            if READS.iter().any(|read| line.contains(read)) {
+                found.push(format!("src/{rel}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Every static below the CLI whose value can be set at run time (`OnceLock`, `OnceCell`,
+/// `Mutex`, `RwLock`) and is not listed in [`CONSTANT_STATICS`], as "src/file:line: code".
+fn configuration_statics(files: &[(String, String)]) -> Vec<String> {
+    const SETTABLE: &[&str] = &["OnceLock", "OnceCell", "Mutex<", "RwLock<"];
+    let mut found = Vec::new();
+    for (rel, text) in files {
+        if is_edge(rel) {
+            continue;
+        }
+        for (n, line) in code_lines(text) {
+            let mut words = line.split_whitespace().skip_while(|w| *w != "static");
+            if words.next().is_none() {
+                continue;
+            }
+            let name = ident(words.next().unwrap_or(""));
+            let constant = CONSTANT_STATICS.contains(&(rel.as_str(), name));
+            if !constant && SETTABLE.iter().any(|t| line.contains(t)) {
+                found.push(format!("src/{rel}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_environment_read_below_the_cli_outside_the_test_hooks() {
+    let reads = environment_reads(&sources());
+    assert!(
+        reads.is_empty(),
+        "environment reads below the CLI: read it in cli/ and pass the value in, or, for a \
+         test hook, in {HOOKS}:\n{}",
+        reads.join("\n")
+    );
+}
+
+#[test]
+fn no_static_below_the_cli_holds_configuration() {
+    let statics = configuration_statics(&sources());
+    assert!(
+        statics.is_empty(),
+        "statics that can hold configuration: pass it in from the CLI instead (a constant \
+         built once goes in CONSTANT_STATICS, with why):\n{}",
+        statics.join("\n")
+    );
+}
+
+#[test]
+fn the_environment_and_static_checks_see_what_they_forbid() {
+    let files = vec![
+        (
+            "util/wait.rs".to_owned(),
+            "// std::env::var in a comment\nlet t = std::env::var_os(\"X\");\n\
+             static T: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n\
+             struct S { reason: OnceLock<&'static str> }\n"
+                .to_owned(),
+        ),
+        (
+            "cli/app.rs".to_owned(),
+            "let t = std::env::var_os(\"X\");\nstatic L: OnceLock<u8> = OnceLock::new();\n"
+                .to_owned(),
+        ),
+        (
+            HOOKS.to_owned(),
+            "std::env::var(\"EVIDENCE_STORE_FAULT\").ok()\n".to_owned(),
+        ),
+        (
+            "documents/problems.rs".to_owned(),
+            "    static EMPTY: std::sync::OnceLock<Map> = std::sync::OnceLock::new();\n\
+             pub(crate) static LABEL: Mutex<String> = Mutex::new(String::new());\n"
+                .to_owned(),
+        ),
+    ];
+    assert_eq!(
+        environment_reads(&files),
+        ["src/util/wait.rs:2: let t = std::env::var_os(\"X\");"]
+    );
+    assert_eq!(
+        configuration_statics(&files),
+        [
+            "src/util/wait.rs:3: static T: std::sync::OnceLock<u64> = std::sync::OnceLock::new();",
+            "src/documents/problems.rs:2: pub(crate) static LABEL: Mutex<String> = Mutex::new(String::new());"
+        ]
+    );
 }

@@ -59,8 +59,12 @@ pub enum ReceiptError {
 
 /// Writes every receipt the store's citations call for under `root`, removes stale ones
 /// of ours, and reports what it did. Runs under the document lock on one read snapshot.
-pub fn export_receipts(store: &Store, root: &Path) -> Result<ReceiptsReport, ReceiptError> {
-    let _lock = documents::lock(root)?;
+pub fn export_receipts(
+    store: &Store,
+    root: &Path,
+    locks: &crate::util::wait::Locks,
+) -> Result<ReceiptsReport, ReceiptError> {
+    let _lock = documents::lock(root, locks)?;
     let reader = store.reader()?;
     let mut report = ReceiptsReport::default();
     let Some(workspace) = reader.workspace()? else {

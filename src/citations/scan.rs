@@ -608,11 +608,11 @@ mod timing {
     #[test]
     #[ignore = "manual timing"]
     fn prescan_timing() {
-        let Some(dir) = std::env::var_os("PRESCAN_DIR") else {
+        let Some(dir) = crate::util::test_hooks::prescan_dir() else {
             return;
         };
         let mut files = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(dir)];
+        let mut stack = vec![dir];
         while let Some(d) = stack.pop() {
             for e in std::fs::read_dir(&d).unwrap() {
                 let p = e.unwrap().path();

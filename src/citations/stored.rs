@@ -118,11 +118,12 @@ pub enum ReverifyError {
 pub fn verify_citations(
     root: &std::path::Path,
     store: &Store,
+    locks: &crate::util::wait::Locks,
     project_key: Option<&str>,
     session_ref: Option<&str>,
 ) -> Result<Reverified, ReverifyError> {
     // The lock order of every writer: the document lock, then the store's write lock.
-    let _lock = match crate::documents::lock(root) {
+    let _lock = match crate::documents::lock(root, locks) {
         Ok(lock) => Some(lock),
         // Not the lock file of its own (a hard link, a FIFO): refused, never written.
         Err(crate::documents::DocumentError::Unwritable { rel, source })

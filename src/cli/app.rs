@@ -13,11 +13,26 @@ use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::service::Service;
 use crate::store::{OpenError, Store, verify};
+use crate::util::wait::{Locks, TIMEOUT_VAR};
 use crate::workspace::WorkspaceRoot;
 
-pub fn run(config: Config) -> anyhow::Result<ExitCode> {
+pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
     init_tracing();
-    crate::documents::set_holder_label(format!("evidence-store {}", command_name(&config.command)));
+    // Read once logging is on, so that a value that is not a number is warned of, and only
+    // by commands that may wait for a lock.
+    let waits = match &config.command {
+        Command::Help { .. } => false,
+        Command::Report { args, .. } => *args == ["mcp", "serve"],
+        _ => true,
+    };
+    config.locks = Locks {
+        timeout: if waits {
+            lock_timeout_from_env()
+        } else {
+            crate::util::wait::DEFAULT_TIMEOUT
+        },
+        holder: format!("evidence-store {}", command_name(&config.command)),
+    };
     check_store_inside(&config)?;
     let (watched, names_a_store) = match &config.command {
         Command::Help { .. } | Command::Report { .. } => (false, false),
@@ -86,7 +101,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
                 if std::fs::symlink_metadata(root.join(crate::documents::LOCK_FILE)).is_err() {
                     return Ok(None);
                 }
-                match crate::documents::lock(root) {
+                match crate::documents::lock(root, &config.locks) {
                     Ok(lock) => Ok(Some(lock)),
                     Err(e @ crate::documents::DocumentError::Busy(_)) => Err(e.to_string()),
                     // Not the lock file of its own (a hard link, a FIFO): never written.
@@ -98,7 +113,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
                     Err(_) => Ok(None),
                 }
             };
-            let verified = verify::verify(&config.store, hold_writers);
+            let verified = verify::verify(&config.store, config.locks.timeout, hold_writers);
             status.clear();
             print!(
                 "{}",
@@ -117,10 +132,10 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             // Read-only: a dump works on read-only media and never changes the file, except
             // that a store a killed writer left is repaired first when the file is writable
             // (as any writer would), so a dump after a crash still answers.
-            let store = match Store::open_read_only(&config.store) {
+            let store = match Store::open_read_only(&config.store, config.locks.timeout) {
                 Err(OpenError::NeedsRepair { .. }) => {
                     tracing::info!("the store needs repair; opening it for writing");
-                    Store::open(&config.store)?
+                    Store::open(&config.store, config.locks.timeout)?
                 }
                 other => other?,
             };
@@ -142,14 +157,14 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         }
         Command::Build => {
             store_must_exist(&config)?;
-            let service = Service::start_with(
-                config.workspace.clone(),
-                &config.store,
-                ImportOptions {
+            let service = Service::new(crate::service::Config {
+                import: ImportOptions {
                     rehash: false,
                     citations: config.citations,
                 },
-            );
+                locks: config.locks.clone(),
+                ..crate::service::Config::new(config.workspace.clone(), &config.store)
+            });
             let built = service.build().map_err(|e| {
                 anyhow::anyhow!("build failed; daily-report.json is unchanged: {e}")
             })?;
@@ -170,11 +185,11 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         } => run_verify_citations(&config, project_key.as_deref(), session_ref.as_deref()),
         Command::Export => {
             store_must_exist(&config)?;
-            let store = Store::open(&config.store)?;
+            let store = Store::open(&config.store, config.locks.timeout)?;
             let shown = std::path::absolute(&config.workspace.path)
                 .unwrap_or_else(|_| config.workspace.path.clone());
             let failed = || format!("export to {} failed", shown.display());
-            let (report, receipts) = export_all(&store, &config.workspace.path)
+            let (report, receipts) = export_all(&store, &config.workspace.path, &config.locks)
                 .map_err(ExportError::into_cause)
                 .with_context(failed)?;
             println!(
@@ -233,8 +248,8 @@ pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitC
 /// Read-only on the store, as `dump` is, so it runs beside `serve` processes writing.
 fn run_view(config: &Config, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     store_must_exist(config)?;
-    let store = match Store::open_read_only(&config.store) {
-        Err(OpenError::NeedsRepair { .. }) => Store::open(&config.store)?,
+    let store = match Store::open_read_only(&config.store, config.locks.timeout) {
+        Err(OpenError::NeedsRepair { .. }) => Store::open(&config.store, config.locks.timeout)?,
         other => other?,
     };
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
@@ -318,6 +333,14 @@ fn check_store_inside(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long a lock is waited for: [`TIMEOUT_VAR`] (whole or fractional seconds, at
+/// least 0), else [`crate::util::wait::DEFAULT_TIMEOUT`]; a value that is not a number is
+/// ignored with a warning.
+fn lock_timeout_from_env() -> std::time::Duration {
+    let raw = std::env::var_os(TIMEOUT_VAR).map(|v| v.to_string_lossy().into_owned());
+    crate::util::wait::parse_timeout(raw.as_deref())
+}
+
 /// Logs go to stderr (stdout belongs to MCP in `serve`), filtered by `RUST_LOG`.
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
@@ -381,6 +404,7 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
             &config.store,
             config.citations,
             &Bar::new("rebuild"),
+            &config.locks,
         )
         .with_context(|| {
             format!(
@@ -403,7 +427,7 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
         }
     };
     let fresh = std::fs::symlink_metadata(&config.store).is_err();
-    let store = Store::open(&config.store)?;
+    let store = Store::open(&config.store, config.locks.timeout)?;
     let imported = import::import_loaded(
         &config.workspace,
         &workspace,
@@ -413,12 +437,12 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
             citations: config.citations,
         },
         &Bar::new("import"),
-        crate::util::wait::lock_timeout(),
+        &config.locks,
     );
     if imported.is_err() && fresh {
         // A first import that failed or was stopped leaves no store behind (closed first).
         drop(store);
-        crate::store::remove_if_unused(&config.store);
+        crate::store::remove_if_unused(&config.store, config.locks.timeout);
     }
     let report = imported.with_context(|| import_failed(&config.workspace))?;
     println!("{}", summary(&report));
@@ -431,10 +455,11 @@ fn run_verify_citations(
     session_ref: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     store_must_exist(config)?;
-    let store = Store::open(&config.store)?;
+    let store = Store::open(&config.store, config.locks.timeout)?;
     let done = crate::citations::stored::verify_citations(
         &config.workspace.path,
         &store,
+        &config.locks,
         project_key,
         session_ref,
     )?;

@@ -378,6 +378,8 @@ pub struct Config {
     pub(crate) tool_output: ToolOutputSettings,
     /// How imports extract citations.
     pub(crate) citations: crate::citations::Options,
+    /// Lock waits and the document lock's holder name (set by `app::run`).
+    pub(crate) locks: crate::util::wait::Locks,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -465,6 +467,7 @@ fn report_config(
         command: Command::Report { argv0, args },
         tool_output,
         citations,
+        locks: crate::util::wait::Locks::default(),
     }
 }
 
@@ -595,6 +598,7 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         command,
         tool_output,
         citations,
+        locks: crate::util::wait::Locks::default(),
     }
 }
 

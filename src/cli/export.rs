@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::citations::receipt_files::{self, ReceiptError, ReceiptsReport};
 use crate::documents::{self, DocumentError, ExportReport};
 use crate::store::Store;
+use crate::util::wait::Locks;
 
 /// Which half of the export failed.
 #[derive(Debug)]
@@ -30,8 +31,10 @@ impl ExportError {
 pub(crate) fn export_all(
     store: &Store,
     root: &Path,
+    locks: &Locks,
 ) -> Result<(ExportReport, ReceiptsReport), ExportError> {
-    let documents = documents::export(store, root).map_err(ExportError::Documents)?;
-    let receipts = receipt_files::export_receipts(store, root).map_err(ExportError::Receipts)?;
+    let documents = documents::export(store, root, locks).map_err(ExportError::Documents)?;
+    let receipts =
+        receipt_files::export_receipts(store, root, locks).map_err(ExportError::Receipts)?;
     Ok((documents, receipts))
 }

@@ -70,13 +70,11 @@ enum Shown {
     Spinner(ProgressBar),
 }
 
-/// Debug builds only: when set, the spinner never turns, so a test sees exactly the draws
-/// the status line makes itself.
-const NO_TICK_ENV: &str = "EVIDENCE_STORE_TEST_NO_TICK";
-
 /// How often the spinner turns; `None`: never.
 fn steady_tick() -> Option<std::time::Duration> {
-    if cfg!(debug_assertions) && std::env::var_os(NO_TICK_ENV).is_some() {
+    // A test hook: the spinner stands still, so a test sees exactly the draws the status
+    // line makes itself.
+    if crate::util::test_hooks::no_tick() {
         return None;
     }
     Some(std::time::Duration::from_millis(100))

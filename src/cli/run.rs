@@ -94,7 +94,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
             break;
         }
         crate::cli::app::remove_abandoned_scratch(store);
-        if let Err(e) = import_and_export(root, store, config.citations) {
+        if let Err(e) = import_and_export(root, store, config.citations, &config.locks) {
             if crate::util::stop::requested().is_none() {
                 eprintln!("evidence-store: {e:#}");
             }
@@ -117,20 +117,21 @@ fn import_and_export(
     root: &WorkspaceRoot,
     store_path: &Path,
     citations: crate::citations::Options,
+    locks: &crate::util::wait::Locks,
 ) -> anyhow::Result<()> {
     let shown = root.path.display();
     let status = Status::new(format!("importing {shown}"));
     crate::store::check_own_store(&root.path, store_path).map_err(anyhow::Error::msg)?;
-    let store = Store::open(store_path)?;
+    let store = Store::open(store_path, locks.timeout)?;
     let options = ImportOptions {
         rehash: false,
         citations,
     };
-    import::import(root, &store, options, &Bar::new("import")).with_context(|| {
+    import::import(root, &store, options, &Bar::new("import"), locks).with_context(|| {
         format!("after the command: import of {shown} failed; nothing exported")
     })?;
     status.set(format!("exporting {shown}"));
-    let (report, receipts) = export_all(&store, &root.path).map_err(|e| {
+    let (report, receipts) = export_all(&store, &root.path, locks).map_err(|e| {
         let what = match e {
             ExportError::Documents(_) => "export",
             ExportError::Receipts(_) => "receipt export",

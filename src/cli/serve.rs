@@ -7,6 +7,7 @@ use anyhow::Context;
 use crate::cli::args::Config;
 use crate::mcp;
 use crate::service::Service;
+use crate::tool_output::service::ToolOutput;
 
 /// Stack of the async runtime's threads (workers and blocking pool).
 const TASK_STACK_BYTES: usize = 4 << 20;
@@ -36,11 +37,15 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         store,
         tool_output,
         citations,
+        locks,
         ..
     } = config;
     let endpoint = match &tool_output.endpoint {
         Some(endpoint) => {
-            let built = crate::tool_output::model::openai::Endpoint::new(endpoint.clone())
+            let built =
+                crate::tool_output::model::openai::Endpoint::new(endpoint.clone(), |name| {
+                    std::env::var(name).ok()
+                })
                 .context("cannot set up the tool_output model endpoint")?;
             tracing::info!(
                 endpoint = crate::tool_output::model::Model::describe(&built),
@@ -50,17 +55,22 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    mcp::tool_output::configure(tool_output.engine, endpoint);
+    let config = crate::service::Config {
+        workspace,
+        store,
+        import: crate::import::ImportOptions {
+            rehash: false,
+            citations,
+        },
+        tool_output: ToolOutput::new(tool_output.engine, endpoint),
+        locks,
+    };
     let served = runtime.block_on(async move {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
         mcp::serve_stdio(shutdown, move || {
-            let import = crate::import::ImportOptions {
-                rehash: false,
-                citations,
-            };
-            let service = Service::start_with(workspace, &store, import);
+            let service = Service::new(config);
             // A client shows a server that started as connected, whatever its workspace:
             // say plainly on stderr (its log) that this one answers nothing useful.
             if let Some(problem) = service.unavailable() {

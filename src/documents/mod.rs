@@ -19,6 +19,7 @@ use std::path::Path;
 
 use crate::store::{DocumentRecord, Lookup, Store, StoreError, Writer};
 use crate::util::fsutil;
+use crate::util::wait::Locks;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
@@ -86,7 +87,7 @@ impl Drop for DocumentLock {
 }
 
 /// The document lock was not free within the wait's bound
-/// ([`crate::util::wait::lock_timeout`]).
+/// ([`crate::util::wait::Locks`]).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
     "the workspace's document lock ({LOCK_FILE}) is held by {holder}; waited {waited_secs} s for it \
@@ -135,20 +136,10 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-static HOLDER_LABEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// What this process calls itself in the lock file (`evidence-store <command>`); set once
-/// by the CLI before any lock is taken.
-pub fn set_holder_label(label: String) {
-    let _ = HOLDER_LABEL.set(label);
-}
-
-/// The holder line: one line of at most 200 bytes, no newline inside.
-fn holder_line() -> String {
-    let what = HOLDER_LABEL
-        .get()
-        .map_or("evidence-store", String::as_str)
-        .replace(['\n', '\r'], " ");
+/// The holder line of this process, named `holder` (`evidence-store <command>`, as the
+/// CLI passes it in [`Locks`]): one line of at most 200 bytes, no newline inside.
+fn holder_line(holder: &str) -> String {
+    let what = holder.replace(['\n', '\r'], " ");
     let mut what: String = what.chars().take(160).collect();
     if what.is_empty() {
         what.push_str("evidence-store");
@@ -196,17 +187,11 @@ pub fn holder_hint(root: &Path) -> String {
 }
 
 /// Takes the document lock, waiting while another process holds it, at most
-/// [`crate::util::wait::lock_timeout`]: past that, [`DocumentError::Busy`] names the holder.
-/// While it waits it logs once which process it waits for.
-pub fn lock(root: &Path) -> Result<DocumentLock, DocumentError> {
-    lock_within(root, crate::util::wait::lock_timeout())
-}
-
-/// [`lock`] with an explicit bound.
-pub fn lock_within(
-    root: &Path,
-    timeout: std::time::Duration,
-) -> Result<DocumentLock, DocumentError> {
+/// [`Locks::wait`]: past that, [`DocumentError::Busy`] names the holder. While it waits it
+/// logs once which process it waits for. The lock file names this process as
+/// `locks.holder`.
+pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
+    let timeout = locks.wait();
     use std::os::unix::fs::FileExt;
     let unwritable = |source| DocumentError::Unwritable {
         rel: LOCK_FILE.to_owned(),
@@ -218,7 +203,7 @@ pub fn lock_within(
     loop {
         match file.try_lock() {
             Ok(()) => {
-                let line = holder_line();
+                let line = holder_line(&locks.holder);
                 // Who holds it is for messages only: a lock file that cannot take the line
                 // (a full disk) still locks.
                 if file.write_at(line.as_bytes(), 0).is_ok() {
@@ -244,7 +229,7 @@ pub fn lock_within(
             said = true;
         }
         if said {
-            return wait_in_turn(file, &poll, unwritable);
+            return wait_in_turn(file, &poll, &locks.holder, unwritable);
         }
         if !poll.sleep() {
             return Err(DocumentError::Busy(LockBusy {
@@ -264,6 +249,7 @@ pub fn lock_within(
 fn wait_in_turn(
     file: std::fs::File,
     poll: &crate::util::wait::Poll,
+    holder: &str,
     unwritable: impl Fn(std::io::Error) -> DocumentError,
 ) -> Result<DocumentLock, DocumentError> {
     use std::os::unix::fs::FileExt;
@@ -286,7 +272,7 @@ fn wait_in_turn(
     };
     match taken {
         Ok(Ok(())) => {
-            let line = holder_line();
+            let line = holder_line(holder);
             if file.write_at(line.as_bytes(), 0).is_ok() {
                 let _ = file.set_len(line.len() as u64);
             }
@@ -381,8 +367,8 @@ pub struct ExportReport {
 /// document lock and inside the store's write transaction, which it never commits: no
 /// writer is between replacing a file and keeping or undoing it while export runs, and no
 /// temp file it removes belongs to a live writer (writers have them only under the lock).
-pub fn export(store: &Store, root: &Path) -> Result<ExportReport, DocumentError> {
-    let _lock = lock(root)?;
+pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport, DocumentError> {
+    let _lock = lock(root, locks)?;
     let writer = store.writer()?;
     let mut report = ExportReport {
         temp_files_removed: remove_temp_files(root, &writer)?,

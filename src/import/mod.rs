@@ -240,8 +240,7 @@ fn change_stamp(_: &std::fs::Metadata) -> (u64, u64) {
 /// end) on stdin, for a signal asking the process to stop ([`crate::util::stop`]), or
 /// for a kill.
 pub(crate) fn pause_point(step: &str) {
-    #[cfg(debug_assertions)]
-    if std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step) {
+    if crate::util::test_hooks::pauses_at(step) {
         eprintln!("evidence-store: paused at {step}");
         let (tx, rx) = std::sync::mpsc::channel();
         let _ = std::thread::Builder::new()
@@ -258,8 +257,6 @@ pub(crate) fn pause_point(step: &str) {
             }
         }
     }
-    #[cfg(not(debug_assertions))]
-    let _ = step;
 }
 
 /// Validates the workspace and imports it. Nothing is written unless everything succeeds,
@@ -269,30 +266,13 @@ pub fn import(
     store: &Store,
     options: ImportOptions,
     progress: &dyn Progress,
-) -> Result<ImportReport, ImportError> {
-    import_within(
-        root,
-        store,
-        options,
-        progress,
-        crate::util::wait::lock_timeout(),
-    )
-}
-
-/// [`import`], waiting at most `lock_wait` for the document lock when something changed
-/// ([`ImportError::Busy`] past it).
-pub fn import_within(
-    root: &WorkspaceRoot,
-    store: &Store,
-    options: ImportOptions,
-    progress: &dyn Progress,
-    lock_wait: std::time::Duration,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, ImportError> {
     let workspace = workspace::load(root)?;
-    import_loaded(root, &workspace, store, options, progress, lock_wait)
+    import_loaded(root, &workspace, store, options, progress, locks)
 }
 
-/// [`import_within`] of a workspace the caller has just loaded from `root` (loading costs
+/// [`import`] of a workspace the caller has just loaded from `root` (loading costs
 /// a pass over every index row: a caller that needs the workspace too loads it once).
 pub fn import_loaded(
     root: &WorkspaceRoot,
@@ -300,7 +280,7 @@ pub fn import_loaded(
     store: &Store,
     options: ImportOptions,
     progress: &dyn Progress,
-    lock_wait: std::time::Duration,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, ImportError> {
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
@@ -318,7 +298,7 @@ pub fn import_loaded(
     // created (read-only) has no such writer.
     // A lock held past the wait's bound is an error: the holder may be in the store's
     // write transaction too.
-    let _lock = match crate::documents::lock_within(&root.path, lock_wait) {
+    let _lock = match crate::documents::lock(&root.path, locks) {
         Ok(lock) => Some(lock),
         Err(crate::documents::DocumentError::Busy(busy)) => return Err(busy.into()),
         // Something other than the lock file of its own is at its name (a hard link to a
@@ -490,7 +470,7 @@ pub fn import_loaded(
     progress.finish();
     // How many session files were scanned for citations, on stderr, when asked (tests of
     // the incremental scan read it; in every build, so those tests run on release too).
-    if std::env::var_os("EVIDENCE_STORE_COUNT_SCANS").is_some() {
+    if crate::util::test_hooks::count_scans() {
         eprintln!("evidence-store: citation scans: {}", report.citation_scans);
     }
     Ok(report)

@@ -58,6 +58,7 @@ pub fn rebuild(
     store_path: &Path,
     citations: crate::citations::Options,
     progress: &dyn Progress,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, RebuildError> {
     if crate::store::open_by_a_writer(store_path) {
         return Err(RebuildError::InUse {
@@ -66,7 +67,7 @@ pub fn rebuild(
     }
     let temp = temp_store_path(store_path);
     remove_abandoned_scratch(store_path);
-    let result = build_and_replace(root, store_path, &temp, citations, progress);
+    let result = build_and_replace(root, store_path, &temp, citations, progress, locks);
     // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -80,9 +81,10 @@ fn build_and_replace(
     temp: &Path,
     citations: crate::citations::Options,
     progress: &dyn Progress,
+    locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, RebuildError> {
     let report = {
-        let store = Store::create_new(temp)?;
+        let store = Store::create_new(temp, locks.timeout)?;
         import::import(
             root,
             &store,
@@ -91,6 +93,7 @@ fn build_and_replace(
                 citations,
             },
             progress,
+            locks,
         )?
     };
     let replace_error = |source| RebuildError::Replace {
@@ -116,7 +119,7 @@ fn build_and_replace(
     // read the files and before the rename (later writes it refuses: the file it opened
     // is no longer the store). That document is on disk; an ordinary import, under the
     // document lock, adopts it into the new store before anything can export over it.
-    let adopted = Store::open(store_path)
+    let adopted = Store::open(store_path, locks.timeout)
         .map_err(RebuildError::from)
         .and_then(|store| {
             import::import(
@@ -127,6 +130,7 @@ fn build_and_replace(
                     citations,
                 },
                 progress,
+                locks,
             )
             .map_err(RebuildError::from)
         });

@@ -5,7 +5,7 @@
 //! and declared tool use too or no endpoint is configured), from the configured
 //! OpenAI-compatible endpoint, or from nowhere (then only `truncate` runs).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
@@ -16,64 +16,20 @@ use serde_json::Value;
 use super::sampling::Sampling;
 use super::{Server, argument_error};
 use crate::read::handle::strip_extension;
-use crate::tool_output::engine::{self, EngineConfig, Job, TextTools};
-use crate::tool_output::handles::Resolved;
 use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
-use crate::tool_output::model::openai::Endpoint;
-use crate::tool_output::prompts::Source;
+use crate::tool_output::service::{ClientModel, Request, Search};
 use crate::tool_output::{Mode, text_tools};
 use crate::util::stop_flag::Stop;
 use crate::util::text::echo_cut;
 
-/// The engine settings and endpoint of this process's server.
-struct Configured {
-    engine: EngineConfig,
-    endpoint: Option<Arc<Endpoint>>,
-}
-
-static CONFIGURED: OnceLock<Configured> = OnceLock::new();
-
-/// Sets this process's `tool_output` settings; the first call wins. Unset: the defaults and
-/// no endpoint.
-pub fn configure(engine: EngineConfig, endpoint: Option<Endpoint>) {
-    let _ = CONFIGURED.set(Configured {
-        engine,
-        endpoint: endpoint.map(Arc::new),
-    });
-}
-
-fn configured() -> &'static Configured {
-    CONFIGURED.get_or_init(|| Configured {
-        engine: EngineConfig::default(),
-        endpoint: None,
-    })
-}
-
 impl Server {
-    /// What `handle` names: the debug stand-in first, then the store.
+    /// What `handle` names, found by the service.
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
         // A handle written as a file name (`<uuid>.txt`) names the same output.
-        let handle = strip_extension(handle.trim());
-        if let Some(found) = lookup::test_lookup(handle) {
-            return Ok(Ok(found));
-        }
-        let h = handle.to_owned();
-        let resolved = self.call(move |service| service.resolve_handle(&h)).await?;
-        Ok(resolved.map(|r| match r {
-            Resolved::Found(p) => Lookup::Found {
-                text: p.text,
-                source: Source {
-                    tool_name: p.tool_name,
-                    tool_args_json: p.tool_input,
-                },
-            },
-            Resolved::Stale { tool_name, detail } => Lookup::Stale { tool_name, detail },
-            Resolved::Mistyped { nearest } => Lookup::Unknown {
-                nearest: Some(nearest),
-            },
-            Resolved::Unknown => Lookup::Unknown { nearest: None },
-        }))
+        let handle = strip_extension(handle.trim()).to_owned();
+        self.call(move |service| service.tool_output_lookup(&handle))
+            .await
     }
 }
 
@@ -129,16 +85,12 @@ fn check_args(args: &JsonObject) -> Result<(String, String, Mode), String> {
     }
 }
 
-/// The model this call uses: the client's sampling when it can run read-grep or when no
-/// endpoint is configured, else the endpoint, else none.
-fn pick_model(context: &RequestContext<RoleServer>) -> Option<Arc<dyn Model>> {
-    let endpoint = configured().endpoint.clone();
-    match (Sampling::of(&context.peer), endpoint) {
-        (Some(s), Some(_)) if s.supports_tools() => Some(Arc::new(s)),
-        (Some(s), None) => Some(Arc::new(s)),
-        (_, Some(e)) => Some(e),
-        (None, None) => None,
-    }
+/// The client's own model (MCP sampling), when it declared the capability.
+fn client_model(context: &RequestContext<RoleServer>) -> Option<ClientModel> {
+    Sampling::of(&context.peer).map(|s| ClientModel {
+        runs_tools: s.supports_tools(),
+        model: Arc::new(s),
+    })
 }
 
 #[tool_router(router = tool_output_router, vis = "pub(super)")]
@@ -158,7 +110,6 @@ impl Server {
             Err(message) => return Ok(argument_error("tool_output", message)),
         };
         let handle = strip_extension(handle.trim()).to_string();
-        let config = configured().engine;
         let found = match self.lookup(&handle).await? {
             Ok(found) => found,
             Err(problem) => {
@@ -167,69 +118,47 @@ impl Server {
                 ))]));
             }
         };
-        let body = match found {
-            Lookup::Unknown { nearest } => {
-                lookup::unknown_body(&handle, nearest.as_deref(), mode, config.max_bytes)
+        let service = self.service.get().await?;
+        let tool_output = service.tool_output();
+        let model = match &found {
+            Lookup::Found { .. } => tool_output.model(client_model(&context)),
+            _ => None,
+        };
+        // The whole extraction runs on the blocking pool, its awaits driven from there:
+        // the sub-agent's searches, the chunking and the prompts never take an async
+        // worker. Its one stop flag is set by the deadline, the call's cancel and the end
+        // of input; the searches ask it between lines and spans, and a cancel or the end
+        // of input also drops the extraction at its next await (its model request with
+        // it).
+        let stop = Stop::within(tool_output.engine().deadline);
+        let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
+        let runtime = tokio::runtime::Handle::current();
+        let work_stop = stop.clone();
+        let request = Request {
+            handle: handle.clone(),
+            extract,
+            mode,
+        };
+        let work = tokio::task::spawn_blocking(move || {
+            service
+                .tool_output()
+                .answer(request, found, model, &work_stop, &runtime)
+        });
+        let body = match work.await {
+            Ok(Some(body)) => body,
+            Ok(None) => {
+                let reason = stop.reason().unwrap_or("stopped");
+                tracing::info!(handle, reason, "tool_output stopped");
+                return Err(ErrorData::invalid_request(
+                    format!("the request was stopped: {reason}"),
+                    None,
+                ));
             }
-            Lookup::Stale { tool_name, detail } => {
-                lookup::stale_body(&tool_name, &handle, mode, &detail, config.max_bytes)
-            }
-            Lookup::Found { text, source } => {
-                let model = pick_model(&context);
-                if let Some(m) = &model {
-                    tracing::info!(
-                        handle,
-                        model = m.describe(),
-                        mode = mode.as_str(),
-                        "tool_output"
-                    );
-                }
-                // The whole extraction runs on the blocking pool, its awaits driven from
-                // there: the sub-agent's searches, the chunking and the prompts never take
-                // an async worker. Its one stop flag is set by the deadline, the call's
-                // cancel and the end of input; the searches ask it between lines and
-                // spans, and a cancel or the end of input also drops the extraction at its
-                // next await (its model request with it).
-                let stop = Stop::within(config.deadline);
-                let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
-                let runtime = tokio::runtime::Handle::current();
-                let work_stop = stop.clone();
-                let job_handle = handle.clone();
-                let work = tokio::task::spawn_blocking(move || {
-                    let tools = text_tools::Tools::new(work_stop.clone());
-                    let tools: &dyn TextTools = &tools;
-                    let job = Job {
-                        handle: &job_handle,
-                        source,
-                        text: &text,
-                        extract: &extract,
-                        mode,
-                    };
-                    runtime.block_on(async {
-                        tokio::select! {
-                            biased;
-                            () = work_stop.wait() => None,
-                            outcome = engine::extract(&job, &config, model.as_deref(), tools) => Some(outcome),
-                        }
-                    })
-                });
-                match work.await {
-                    Ok(Some(outcome)) => outcome.body,
-                    Ok(None) => {
-                        let reason = stop.reason().unwrap_or("stopped");
-                        tracing::info!(handle, reason, "tool_output stopped");
-                        return Err(ErrorData::invalid_request(
-                            format!("the request was stopped: {reason}"),
-                            None,
-                        ));
-                    }
-                    Err(e) => {
-                        return Err(ErrorData::internal_error(
-                            format!("tool_output panicked: {e}"),
-                            None,
-                        ));
-                    }
-                }
+            Err(e) => {
+                return Err(ErrorData::internal_error(
+                    format!("tool_output panicked: {e}"),
+                    None,
+                ));
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(body)]))
@@ -404,18 +333,17 @@ impl Server {
             Ok(found) => found,
             Err(answer) => return Ok(answer),
         };
-        let cap = configured().engine.max_bytes;
+        let service = self.service.get().await?;
         // Counting and cutting lines of a large payload is CPU work: off the async
         // threads, stopped by the call's cancel and the end of input.
         let stop = Stop::new();
         let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
         let body = tokio::task::spawn_blocking(move || {
-            read_answer(
+            service.tool_output().read(
                 &text,
                 &tool_name,
                 &handle,
                 (start, end, offset, length),
-                cap,
                 &stop,
             )
         })
@@ -489,85 +417,31 @@ impl Server {
             Ok(found) => found,
             Err(answer) => return Ok(answer),
         };
-        let cap = configured().engine.max_bytes;
-        // The pattern is echoed once, cut when long, so the answer stays within the cap.
-        let header = format!(
-            "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, MATCHES OF {}:\n\n",
-            text_tools::echo(&pattern)
-        );
-        let compiled = match compiled {
-            Ok(p) => p,
-            Err(limit) => {
-                return Ok(CallToolResult::success(vec![ContentBlock::text(
-                    header + &text_tools::too_costly(limit, &text),
-                )]));
-            }
-        };
-        let options = text_tools::GrepOptions {
-            context_lines: usize::try_from(context_lines).unwrap_or(0),
-            max_matches: usize::try_from(max).unwrap_or(50),
-            cap: cap.saturating_sub(header.len()),
-            from: text_tools::Position {
-                line: start_line,
-                byte: usize::try_from(start_byte).unwrap_or(usize::MAX),
-            },
-            resumable: true,
-            budget: text_tools::GREP_BUDGET,
+        let service = self.service.get().await?;
+        let search = Search {
+            context_lines,
+            max_matches: max,
+            start_line,
+            start_byte,
         };
         // A search is CPU work: off the async threads, and stopped by the request's cancel
         // and the end of input.
         let stop = Stop::new();
         let _watch = self.watch(context.ct.clone().cancelled_owned(), &stop);
         let body = tokio::task::spawn_blocking(move || {
-            let started = std::time::Instant::now();
-            tracing::debug!(handle, bytes = text.len(), "tool_output_grep searching");
-            let searched = text_tools::grep(&text, &compiled, &options, &|| stop.is_set());
-            let ms = started.elapsed().as_millis();
-            match searched.halted {
-                Some(text_tools::Halt::Asked) => {
-                    let reason = stop.reason();
-                    tracing::info!(handle, ms, reason, "tool_output_grep stopped on request");
-                }
-                Some(text_tools::Halt::Budget) => {
-                    tracing::info!(handle, ms, "tool_output_grep stopped at its time budget");
-                }
-                None => {}
-            }
-            searched.body
+            service.tool_output().grep(
+                &text,
+                &tool_name,
+                &handle,
+                (&pattern, compiled),
+                search,
+                &stop,
+            )
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("grep panicked: {e}"), None))?;
-        Ok(CallToolResult::success(vec![ContentBlock::text(
-            header + &body,
-        )]))
+        Ok(CallToolResult::success(vec![ContentBlock::text(body)]))
     }
-}
-
-/// `tool_output_read`'s answer: the header, then the lines asked for (`start`, `end`,
-/// `offset`, `length`) within `cap`.
-fn read_answer(
-    text: &str,
-    tool_name: &str,
-    handle: &str,
-    (start, end, offset, length): (u64, u64, u64, Option<u64>),
-    cap: usize,
-    stop: &Stop,
-) -> String {
-    let header = format!(
-        "TOOL OUTPUT {tool_name} WITH HANDLE {handle}, LINES {start}-{end} OF {}:\n\n",
-        text.lines().count()
-    );
-    let options = text_tools::ReadOptions {
-        from: text_tools::Position {
-            line: start,
-            byte: usize::try_from(offset).unwrap_or(usize::MAX),
-        },
-        end_line: end,
-        byte_length: length.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-        cap: cap.saturating_sub(header.len()),
-        resumable: true,
-    };
-    header + &text_tools::read(text, &options, &|| stop.is_set())
 }
 
 #[cfg(test)]

@@ -11,10 +11,6 @@ use redb::{BackendError, StorageBackend};
 
 type BackendIoError = std::io::Error;
 
-/// Debug builds only: `N` makes the N-th commit of this process (1-based) that stores a
-/// document fail with `No space left on device`, once.
-pub const FULL_DISK_ENV: &str = "EVIDENCE_STORE_FAULT_FULL_DISK_AT_DOCUMENT_COMMIT";
-
 /// A planned disk-full failure, shared by every open of the store in this process.
 #[derive(Debug)]
 pub struct Fault {
@@ -26,10 +22,7 @@ pub struct Fault {
 impl Fault {
     /// The fault the environment asks for; always `None` in release builds.
     pub fn from_env() -> Option<Arc<Fault>> {
-        if !cfg!(debug_assertions) {
-            return None;
-        }
-        let at_commit = std::env::var(FULL_DISK_ENV).ok()?.trim().parse().ok()?;
+        let at_commit = crate::util::test_hooks::full_disk_at_document_commit()?;
         Some(Arc::new(Fault {
             at_commit,
             commits: AtomicU64::new(0),
@@ -59,11 +52,21 @@ impl Fault {
 pub struct Backend {
     inner: FileBackend,
     fault: Option<Arc<Fault>>,
+    /// Longest wait for a lock on the file another process holds.
+    lock_wait: std::time::Duration,
 }
 
 impl Backend {
-    pub fn new(inner: FileBackend, fault: Option<Arc<Fault>>) -> Backend {
-        Backend { inner, fault }
+    pub fn new(
+        inner: FileBackend,
+        fault: Option<Arc<Fault>>,
+        lock_wait: std::time::Duration,
+    ) -> Backend {
+        Backend {
+            inner,
+            fault,
+            lock_wait,
+        }
     }
 }
 
@@ -108,11 +111,13 @@ impl StorageBackend for Backend {
     }
 
     fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        bounded(|| self.inner.try_lock_range(start, end))
+        bounded(self.lock_wait, || self.inner.try_lock_range(start, end))
     }
 
     fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        bounded(|| self.inner.try_lock_shared_range(start, end))
+        bounded(self.lock_wait, || {
+            self.inner.try_lock_shared_range(start, end)
+        })
     }
 
     fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
@@ -125,7 +130,7 @@ impl StorageBackend for Backend {
 }
 
 /// A lock on the store file that another process held past the wait's bound
-/// ([`crate::util::wait::lock_timeout`]); `guard::classify` makes it [`super::StoreError::Busy`].
+/// (the store's lock wait); `guard::classify` makes it [`super::StoreError::Busy`].
 #[derive(Debug, thiserror::Error)]
 #[error("another process held a lock on the store for {waited_secs} s")]
 pub struct LockWaitTimedOut {
@@ -135,11 +140,14 @@ pub struct LockWaitTimedOut {
 /// Takes a byte-range lock the way redb's blocking call would, but polling, so that a
 /// holder that is stopped or stuck (its write transaction open, at the open's repair lock
 /// or mid-commit) makes this process fail with a message instead of waiting for ever.
-fn bounded(mut try_lock: impl FnMut() -> Result<bool, BackendError>) -> Result<(), BackendError> {
+fn bounded(
+    timeout: std::time::Duration,
+    mut try_lock: impl FnMut() -> Result<bool, BackendError>,
+) -> Result<(), BackendError> {
     if try_lock()? {
         return Ok(());
     }
-    let mut poll = crate::util::wait::Poll::new(crate::util::wait::lock_timeout());
+    let mut poll = crate::util::wait::Poll::new(crate::util::wait::bounded(timeout));
     let mut said = false;
     loop {
         if !poll.sleep() {
@@ -185,6 +193,8 @@ const GATE_BYTE: u64 = (1 << 62) + 1023;
 #[derive(Debug)]
 pub struct Gate {
     file: std::fs::File,
+    /// Longest wait for the gate while another process holds it.
+    wait: std::time::Duration,
 }
 
 /// A held [`Gate`], released when dropped.
@@ -202,7 +212,7 @@ impl Drop for GateHold {
 impl Gate {
     /// The gate of the file `file` has open, on a description of its own (a lock taken
     /// through redb's own description would be one with redb's locks).
-    pub fn beside(file: &std::fs::File) -> std::io::Result<Gate> {
+    pub fn beside(file: &std::fs::File, wait: std::time::Duration) -> std::io::Result<Gate> {
         use std::os::fd::AsRawFd;
         let reopened = std::fs::OpenOptions::new()
             .read(true)
@@ -214,12 +224,12 @@ impl Gate {
             // other process.
             Err(_) => file.try_clone()?,
         };
-        Ok(Gate { file })
+        Ok(Gate { file, wait })
     }
 
     /// The gate of the store at `path`, opened for reading only; `None` when there is no
     /// regular file there (the store's open then says why).
-    fn of_path(path: &std::path::Path) -> Option<Gate> {
+    fn of_path(path: &std::path::Path, wait: std::time::Duration) -> Option<Gate> {
         use std::os::unix::fs::OpenOptionsExt;
         // Non-blocking: opening a FIFO planted at the store's path must not wait.
         let file = std::fs::OpenOptions::new()
@@ -230,11 +240,11 @@ impl Gate {
         file.metadata()
             .ok()
             .filter(std::fs::Metadata::is_file)
-            .map(|_| Gate { file })
+            .map(|_| Gate { file, wait })
     }
 
     /// Holds the gate, waiting while another process holds it in a conflicting way, at
-    /// most [`crate::util::wait::lock_timeout`].
+    /// most its wait.
     pub fn hold(
         self: &std::sync::Arc<Self>,
         exclusive: bool,
@@ -244,7 +254,7 @@ impl Gate {
         } else {
             libc::F_RDLCK
         } as libc::c_short;
-        let mut poll = crate::util::wait::Poll::new(crate::util::wait::lock_timeout());
+        let mut poll = crate::util::wait::Poll::new(crate::util::wait::bounded(self.wait));
         loop {
             match self.set(kind) {
                 Ok(()) => return Ok(GateHold(self.clone())),
@@ -300,8 +310,11 @@ impl Gate {
 
 /// Holds the gate of the store at `path` shared, so that no writer opens or closes it
 /// meanwhile. `Ok(None)`: there is no regular file to hold it on.
-pub fn hold_shared(path: &std::path::Path) -> Result<Option<GateHold>, LockWaitTimedOut> {
-    match Gate::of_path(path) {
+pub fn hold_shared(
+    path: &std::path::Path,
+    wait: std::time::Duration,
+) -> Result<Option<GateHold>, LockWaitTimedOut> {
+    match Gate::of_path(path, wait) {
         Some(gate) => std::sync::Arc::new(gate).hold(false).map(Some),
         None => Ok(None),
     }

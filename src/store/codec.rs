@@ -543,7 +543,11 @@ mod tests {
             "{text}"
         );
         let dir = tempfile::tempdir().unwrap();
-        let store = super::super::Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = super::super::Store::open(
+            &dir.path().join("s.redb"),
+            crate::util::wait::DEFAULT_TIMEOUT,
+        )
+        .unwrap();
         let mut writer = store.writer().unwrap();
         let table: redb::TableDefinition<&str, Bincode<Unencodable>> =
             redb::TableDefinition::new("unencodable");

@@ -35,7 +35,7 @@ fn fixture() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     std::fs::copy(from, &path).unwrap();
-    let store = Store::open(&path).unwrap();
+    let store = Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
     (dir, store)
 }
 
@@ -490,7 +490,11 @@ fn every_stored_value_encodes_back_to_its_bytes() {
 fn the_schema_7_fixture_verifies() {
     let (dir, store) = fixture();
     drop(store);
-    let verified = verify::verify(&dir.path().join("store.redb"), || Ok(()));
+    let verified = verify::verify(
+        &dir.path().join("store.redb"),
+        crate::util::wait::DEFAULT_TIMEOUT,
+        || Ok(()),
+    );
     assert_eq!(verified.problems, Vec::<String>::new());
     assert_eq!(verified.cannot_check, None);
     assert_eq!(

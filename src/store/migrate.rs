@@ -143,7 +143,11 @@ fn checksum_documents(txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// Makes sure the store at hand has the current schema, creating or upgrading it.
-pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError> {
+pub(super) fn ensure_current(
+    db: &Database,
+    shown: &str,
+    lock_wait: std::time::Duration,
+) -> Result<(), OpenError> {
     let db_error = |e: redb::Error| OpenError::Database {
         path: shown.to_owned(),
         source: Box::new(e),
@@ -152,7 +156,7 @@ pub(super) fn ensure_current(db: &Database, shown: &str) -> Result<(), OpenError
     if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    let txn = super::open::begin_write_within(db, shown, crate::util::wait::lock_timeout())
+    let txn = super::open::begin_write_within(db, shown, crate::util::wait::bounded(lock_wait))
         .map_err(OpenError::Store)?;
     let found = {
         let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
@@ -229,7 +233,7 @@ mod tests {
     fn new_store_gets_current_version_and_newer_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb");
-        let store = crate::store::Store::open(&path).unwrap();
+        let store = crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
         assert_eq!(
             store.reader().unwrap().schema_version().unwrap(),
             Some(SCHEMA_VERSION)
@@ -246,7 +250,7 @@ mod tests {
             writer.commit().unwrap();
         }
         drop(store);
-        let err = crate::store::Store::open(&path)
+        let err = crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT)
             .err()
             .expect("newer schema is refused");
         assert!(matches!(err, OpenError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1));
@@ -296,7 +300,7 @@ mod tests {
             assert_eq!(blocks(&db).len(), kept.len() + 3);
             kept
         };
-        drop(crate::store::Store::open(&path).unwrap());
+        drop(crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap());
         assert_eq!(blocks(&Database::create(&path).unwrap()), kept);
     }
 
@@ -310,7 +314,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb");
-        let store = crate::store::Store::open(&path).unwrap();
+        let store = crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
         {
             let writer = store.writer().unwrap();
             let txn = writer.txn().unwrap();
@@ -328,14 +332,14 @@ mod tests {
             writer.commit().unwrap();
         }
         drop(store);
-        let err = crate::store::Store::open_read_only(&path)
+        let err = crate::store::Store::open_read_only(&path, crate::util::wait::DEFAULT_TIMEOUT)
             .err()
             .expect("an old schema is not read read-only");
         assert!(
             matches!(err, OpenError::OlderSchema { found: 1, .. }),
             "{err}"
         );
-        let store = crate::store::Store::open(&path).unwrap();
+        let store = crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
         let reader = store.reader().unwrap();
         assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
         let doc = crate::store::Lookup::document(&reader, "daily-report.json")
@@ -354,7 +358,8 @@ mod tests {
         for imported in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.redb");
-            let store = crate::store::Store::open(&path).unwrap();
+            let store =
+                crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
             {
                 let writer = store.writer().unwrap();
                 let txn = writer.txn().unwrap();
@@ -371,7 +376,8 @@ mod tests {
                 writer.commit().unwrap();
             }
             drop(store);
-            let store = crate::store::Store::open(&path).unwrap();
+            let store =
+                crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
             let reader = store.reader().unwrap();
             assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
             let recorded = reader
@@ -391,7 +397,8 @@ mod tests {
         for version in [5, 6] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.redb");
-            let store = crate::store::Store::open(&path).unwrap();
+            let store =
+                crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
             {
                 let writer = store.writer().unwrap();
                 let txn = writer.txn().unwrap();
@@ -414,7 +421,8 @@ mod tests {
                 writer.commit().unwrap();
             }
             drop(store);
-            let store = crate::store::Store::open(&path).unwrap();
+            let store =
+                crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
             let reader = store.reader().unwrap();
             assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));
             assert_eq!(reader.table(schema::CITATIONS).unwrap().len().unwrap(), 0);
@@ -437,7 +445,7 @@ mod tests {
             txn.open_table(def).unwrap().insert(1, 2).unwrap();
             txn.commit().unwrap();
         }
-        let err = crate::store::Store::open(&path)
+        let err = crate::store::Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT)
             .err()
             .expect("foreign file is refused");
         assert!(matches!(err, OpenError::Foreign { .. }), "{err}");

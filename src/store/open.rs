@@ -70,6 +70,8 @@ pub struct Store {
     /// Always `Some` until drop.
     db: RwLock<Option<Arc<Db>>>,
     fault: Option<Arc<backend::Fault>>,
+    /// Longest wait for a lock on the store another process holds.
+    lock_wait: std::time::Duration,
     /// The (device, inode) of the file opened for writing, or `None` read-only.
     file_id: RwLock<Option<(u64, u64)>>,
 }
@@ -111,17 +113,21 @@ pub fn on_read_only_media(path: &Path) -> bool {
 impl Store {
     /// Opens the store at `path`, creating it (and its directory) when missing, and
     /// bringing an older schema up to date.
-    pub fn open(path: &Path) -> Result<Store, OpenError> {
-        Store::open_as(path, Access::Write)
+    pub fn open(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::Write, lock_wait)
     }
 
     /// Creates a new store at `path`, which must not exist (a rebuild's scratch file):
     /// nothing planted at the name is ever opened.
-    pub fn create_new(path: &Path) -> Result<Store, OpenError> {
-        Store::open_as(path, Access::New)
+    pub fn create_new(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::New, lock_wait)
     }
 
-    fn open_as(path: &Path, access: Access) -> Result<Store, OpenError> {
+    fn open_as(
+        path: &Path,
+        access: Access,
+        lock_wait: std::time::Duration,
+    ) -> Result<Store, OpenError> {
         let shown = path.display().to_string();
         // A workspace's own store directory is made beneath the root when it is opened.
         if let Some(dir) = path
@@ -135,15 +141,19 @@ impl Store {
         }
         let fault = backend::Fault::from_env();
         let (db, file_id, held) = match access {
-            Access::New => try_open_writable_as(path, &shown, fault.clone(), Access::New)?,
-            _ => open_writable(path, &shown, fault.clone())?,
+            Access::New => {
+                try_open_writable_as(path, &shown, fault.clone(), lock_wait, Access::New)?
+            }
+            _ => open_writable(path, &shown, fault.clone(), lock_wait)?,
         };
         // Still behind the gate: an upgrade commits outside any document write.
-        let guarded = guard::guard(&shown, || match migrate::ensure_current(&db, &shown) {
-            Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
-            Err(OpenError::Store(e)) => Err(e),
-            Err(other) => Ok(Err(other)),
-            Ok(()) => Ok(Ok(())),
+        let guarded = guard::guard(&shown, || {
+            match migrate::ensure_current(&db, &shown, lock_wait) {
+                Err(OpenError::Database { source, .. }) => Err(StoreError::Db(source)),
+                Err(OpenError::Store(e)) => Err(e),
+                Err(other) => Ok(Err(other)),
+                Ok(()) => Ok(Ok(())),
+            }
         });
         // Let go before `db` can be dropped: its close takes the gate itself.
         drop(held);
@@ -154,21 +164,23 @@ impl Store {
             read_only: false,
             db: RwLock::new(Some(Arc::new(Db::Write(db)))),
             fault,
+            lock_wait,
             file_id: RwLock::new(Some(file_id)),
         })
     }
 
     /// Opens an existing store without writing to it (no migration, no repair), so that
     /// it can be inspected on read-only media or while it must not change.
-    pub fn open_read_only(path: &Path) -> Result<Store, OpenError> {
+    pub fn open_read_only(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
         let shown = path.display().to_string();
-        let db = open_read_only(path, &shown)?;
+        let db = open_read_only(path, &shown, lock_wait)?;
         let store = Store {
             path: path.to_path_buf(),
             shown: shown.clone().into(),
             read_only: true,
             db: RwLock::new(Some(Arc::new(Db::ReadOnly(db)))),
             fault: None,
+            lock_wait,
             file_id: RwLock::new(None),
         };
         match store.reader()?.schema_version()? {
@@ -217,10 +229,13 @@ impl Store {
         }
         tracing::warn!(store = %self.shown, "reopening the store after an I/O error");
         let fresh = if self.read_only {
-            Db::ReadOnly(open_read_only(&self.path, &self.shown).map_err(open_to_store)?)
+            Db::ReadOnly(
+                open_read_only(&self.path, &self.shown, self.lock_wait).map_err(open_to_store)?,
+            )
         } else {
-            let (db, file_id, held) = open_writable(&self.path, &self.shown, self.fault.clone())
-                .map_err(open_to_store)?;
+            let (db, file_id, held) =
+                open_writable(&self.path, &self.shown, self.fault.clone(), self.lock_wait)
+                    .map_err(open_to_store)?;
             // Let go before the old database is dropped: its close takes the gate.
             drop(held);
             match self.file_id.write() {
@@ -260,7 +275,7 @@ impl Store {
     }
 
     /// Starts the (cross-process) write transaction; waits while another one is open, at
-    /// most [`crate::util::wait::lock_timeout`] ([`StoreError::Busy`] then).
+    /// most its lock wait ([`StoreError::Busy`] then).
     pub fn writer(&self) -> Result<Writer, StoreError> {
         self.check_not_replaced()?;
         self.with_db(|db| {
@@ -269,7 +284,8 @@ impl Store {
                     path: self.shown.to_string(),
                 });
             };
-            let mut txn = begin_write_within(db, &self.shown, crate::util::wait::lock_timeout())?;
+            let mut txn =
+                begin_write_within(db, &self.shown, crate::util::wait::bounded(self.lock_wait))?;
             // Saves the allocator state with each commit, so that the next open after a
             // crash does not have to walk the whole file to repair it.
             txn.set_quick_repair(true);
@@ -362,12 +378,12 @@ pub fn open_by_a_writer(path: &Path) -> bool {
 
 /// Removes the store at `path` if it holds no workspace and no other process has it
 /// open: what a first import leaves when it fails or is stopped. Returns whether it did.
-pub fn remove_if_unused(path: &Path) -> bool {
+pub fn remove_if_unused(path: &Path, lock_wait: std::time::Duration) -> bool {
     if open_by_a_writer(path) {
         return false;
     }
     // Anything that does not open as an empty store of ours is left alone.
-    let unused = Store::open_read_only(path)
+    let unused = Store::open_read_only(path, lock_wait)
         .and_then(|store| Ok(!store.reader()?.has_workspace()?))
         .unwrap_or(false);
     if unused {
@@ -406,14 +422,15 @@ fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    lock_wait: std::time::Duration,
 ) -> Result<Opened, OpenError> {
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
-    let deadline = std::time::Instant::now() + crate::util::wait::lock_timeout();
+    let deadline = std::time::Instant::now() + crate::util::wait::bounded(lock_wait);
     let mut said = false;
     loop {
-        match try_open_writable(path, shown, fault.clone()) {
+        match try_open_writable(path, shown, fault.clone(), lock_wait) {
             Err(OpenError::Database { source, .. })
                 if matches!(*source, redb::Error::DatabaseAlreadyOpen)
                     && std::time::Instant::now() < deadline
@@ -515,14 +532,16 @@ fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    lock_wait: std::time::Duration,
 ) -> Result<Opened, OpenError> {
-    try_open_writable_as(path, shown, fault, Access::Write)
+    try_open_writable_as(path, shown, fault, lock_wait, Access::Write)
 }
 
 fn try_open_writable_as(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    lock_wait: std::time::Duration,
     access: Access,
 ) -> Result<Opened, OpenError> {
     let file = store_file(path, shown, access)?;
@@ -533,16 +552,17 @@ fn try_open_writable_as(
             path: shown.to_owned(),
             source: Box::new(e.into()),
         })?;
-    let gate = Arc::new(
-        backend::Gate::beside(&file).map_err(|e| OpenError::Database {
-            path: shown.to_owned(),
-            source: Box::new(e.into()),
-        })?,
-    );
+    let gate =
+        Arc::new(
+            backend::Gate::beside(&file, lock_wait).map_err(|e| OpenError::Database {
+                path: shown.to_owned(),
+                source: Box::new(e.into()),
+            })?,
+        );
     // The open writes the file (the live-writer flag, a repair) before any transaction.
     let held = gate.hold_for_writing(shown);
     let opened = guard::guard(shown, || {
-        let backend = backend::Backend::new(FileBackend::new(file).store()?, fault);
+        let backend = backend::Backend::new(FileBackend::new(file).store()?, fault, lock_wait);
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(CACHE_BYTES)
@@ -561,11 +581,15 @@ fn try_open_writable_as(
 /// Opens an existing file without writing to it; a store that needs repair (a writer
 /// was killed) is refused by redb rather than repaired. The file is opened non-blocking
 /// and checked first ([`store_file`]): a FIFO at the path would wait for a writer forever.
-fn open_read_only(path: &Path, shown: &str) -> Result<ReadOnlyDatabase, OpenError> {
+fn open_read_only(
+    path: &Path,
+    shown: &str,
+    lock_wait: std::time::Duration,
+) -> Result<ReadOnlyDatabase, OpenError> {
     let file = store_file(path, shown, Access::Read)?;
     // Behind the gate, the header read is never one a writer's open or close is halfway
     // through; past the wait's bound the open goes ahead without it.
-    let _held = backend::Gate::beside(&file)
+    let _held = backend::Gate::beside(&file, lock_wait)
         .map(std::sync::Arc::new)
         .ok()
         .and_then(|gate| match gate.hold(false) {

@@ -311,7 +311,11 @@ mod tests {
     #[test]
     fn line_tables_match_a_model() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = Store::open(
+            &dir.path().join("s.redb"),
+            crate::util::wait::DEFAULT_TIMEOUT,
+        )
+        .unwrap();
         let mut model: BTreeMap<u64, Vec<LineEntry>> = BTreeMap::new();
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..40 {
@@ -380,7 +384,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let copy = dir.path().join("store.redb");
         std::fs::copy(&fixture, &copy).unwrap();
-        let store = Store::open(&copy).unwrap();
+        let store = Store::open(&copy, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
         let reader = store.reader().unwrap();
         // Opening migrates it to the current schema.
         assert_eq!(reader.schema_version().unwrap(), Some(SCHEMA_VERSION));

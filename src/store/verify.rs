@@ -38,11 +38,16 @@ pub struct Verified {
 /// would otherwise be seen half done, and be reported as damage, or as a killed writer,
 /// the store does not have. When they cannot be held, or no copy can be made, the store
 /// is not judged: [`Verified::cannot_check`] says why.
-pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> Result<G, String>) -> Verified {
+/// `lock_wait` bounds each wait for a lock another process holds.
+pub fn verify<G>(
+    path: &Path,
+    lock_wait: std::time::Duration,
+    hold_writers: impl FnOnce() -> Result<G, String>,
+) -> Verified {
     let mut out = Verified::default();
     remove_stale_copies(path);
     let held = match hold_writers().and_then(|writers| {
-        super::backend::hold_shared(path)
+        super::backend::hold_shared(path, lock_wait)
             .map(|gate| (writers, gate))
             .map_err(|e| format!("the store's gate: {e}; a writer is opening or closing it"))
     }) {
@@ -52,7 +57,7 @@ pub fn verify<G>(path: &Path, hold_writers: impl FnOnce() -> Result<G, String>) 
             return out;
         }
     };
-    let opened = Store::open_read_only(path);
+    let opened = Store::open_read_only(path, lock_wait);
     let copy = match &opened {
         // The copy would be repaired like the file will be; checking it proves nothing.
         Err(super::OpenError::NeedsRepair { .. }) => None,

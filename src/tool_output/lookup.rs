@@ -78,7 +78,7 @@ pub fn test_lookup(handle: &str) -> Option<Lookup> {
 /// `DIR/<handle>.stale`, when present, makes the handle stale with that file's text.
 #[cfg(debug_assertions)]
 fn test_payload(handle: &str) -> Option<Lookup> {
-    let dir = std::path::PathBuf::from(std::env::var_os("EVIDENCE_STORE_TEST_PAYLOADS")?);
+    let dir = crate::util::test_hooks::payloads_dir()?;
     let safe = !handle.is_empty()
         && handle.len() <= 128
         && handle

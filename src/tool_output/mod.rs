@@ -22,6 +22,7 @@ pub mod model;
 pub mod prompts;
 pub mod report;
 pub mod route;
+pub mod service;
 pub mod settings;
 pub mod text_tools;
 pub mod truncate;

@@ -829,7 +829,7 @@ pub mod fault {
     /// Whether the fault configured for `step` fires now.
     #[cfg(debug_assertions)]
     pub fn fires(step: &str) -> bool {
-        let Ok(spec) = std::env::var("EVIDENCE_STORE_FAULT") else {
+        let Some(spec) = crate::util::test_hooks::fault() else {
             return false;
         };
         let (name, at) = match spec.split_once('@') {

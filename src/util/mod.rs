@@ -7,5 +7,6 @@ pub mod parallel;
 pub mod pyjson;
 pub mod stop;
 pub mod stop_flag;
+pub mod test_hooks;
 pub mod text;
 pub mod wait;

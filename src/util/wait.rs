@@ -4,20 +4,52 @@
 
 use std::time::{Duration, Instant};
 
-/// The variable that sets how long a lock is waited for, in seconds.
+/// The variable that sets how long a lock is waited for, in seconds (read by the CLI).
 pub const TIMEOUT_VAR: &str = "EVIDENCE_STORE_LOCK_TIMEOUT_SECS";
 
 /// How long a lock is waited for when [`TIMEOUT_VAR`] is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a lock is waited for: [`TIMEOUT_VAR`] (whole or fractional seconds, at least 0)
-/// or [`DEFAULT_TIMEOUT`]; a value that is not a number is ignored with a warning.
-pub fn lock_timeout() -> Duration {
-    static TIMEOUT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    let configured = *TIMEOUT.get_or_init(read_timeout);
+/// How this process waits for a lock another process holds, and what it calls itself in
+/// the document lock file while it holds that lock. Built by the CLI and passed down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locks {
+    /// Longest wait for a lock another process holds.
+    pub timeout: Duration,
+    /// The holder line's name of this process (`evidence-store <command>`).
+    pub holder: String,
+}
+
+impl Default for Locks {
+    fn default() -> Self {
+        Locks {
+            timeout: DEFAULT_TIMEOUT,
+            holder: "evidence-store".to_owned(),
+        }
+    }
+}
+
+impl Locks {
+    /// These settings with `timeout` as the wait's bound.
+    pub fn waiting(&self, timeout: Duration) -> Locks {
+        Locks {
+            timeout,
+            holder: self.holder.clone(),
+        }
+    }
+
+    /// How long a lock is waited for now: the timeout, bounded further by [`within`] on
+    /// this thread.
+    pub fn wait(&self) -> Duration {
+        bounded(self.timeout)
+    }
+}
+
+/// `timeout`, or less when [`within`] bounds this thread's waits.
+pub fn bounded(timeout: Duration) -> Duration {
     BOUND
         .with(|b| b.get())
-        .map_or(configured, |bound| bound.min(configured))
+        .map_or(timeout, |bound| bound.min(timeout))
 }
 
 thread_local! {
@@ -37,11 +69,12 @@ pub fn within<T>(bound: Duration, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-fn read_timeout() -> Duration {
-    let Some(raw) = std::env::var_os(TIMEOUT_VAR) else {
+/// The lock timeout [`TIMEOUT_VAR`]'s value `raw` sets (whole or fractional seconds, at
+/// least 0); [`DEFAULT_TIMEOUT`] when unset, or, with a warning, when not a number.
+pub fn parse_timeout(raw: Option<&str>) -> Duration {
+    let Some(text) = raw else {
         return DEFAULT_TIMEOUT;
     };
-    let text = raw.to_string_lossy();
     match text.trim().parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => {
             Duration::try_from_secs_f64(secs).unwrap_or(DEFAULT_TIMEOUT)

@@ -116,7 +116,13 @@ fn percent_decode(text: &str) -> String {
 }
 
 impl Endpoint {
-    pub fn new(config: EndpointConfig) -> Result<Endpoint, EndpointError> {
+    /// The endpoint `config` describes; `key_of` gives the value of the environment
+    /// variable `config.api_key_env` names (the CLI reads it: the core reads no
+    /// environment).
+    pub fn new(
+        config: EndpointConfig,
+        key_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<Endpoint, EndpointError> {
         let bad = || EndpointError::Url(redact_url(&config.base_url));
         let mut parsed = reqwest::Url::parse(config.base_url.trim()).map_err(|_| bad())?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
@@ -181,8 +187,7 @@ impl Endpoint {
         };
         let key = match &config.api_key_env {
             Some(name) => Some(
-                std::env::var(name)
-                    .ok()
+                key_of(name)
                     .filter(|v| !v.is_empty())
                     .ok_or_else(|| EndpointError::MissingKey(name.clone()))?,
             ),
@@ -686,12 +691,15 @@ mod tests {
         assert_eq!(redact_url("https://tok@host"), "https://***@host");
         assert_eq!(redact_url("http://host/v1/a@b"), "http://host/v1/a@b");
         assert_eq!(redact_url("not a url"), "not a url");
-        let e = Endpoint::new(EndpointConfig {
-            base_url: "http://me:p%40ss@127.0.0.1:1/v1".into(),
-            model: "m".into(),
-            api_key_env: None,
-            timeout: Duration::from_secs(1),
-        })
+        let e = Endpoint::new(
+            EndpointConfig {
+                base_url: "http://me:p%40ss@127.0.0.1:1/v1".into(),
+                model: "m".into(),
+                api_key_env: None,
+                timeout: Duration::from_secs(1),
+            },
+            |_| None,
+        )
         .unwrap();
         assert_eq!(
             e.describe(),
@@ -708,12 +716,16 @@ mod tests {
 
     #[test]
     fn a_query_stays_after_the_path_and_its_values_are_never_shown() {
-        let e = Endpoint::new(EndpointConfig {
-            base_url: "http://127.0.0.1:1/v1/?api-version=2024-02-01&key=s3cr3tvalue#frag".into(),
-            model: "m".into(),
-            api_key_env: None,
-            timeout: Duration::from_secs(1),
-        })
+        let e = Endpoint::new(
+            EndpointConfig {
+                base_url: "http://127.0.0.1:1/v1/?api-version=2024-02-01&key=s3cr3tvalue#frag"
+                    .into(),
+                model: "m".into(),
+                api_key_env: None,
+                timeout: Duration::from_secs(1),
+            },
+            |_| None,
+        )
         .unwrap();
         assert_eq!(
             e.url,
@@ -765,17 +777,20 @@ mod tests {
             timeout: Duration::from_secs(1),
         };
         assert!(matches!(
-            Endpoint::new(cfg("ftp://x", None)),
+            Endpoint::new(cfg("ftp://x", None), |_| None),
             Err(EndpointError::Url(_))
         ));
         assert!(matches!(
-            Endpoint::new(cfg(
-                "http://127.0.0.1:1/v1",
-                Some("EVIDENCE_STORE_TEST_UNSET_KEY_VAR")
-            )),
+            Endpoint::new(
+                cfg(
+                    "http://127.0.0.1:1/v1",
+                    Some("EVIDENCE_STORE_TEST_UNSET_KEY_VAR")
+                ),
+                |_| None
+            ),
             Err(EndpointError::MissingKey(_))
         ));
-        let e = Endpoint::new(cfg("http://127.0.0.1:1/v1/", None)).unwrap();
+        let e = Endpoint::new(cfg("http://127.0.0.1:1/v1/", None), |_| None).unwrap();
         assert_eq!(
             e.describe(),
             "http://127.0.0.1:1/v1/chat/completions model m"
