@@ -16,7 +16,7 @@
 //! - no call outlives its deadline (plus a margin: "does not hang").
 //!
 //! Run by `tools/test.sh` after `tools/realmodel/setup.sh` has installed the model:
-//! `cargo test --test real_model -- --ignored --nocapture`. `REALMODEL_CACHE` names the
+//! `cargo test --test it real_model:: -- --ignored --nocapture`. `REALMODEL_CACHE` names the
 //! install directory (default `tools/.realmodel`).
 
 use crate::common;

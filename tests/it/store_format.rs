@@ -4,7 +4,7 @@
 //!
 //! The fixture is made once per schema version and then never again: it stands for the
 //! stores users already have. Run by hand only for a new schema version, with
-//! `cargo test --test store_format -- --ignored`, then commit the new file under a new name
+//! `cargo test --test it store_format:: -- --ignored`, then commit the new file under a new name
 //! beside the old one and write its expected values.
 
 use crate::common;
