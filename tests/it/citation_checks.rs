@@ -16,9 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Workspace, call_ok, connect};
+use common::{BIN, Workspace, call_ok, connect, hex_sha256};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const P: &str = "Check-0123456789ab";
 
@@ -59,13 +58,6 @@ fn codex_message(text: &str) -> Value {
     json!({"type": "response_item", "timestamp": "2026-01-20T13:00:02Z",
         "payload": {"type": "message", "role": "assistant",
             "content": [{"type": "output_text", "text": text}]}})
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The binary's runs under strace, when strace is here.

@@ -9,9 +9,8 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::{Workspace, call_ok, connect};
+use common::{Workspace, call_ok, connect, hex_sha256};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const P: &str = "Cite-0123456789ab";
 const RECEIPTS: &str = "projects/Cite-0123456789ab/receipts";
@@ -197,13 +196,6 @@ fn receipts(ws: &Workspace) -> BTreeMap<String, Vec<u8>> {
 fn receipt(ws: &Workspace, session_ref: &str, turn_ref: &str) -> Value {
     let rel = format!("{RECEIPTS}/evidence-{session_ref}-{turn_ref}.json");
     serde_json::from_slice(&ws.read(&rel)).expect("receipt is JSON")
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Runs `jq -c <filter>` on the receipt files (sorted by name). Without `jq` the test

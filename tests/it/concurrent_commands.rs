@@ -99,13 +99,9 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
         imports.clone(),
     );
 
-    let all: Vec<(usize, usize)> = (1..=SESSIONS)
-        .flat_map(|s| (1..=TURNS).map(move |t| (s, t)))
-        .collect();
     let mut tasks = Vec::new();
     for (i, client) in clients.iter().enumerate() {
-        // Interleaved, so that several processes append to the same card at once.
-        let mine: Vec<(usize, usize)> = all.iter().copied().skip(i).step_by(SERVERS).collect();
+        let mine = cards::share_of(i, SERVERS, SESSIONS, TURNS);
         let client = client.clone();
         let (exports, imports) = (exports.clone(), imports.clone());
         tasks.push(tokio::spawn(async move {
@@ -198,14 +194,7 @@ async fn writes_acknowledged_during_export_and_import_loops_are_all_kept() {
     );
     assert!(export_failures.is_empty(), "{export_failures:?}");
     assert!(import_failures.is_empty(), "{import_failures:?}");
-    assert_eq!(
-        in_files, acked,
-        "the files hold exactly the acknowledged writes"
-    );
-    assert_eq!(
-        in_store, acked,
-        "the store holds exactly the acknowledged writes"
-    );
+    cards::assert_hold_exactly(&in_files, &in_store, &acked);
     assert!(
         failed.is_empty(),
         "{} writes failed, such as {answers:?}",

@@ -141,14 +141,7 @@ async fn a_full_disk_loses_no_acknowledged_write_and_keeps_no_failed_one() {
     let copy = cards::exported(&store);
     let in_files = cards::chains_in(&root, PROJECT);
     let in_store = cards::chains_in(copy.path(), PROJECT);
-    assert_eq!(
-        in_files, acked,
-        "the files hold exactly the acknowledged writes"
-    );
-    assert_eq!(
-        in_store, acked,
-        "the store holds exactly the acknowledged writes"
-    );
+    cards::assert_hold_exactly(&in_files, &in_store, &acked);
 }
 
 /// `serve` on a workspace outside [`common::Workspace`].

@@ -22,13 +22,7 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 
-use common::{BIN, PROJECT, Workspace};
-
-/// The binary `serve` runs: `EVIDENCE_STORE_TEST_BIN` when set (to run these tests against
-/// another build, such as the one before a fix), else this crate's.
-fn bin() -> String {
-    std::env::var("EVIDENCE_STORE_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
-}
+use common::{BIN, PROJECT, Workspace, bin, eventually};
 
 /// A loopback endpoint that reads each request and never answers; counts the requests
 /// received and the connections the client closed (the request was dropped).
@@ -73,18 +67,6 @@ fn hanging_endpoint() -> Hanging {
         received,
         closed,
     }
-}
-
-/// Waits until `f` holds, for at most `secs` seconds; whether it held.
-async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while std::time::Instant::now() < end {
-        if f() {
-            return true;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    f()
 }
 
 /// One scripted model answer; `{N}` in a text becomes the nonce of the request's prompt.
@@ -205,6 +187,17 @@ fn fake_endpoint_with(
     }
 }
 
+/// A client named `name` that offers sampling, with tool use when `tools`.
+fn sampling_client(name: &str, tools: bool) -> ClientInfo {
+    let caps = ClientCapabilities::builder().enable_sampling();
+    let caps = if tools {
+        caps.enable_sampling_tools().build()
+    } else {
+        caps.build()
+    };
+    ClientInfo::new(caps, Implementation::new(name, "0"))
+}
+
 /// A client whose model is a script, offered through sampling.
 struct Sampler {
     tools: bool,
@@ -214,13 +207,7 @@ struct Sampler {
 
 impl ClientHandler for Sampler {
     fn get_info(&self) -> ClientInfo {
-        let caps = ClientCapabilities::builder().enable_sampling();
-        let caps = if self.tools {
-            caps.enable_sampling_tools().build()
-        } else {
-            caps.build()
-        };
-        ClientInfo::new(caps, Implementation::new("scripted-sampler", "0"))
+        sampling_client("scripted-sampler", self.tools)
     }
 
     async fn create_message(
@@ -1279,13 +1266,7 @@ struct GatedSampler {
 
 impl ClientHandler for GatedSampler {
     fn get_info(&self) -> ClientInfo {
-        ClientInfo::new(
-            ClientCapabilities::builder()
-                .enable_sampling()
-                .enable_sampling_tools()
-                .build(),
-            Implementation::new("gated-sampler", "0"),
-        )
+        sampling_client("gated-sampler", true)
     }
 
     async fn create_message(
@@ -1591,13 +1572,7 @@ struct SilentSampler {
 
 impl ClientHandler for SilentSampler {
     fn get_info(&self) -> ClientInfo {
-        ClientInfo::new(
-            ClientCapabilities::builder()
-                .enable_sampling()
-                .enable_sampling_tools()
-                .build(),
-            Implementation::new("silent-sampler", "0"),
-        )
+        sampling_client("silent-sampler", true)
     }
 
     async fn create_message(
@@ -2377,28 +2352,9 @@ async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
     client.cancel().await.ok();
 }
 
-/// A grep that compiles within the size limit but searches a multi-megabyte payload for
-/// seconds, longer than one grep's budget in a debug build.
+/// A grep that compiles within the size limit but searches a multi-megabyte payload (2 MB
+/// of [`common::wordy_log`]) for seconds, longer than one grep's budget in a debug build.
 const COSTLY_GREP: &str = r"\b(?:\w+\W+){8}[0-9]{40}";
-
-/// About 2 MB of log lines of words and numbers, which [`COSTLY_GREP`] is slow over.
-fn wordy_log() -> String {
-    let mut out = String::new();
-    let mut i = 0usize;
-    while out.len() < 2_000_000 {
-        out.push_str(&format!(
-            "2026-01-15T10:{:02}:{:02} INFO worker-{} handled request {i} for café user-{} in {} ms{}",
-            i / 60 % 60,
-            i % 60,
-            i % 7,
-            i % 250,
-            i * 31 % 1000,
-            if i % 50 == 49 { "\n" } else { " " }
-        ));
-        i += 1;
-    }
-    out
-}
 
 /// An endpoint that answers every chat request with ten [`COSTLY_GREP`] calls over
 /// `handle`, as a careless model might.
@@ -2447,7 +2403,7 @@ const HANG: std::time::Duration = std::time::Duration::from_secs(30);
 /// closing stdin with a third one searching ends `serve`.
 #[test]
 fn costly_sub_agent_greps_leave_ping_cancel_and_end_of_input_free() {
-    let s = setup(&[("big", "Bash", &wordy_log())]);
+    let s = setup(&[("big", "Bash", &common::wordy_log(2_000_000))]);
     let model = costly_grep_endpoint("big");
     let mut server = logged_line_server(&s, &model.url, "600");
     let read_grep = json!({"handle": "big", "extract": "errors", "mode": "read-grep"});
@@ -2506,7 +2462,7 @@ fn costly_sub_agent_greps_leave_ping_cancel_and_end_of_input_free() {
 /// truncate fallback saying so: the greps are held to what is left of the deadline.
 #[test]
 fn costly_sub_agent_greps_end_at_the_call_s_deadline() {
-    let s = setup(&[("big", "Bash", &wordy_log())]);
+    let s = setup(&[("big", "Bash", &common::wordy_log(2_000_000))]);
     let model = costly_grep_endpoint("big");
     let mut server = logged_line_server(&s, &model.url, "2");
     let call = server.call(

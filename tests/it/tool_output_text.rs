@@ -17,30 +17,14 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
 
-use common::{BIN, Client, PROJECT, Workspace, text};
+use common::{Client, PROJECT, Workspace, bin, eventually, text};
 
 /// The size cap of every answer (the default `--tool-output-max-bytes`).
 const CAP: usize = 12_288;
 
-fn bin() -> String {
-    std::env::var("EVIDENCE_STORE_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
-}
-
 /// Starts `serve` on the workspace with extra environment variables.
 async fn serve(ws: &Workspace, envs: &[(&str, &str)]) -> Client {
-    let root = ws.root().to_owned();
-    let envs: Vec<(String, String)> = envs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env("RUST_LOG", "off")
-            .envs(envs);
-    }))
-    .expect("server starts");
-    ().serve(transport).await.expect("initialize succeeds")
+    common::spawn_server_env(ws, envs).await.0
 }
 
 /// `tools/call`, failing the test when no answer comes within `limit` (the bug some tests
@@ -127,23 +111,9 @@ fn item_at(doc: &str, i: usize) -> usize {
     doc.find(&format!("{{\"id\":{i},")).expect("item") + 1
 }
 
-/// About 5.4 MB of log entries with words, numbers and non-ASCII text, 50 to a line.
+/// About 5.4 MB of [`common::wordy_log`].
 fn big_log() -> String {
-    let mut out = String::new();
-    let mut i = 0usize;
-    while out.len() < 5_400_000 {
-        out.push_str(&format!(
-            "2026-01-15T10:{:02}:{:02} INFO worker-{} handled request {i} for café user-{} in {} ms{}",
-            i / 60 % 60,
-            i % 60,
-            i % 7,
-            i % 250,
-            i * 31 % 1000,
-            if i % 50 == 49 { "\n" } else { " " }
-        ));
-        i += 1;
-    }
-    out
+    common::wordy_log(5_400_000)
 }
 
 /// A pattern whose search of [`big_log`] costs far more than the 5 s budget whatever the
@@ -669,18 +639,6 @@ async fn the_seed_phase_2_cases_run_on_handles_from_a_compact_read() {
         "the handle is the filename"
     );
     client.cancel().await.ok();
-}
-
-/// True once `f` holds, polled for at most `secs` seconds.
-async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    f()
 }
 
 /// A cancelled grep stops searching at once, well before its time budget would stop it.

@@ -40,6 +40,28 @@ pub fn user_trigger(summary: &str, lines: &str) -> Value {
     json!({"type": "explicit_user_message", "summary": summary, "citations": [{"lines": lines}]})
 }
 
+/// The `(session, turn)` chains writer `i` of `writers` writes, of `sessions` sessions of
+/// `turns` turns each: interleaved, so that several writers append to the same card at once.
+pub fn share_of(i: usize, writers: usize, sessions: usize, turns: usize) -> Vec<(usize, usize)> {
+    (1..=sessions)
+        .flat_map(|s| (1..=turns).map(move |t| (s, t)))
+        .skip(i)
+        .step_by(writers)
+        .collect()
+}
+
+/// The card files and the store each hold exactly the acknowledged chains.
+pub fn assert_hold_exactly<T: PartialEq + std::fmt::Debug>(in_files: &T, in_store: &T, acked: &T) {
+    assert_eq!(
+        in_files, acked,
+        "the files hold exactly the acknowledged writes"
+    );
+    assert_eq!(
+        in_store, acked,
+        "the store holds exactly the acknowledged writes"
+    );
+}
+
 /// Every `(session, turn)` in the card files of `project` under `root` (files not ending
 /// in `.json` are passed over); every card must be whole JSON and no chain may appear
 /// twice.

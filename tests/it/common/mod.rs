@@ -3,6 +3,7 @@
 
 pub mod cards;
 pub mod http;
+pub mod rng;
 pub mod stdio;
 pub mod terminal;
 
@@ -16,6 +17,55 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_evidence-store");
+
+/// The binary the tests that can name another build run: `EVIDENCE_STORE_TEST_BIN` when
+/// set (to show a test fails on a build before a fix), else this crate's [`BIN`]. The
+/// variable is read by the test process and names the child to start; it is never passed
+/// to the child.
+pub fn bin() -> PathBuf {
+    std::env::var_os("EVIDENCE_STORE_TEST_BIN").map_or_else(|| PathBuf::from(BIN), PathBuf::from)
+}
+
+/// The SHA-256 of `bytes` as lowercase hex, as receipts and documents record it.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// At least `bytes` of log entries with words, numbers and non-ASCII text, 50 to a line:
+/// a payload that costly greps are slow over.
+pub fn wordy_log(bytes: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0usize;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "2026-01-15T10:{:02}:{:02} INFO worker-{} handled request {i} for café user-{} in {} ms{}",
+            i / 60 % 60,
+            i % 60,
+            i % 7,
+            i % 250,
+            i * 31 % 1000,
+            if i % 50 == 49 { "\n" } else { " " }
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// Whether `f` holds, polled every 20 ms for at most `secs` seconds (then once more).
+pub async fn eventually(secs: u64, f: impl Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    f()
+}
 pub const PROJECT: &str = "Demo-0123456789ab";
 /// Lines of the session [`Workspace::add_large_session`] adds, and where it is.
 pub const LARGE_SESSION_LINES: usize = 2000;
@@ -311,7 +361,7 @@ pub async fn call_ok(client: &Client, tool: &str, args: Value) -> Value {
     ok_json(&call(client, tool, args).await)
 }
 
-/// Starts `serve` with extra environment variables (such as `EVIDENCE_STORE_FAULT`, which
+/// Starts `serve` ([`bin`]) with extra environment variables (such as `EVIDENCE_STORE_FAULT`, which
 /// debug builds read to fail at a known step); also returns the server's pid.
 pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client, Option<u32>) {
     let root = ws.root().to_owned();
@@ -319,7 +369,7 @@ pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client,
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
         cmd.arg("serve")
             .env("PROMPT_DIARY_WORKSPACE", &root)
             // Logs off: the faults a test injects are expected, not noise in its output.
