@@ -1,6 +1,7 @@
 //! The layout is the architecture: `src/` has one folder per layer, and a layer uses only
 //! the layers below it (ARCHITECTURE.md draws them). These tests read the source and fail
-//! on an import that runs up, or on a crate named outside the one layer that may know it.
+//! on an import that runs up, on a crate named outside the one layer that may know it, or
+//! on a file opened outside the modules that may open files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -182,4 +183,68 @@ fn redb_bincode_and_rmcp_are_named_only_where_they_belong() {
         }
     }
     assert!(misplaced.is_empty(), "{}", misplaced.join("\n"));
+}
+
+/// Code that may open files by path or descriptor, and why; every other module asks
+/// `src/session/` for session files and `fsutil` for other workspace files.
+const MAY_OPEN: [(&str, &str); 8] = [
+    (
+        "src/util/fsutil.rs",
+        "the confined opens (openat2 beneath the held-open workspace root) that session/ and every workspace file read go through",
+    ),
+    ("src/store/", "the store's own redb file"),
+    (
+        "src/import/rebuild.rs",
+        "fsyncs the rebuilt store and its directory",
+    ),
+    (
+        "src/cli/run.rs",
+        "the `run` shim's state file in its private temp dir",
+    ),
+    (
+        "src/citations/check.rs",
+        "cited files in the project directory, never session files",
+    ),
+    ("src/documents/evidence.rs", "a unit test reads its fixture"),
+    (
+        "src/tool_output/lookup.rs",
+        "debug builds only: the tests' stand-in reads payloads from EVIDENCE_STORE_TEST_PAYLOADS",
+    ),
+    (
+        "src/session/",
+        "the session files themselves (through fsutil::open_regular)",
+    ),
+];
+
+/// Spellings of opening a file.
+const OPENS: [&str; 7] = [
+    "File::open",
+    "OpenOptions",
+    "openat",
+    "fs::read(",
+    "fs::read_to_string(",
+    "rfs::open(",
+    "libc::open",
+];
+
+/// Only `src/session/` opens session files: no other module outside the short list of
+/// [`MAY_OPEN`] (each of which opens something else) opens a file at all.
+#[test]
+fn only_the_session_module_opens_session_files() {
+    let mut offenders = Vec::new();
+    for (rel, text) in sources() {
+        let rel = format!("src/{rel}");
+        if MAY_OPEN.iter().any(|(allowed, _)| rel.starts_with(allowed)) {
+            continue;
+        }
+        for (n, code) in code_lines(&text) {
+            if let Some(open) = OPENS.iter().find(|o| code.contains(*o)) {
+                offenders.push(format!("{rel}:{n}: {open}"));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "files opened outside src/session/ and the allowed modules: {offenders:#?}"
+    );
 }

@@ -4,7 +4,7 @@
 //! replaced by a symlink after import is refused by a `serve` already running, and the
 //! file it points to is never opened.
 //!
-//! The binary is the one cargo built; `SESSION_FILES_BIN` names another one (to show
+//! The binary is the one cargo built; `EVIDENCE_STORE_TEST_BIN` names another one (to show
 //! these tests fail on a build before the change).
 
 use crate::common;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{PROJECT, Workspace};
+use common::{PROJECT, Workspace, bin};
 use serde_json::{Value, json};
 
 /// Far longer than any of these commands or requests takes; they used to take forever.
@@ -26,10 +26,6 @@ const BOUND: Duration = Duration::from_secs(30);
 const SWAPPING: Duration = Duration::from_secs(5);
 
 const SESSION: &str = "projects/Demo-0123456789ab/sessions/claude-code/tools.jsonl";
-
-fn bin() -> PathBuf {
-    std::env::var_os("SESSION_FILES_BIN").map_or_else(|| PathBuf::from(common::BIN), PathBuf::from)
-}
 
 /// Turns of the tools session: each a human prompt (its trigger), a `Bash` call, its
 /// result and an answer, four lines.
@@ -459,91 +455,4 @@ fn a_session_replaced_by_a_symlink_is_refused_on_schema_2() {
 #[test]
 fn a_session_replaced_by_a_symlink_is_refused_on_schema_7() {
     a_session_replaced_by_a_symlink_is_refused(7);
-}
-
-/// Code that may open files by path or descriptor, and why; every other module asks
-/// `src/session/` for session files and `fsutil` for other workspace files.
-const MAY_OPEN: [(&str, &str); 8] = [
-    (
-        "src/util/fsutil.rs",
-        "the confined opens (openat2 beneath the held-open workspace root) that session/ and every workspace file read go through",
-    ),
-    ("src/store/", "the store's own redb file"),
-    (
-        "src/import/rebuild.rs",
-        "fsyncs the rebuilt store and its directory",
-    ),
-    (
-        "src/cli/run.rs",
-        "the `run` shim's state file in its private temp dir",
-    ),
-    (
-        "src/citations/check.rs",
-        "cited files in the project directory, never session files",
-    ),
-    ("src/documents/evidence.rs", "a unit test reads its fixture"),
-    (
-        "src/tool_output/lookup.rs",
-        "debug builds only: the tests' stand-in reads payloads from EVIDENCE_STORE_TEST_PAYLOADS",
-    ),
-    (
-        "src/session/",
-        "the session files themselves (through fsutil::open_regular)",
-    ),
-];
-
-/// Spellings of opening a file.
-const OPENS: [&str; 7] = [
-    "File::open",
-    "OpenOptions",
-    "openat",
-    "fs::read(",
-    "fs::read_to_string(",
-    "rfs::open(",
-    "libc::open",
-];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("src readable").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// Only `src/session/` opens session files: no other module outside the short list of
-/// [`MAY_OPEN`] (each of which opens something else) opens a file at all.
-#[test]
-fn only_the_session_module_opens_session_files() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    let mut offenders = Vec::new();
-    for file in files {
-        let rel = file
-            .strip_prefix(root)
-            .expect("under the crate")
-            .to_string_lossy()
-            .into_owned();
-        if MAY_OPEN.iter().any(|(allowed, _)| rel.starts_with(allowed)) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).expect("source readable");
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            if let Some(open) = OPENS.iter().find(|o| code.contains(*o)) {
-                offenders.push(format!("{rel}:{}: {open}", n + 1));
-            }
-        }
-    }
-    assert!(
-        offenders.is_empty(),
-        "files opened outside src/session/ and the allowed modules: {offenders:#?}"
-    );
 }
