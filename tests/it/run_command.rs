@@ -46,6 +46,11 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// What `out` said on stderr, the workspace's path shown as `<W>`.
+fn stderr_in(ws: &Workspace, out: &Output) -> String {
+    ws.redact(&String::from_utf8_lossy(&out.stderr))
+}
+
 #[test]
 fn the_command_runs_with_report_first_on_path_and_its_exit_code_is_returned() {
     let ws = Workspace::empty();
@@ -73,7 +78,7 @@ fn the_command_runs_with_report_first_on_path_and_its_exit_code_is_returned() {
     // A command that cannot be started is an error, not a silent success.
     let out = run(ws.root(), None, &["--", "/nonexistent/cmd"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/cmd"));
+    insta::assert_snapshot!("run_of_a_missing_command", stderr_in(&ws, &out));
 }
 
 #[test]
@@ -135,7 +140,7 @@ fn other_report_calls_reach_the_real_report_unchanged() {
     // Without a real one, the shim says so and exits 127, as a shell would.
     let out = run(ws.root(), None, &["--", "report", "--version"]);
     assert_eq!(out.status.code(), Some(127), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no other `report` on PATH"));
+    insta::assert_snapshot!("report_without_a_real_one", stderr_in(&ws, &out));
 }
 
 /// prompt-diary's server command under `run`, with the workspace only in
@@ -239,9 +244,9 @@ fn after_the_command_the_workspace_is_imported_then_exported() {
     ws.write("metadata.json", "[]");
     let out = run(ws.root(), None, &["--workspace", &root, "--", "true"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("after the command: import of"),
-        "{out:?}"
+    insta::assert_snapshot!(
+        "run_whose_import_after_the_command_fails",
+        stderr_in(&ws, &out)
     );
 }
 

@@ -44,10 +44,7 @@ fn import_of_a_wrong_workspace_creates_nothing() {
     assert_eq!(tree(dir.root()), Vec::<String>::new(), "nothing created");
     // A later dump does not pretend there is an (empty) store.
     let err = dir.redact(&dir.fails(&["dump"]));
-    assert!(
-        err.contains("no store at <W>/.evidence-store/store.redb"),
-        "{err}"
-    );
+    insta::assert_snapshot!("dump_without_a_store", err);
 }
 
 #[tokio::test]
@@ -80,7 +77,7 @@ async fn serve_outside_a_workspace_says_so_and_creates_nothing() {
     assert_eq!(got["errors"][0]["message"], problem);
     let title = json!({"title": {"text": "t", "citations": []}});
     let got = call(&client, "write_report_title", title).await;
-    assert!(text(&got).contains(&problem), "{}", text(&got));
+    insta::assert_snapshot!("write_outside_a_workspace", cwd.redact(text(&got)));
     client.cancel().await.expect("clean shutdown");
 
     assert_eq!(tree(cwd.root()), Vec::<String>::new(), "nothing created");
@@ -101,18 +98,7 @@ fn serve_on_a_wrong_workspace_warns_on_stderr_at_start() {
         .expect("serve runs");
     assert!(out.stdout.is_empty(), "stdout carries only MCP messages");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let shown = cwd.root().display().to_string();
-    assert!(
-        stderr.starts_with(&format!(
-            "evidence-store serve: WARNING: the prepared workspace {shown} cannot be served: \
-             required JSON file is missing: {shown}/metadata.json\n"
-        )),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("give --workspace (or PROMPT_DIARY_WORKSPACE)"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!("serve_on_a_wrong_workspace", cwd.redact(&stderr));
     // A valid workspace starts without it.
     let ws = Workspace::example();
     let out = Command::new(BIN)
@@ -166,6 +152,5 @@ fn help_names_every_command_and_argument() {
     let at = |name: &str| help.find(&format!("\n  {name} ")).unwrap_or(usize::MAX);
     assert!(at("verify-citations") < at("help"), "{help}");
     assert!(help.contains("`verify-citations` checks"), "{help}");
-    let err = ws.fails(&["help", "nosuch"]);
-    assert!(err.contains("unrecognized subcommand 'nosuch'"), "{err}");
+    insta::assert_snapshot!("help_nosuch", ws.fails(&["help", "nosuch"]));
 }
