@@ -270,22 +270,11 @@ async fn serve_with<C: ClientHandler>(
     client: C,
     envs: &[(&str, &str)],
 ) -> RunningService<RoleClient, C> {
-    let root = s.ws.root().to_owned();
-    let payloads = s.payloads.path().to_owned();
-    let envs: Vec<(String, String)> = envs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
-        cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
-            .env("EVIDENCE_STORE_TEST_PAYLOADS", &payloads)
-            .env("RUST_LOG", "off")
+    let transport = common::serve_transport(&s.ws, envs, |cmd| {
+        cmd.env("EVIDENCE_STORE_TEST_PAYLOADS", s.payloads.path())
             .env_remove("EVIDENCE_STORE_MODEL_URL")
-            .env_remove("EVIDENCE_STORE_MODEL")
-            .envs(envs);
-    }))
-    .expect("server starts");
+            .env_remove("EVIDENCE_STORE_MODEL");
+    });
     client.serve(transport).await.expect("initialize succeeds")
 }
 

@@ -361,22 +361,29 @@ pub async fn call_ok(client: &Client, tool: &str, args: Value) -> Value {
     ok_json(&call(client, tool, args).await)
 }
 
-/// Starts `serve` ([`bin`]) with extra environment variables (such as `EVIDENCE_STORE_FAULT`, which
-/// debug builds read to fail at a known step); also returns the server's pid.
-pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client, Option<u32>) {
-    let root = ws.root().to_owned();
-    let envs: Vec<(String, String)> = envs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
+/// `serve` ([`bin`]) on `ws`, logs off, as a client's transport: `setup` adjusts the
+/// command, then `envs` are set (so they win).
+pub fn serve_transport(
+    ws: &Workspace,
+    envs: &[(&str, &str)],
+    setup: impl FnOnce(&mut tokio::process::Command),
+) -> TokioChildProcess {
+    TokioChildProcess::new(tokio::process::Command::new(bin()).configure(|cmd| {
         cmd.arg("serve")
-            .env("PROMPT_DIARY_WORKSPACE", &root)
+            .env("PROMPT_DIARY_WORKSPACE", ws.root())
             // Logs off: the faults a test injects are expected, not noise in its output.
-            .env("RUST_LOG", "off")
-            .envs(envs);
+            .env("RUST_LOG", "off");
+        setup(cmd);
+        cmd.envs(envs.iter().copied());
     }))
-    .expect("server starts");
+    .expect("server starts")
+}
+
+/// Starts `serve` ([`bin`]) with extra environment variables (such as
+/// `EVIDENCE_STORE_FAULT`, which debug builds read to fail at a known step); also returns
+/// the server's pid.
+pub async fn spawn_server_env(ws: &Workspace, envs: &[(&str, &str)]) -> (Client, Option<u32>) {
+    let transport = serve_transport(ws, envs, |_| {});
     let pid = transport.id();
     (().serve(transport).await.expect("initialize succeeds"), pid)
 }
