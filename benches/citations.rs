@@ -50,20 +50,10 @@ const WORDS: &[&str] = &[
     "x = 42;",
 ];
 
-/// A tiny deterministic generator (xorshift), so runs compare.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+/// A deterministic generator (xorshift, shared with the tests), so runs compare.
+#[path = "../tests/it/common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn message(rng: &mut Rng, i: usize) -> String {
     let target = 512 + rng.below(8 * 1024 - 512);

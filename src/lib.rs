@@ -4,7 +4,7 @@
 //! `cli` and `mcp` are the edges, `service` is the transport-independent core they share,
 //! `import`, `view`, `citations`, `tool_output`, `documents`, `read` and `session` are
 //! its features, `store` is the only code that knows redb, and `workspace` and `util` are the
-//! ground everything stands on. A layer uses only the layers below it (`tests/layers.rs`).
+//! ground everything stands on. A layer uses only the layers below it (`tests/it/layers.rs`).
 
 pub(crate) mod citations;
 pub mod cli;
@@ -34,7 +34,7 @@ pub mod harness {
     /// The deepest message `serve` takes; the protocol tests send one just within it.
     pub use crate::mcp::DEPTH_MAX;
 
-    /// The read path without the transport: `tests/read_text.rs` compares its printed
+    /// The read path without the transport: `tests/it/read_text.rs` compares its printed
     /// text with its records, `benches/read_path.rs` times it.
     pub use crate::read::session_lines::TextForm;
     pub use crate::read::{Mode, ReadRequest};
@@ -42,7 +42,7 @@ pub mod harness {
     pub use crate::workspace::WorkspaceRoot;
 
     /// What a real model's final report becomes in a tool result: the oracle of
-    /// `tests/real_model.rs`, which runs the binary against a live endpoint.
+    /// `tests/it/real_model.rs`, which runs the binary against a live endpoint.
     pub use crate::tool_output::context::unclosed_note;
     pub use crate::tool_output::report::parse_final_report;
     pub use crate::tool_output::truncate::truncate;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write tests/fixtures/pages_0220/: the pages prompt-diary 0.2.20 answers on the example
-workspace made schema 7 (tests/read_pages.rs builds the same workspace).
+workspace made schema 7 (tests/it/read_pages.rs builds the same workspace).
 
 The workspace: examples/workspace with metadata schema_version 7, index rows without the
 subagent fields, and long_lines.jsonl appended to S0001 (a 77,000-character assistant

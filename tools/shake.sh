@@ -9,8 +9,8 @@
 #   -t THREADS        comma-separated --test-threads values, used in turn (default 1,2,4,8)
 #   -b BUSY_PER_CORE  busy-looping processes per core while the tests run (default 2; 0: none)
 #
-# Examples: `tools/shake.sh` (the whole suite, 5 runs); `tools/shake.sh -n 2 --test
-# run_command --test session_files`. Exits 1 when any run had a failure. Logs of every run
+# Examples: `tools/shake.sh` (the whole suite, 5 runs); `tools/shake.sh -n 2 --test it
+# -- run_command:: session_files::`. Exits 1 when any run had a failure. Logs of every run
 # stay in a temp directory, named at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +67,7 @@ for ((run = 1; run <= runs; run++)); do
   status=$?
   set -e
   took=$((SECONDS - started))
-  # Each failed test, under the test binary it belongs to ("Running tests/x.rs (...)").
+  # Each failed test, under the test binary it belongs to ("Running tests/it/main.rs (...)").
   mapfile -t failed < <(awk '
     /^ *Running / { bin = ($2 == "unittests") ? $3 : $2 }
     /^ *Doc-tests / { bin = "doc-tests " $2 }

