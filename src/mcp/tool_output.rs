@@ -60,7 +60,7 @@ impl Server {
         }
         let h = handle.to_owned();
         let resolved = self.call(move |service| service.resolve_handle(&h)).await?;
-        Ok(resolved.map(|r| match r {
+        Ok(resolved.map_err(|e| e.to_string()).map(|r| match r {
             Resolved::Found(p) => Lookup::Found {
                 text: p.text,
                 source: Source {

@@ -12,6 +12,7 @@ pub mod contract;
 #[cfg(test)]
 mod format_tests;
 mod guard;
+mod kind;
 mod migrate;
 mod records;
 pub mod schema;
