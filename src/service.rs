@@ -401,57 +401,55 @@ impl Service {
         }
     }
 
-    pub fn read_session_lines(&self, request: &ReadRequest) -> ReadResult {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_lines(store, &self.root.path, request),
-            Err(problem) => unavailable(&problem),
-        }
-    }
-
-    /// [`Service::read_session_lines`] as tool-result text ([`read::session_lines::read_session_text`]).
-    pub fn read_session_text(&self, request: &ReadRequest) -> String {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_text(store, &self.root.path, request),
-            Err(problem) => unavailable(&problem).to_pretty_json(),
-        }
-    }
-
-    /// One page of a read under the paged contract, as tool-result text
-    /// ([`crate::read::pages::read_session_page`]).
-    pub fn read_session_page(&self, request: &ReadRequest, cursor: Option<RawCursor>) -> String {
-        match self.readable() {
-            Ok(store) => pages::read_session_page(store, &self.root.path, request, cursor),
-            Err(problem) => pages::invalid_text(&unavailable(&problem)),
-        }
-    }
-
-    /// [`Service::read_session_text`] in pieces as they are printed
-    /// ([`read::session_lines::read_session_pieces`]).
-    pub fn read_session_pieces(
+    /// `read_session_lines`, the one read entry point: its answer's text handed to `sink`.
+    /// Under the paged contract one page from `cursor`, made whole
+    /// ([`pages::read_session_page`]); otherwise the records printed in pieces as they
+    /// are made ([`read::session_lines::read_session_pieces`]; `cursor` is not part of
+    /// that contract).
+    pub fn read(
         &self,
         request: &ReadRequest,
-        form: read::session_lines::TextForm,
-        mut emit: impl FnMut(String) -> bool,
+        cursor: Option<RawCursor>,
+        sink: &mut impl read::Sink,
     ) {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_pieces(
+        // Decided before the start is retried, as the adapter decided the arguments.
+        let paged = self.contract().rules().paged_reads;
+        let store = match self.readable() {
+            Ok(store) => store,
+            Err(problem) => {
+                let answer = unavailable(&problem);
+                let text = if paged {
+                    pages::invalid_text(&answer)
+                } else {
+                    answer.to_pretty_json()
+                };
+                return read::whole(sink, text);
+            }
+        };
+        if paged {
+            read::whole(
+                sink,
+                pages::read_session_page(store, &self.root.path, request, cursor),
+            );
+        } else {
+            let form = sink.form();
+            read::session_lines::read_session_pieces(
                 store,
                 &self.root.path,
                 request,
                 form,
-                emit,
-            ),
-            Err(problem) => {
-                let text = unavailable(&problem).to_pretty_json();
-                emit(match form {
-                    read::session_lines::TextForm::Text => text,
-                    read::session_lines::TextForm::JsonString => {
-                        let mut content = String::with_capacity(text.len() + text.len() / 8);
-                        crate::util::pyjson::write_string_content(&mut content, &text);
-                        content
-                    }
-                });
-            }
+                |piece| sink.piece(piece),
+            );
+        }
+    }
+
+    /// The unpaged read ending in records instead of text: the oracle the tests and
+    /// benches compare [`Service::read`]'s text with.
+    #[doc(hidden)]
+    pub fn read_records(&self, request: &ReadRequest) -> ReadResult {
+        match self.readable() {
+            Ok(store) => read::session_lines::read_session_lines(store, &self.root.path, request),
+            Err(problem) => unavailable(&problem),
         }
     }
 
@@ -624,7 +622,7 @@ impl Service {
             Some(current),
             previous,
         )
-        .map_err(|message| Problem::new(field, message, restore)))
+        .map_err(|e| Problem::new(field, e.to_string(), restore)))
     }
 
     /// `write_work_item`: parse the item, then in one store transaction gather the
