@@ -1,6 +1,6 @@
 //! Where a 2000-line compact read spends its time, in process (no MCP, no pipe):
 //! single-thread costs of hashing, parsing and compacting the lines, then the read as
-//! the server answers it (`read_session_pieces` printing the JSON string content the
+//! the server answers it (`Service::read` printing the JSON string content the
 //! MCP message carries: chunks read and checked, then compacted and printed on two
 //! threads), the text alone, the records path printed afterwards, and printing alone.
 //!
@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use evidence_store::harness::{
-    Mode, ReadRequest, Service, TextForm, WorkspaceRoot, compact_line, hash_line, parse_borrowed,
+    Mode, ReadRequest, Service, Sink, TextForm, WorkspaceRoot, compact_line, hash_line,
+    parse_borrowed,
 };
 
 const DEFAULT_WORKSPACE: &str = "/tmp/evidence-store-bench/read-200M";
@@ -23,12 +24,30 @@ const WIDTH: i64 = 2000;
 /// The read as the server makes it: the content of the JSON string its message carries,
 /// in pieces as they are printed.
 fn server_path(service: &Service, request: &ReadRequest) -> usize {
-    let mut bytes = 0;
-    service.read_session_pieces(request, TextForm::JsonString, |piece| {
-        bytes += std::hint::black_box(piece).len();
+    let mut bytes = Counted(0);
+    service.read(request, None, &mut bytes);
+    bytes.0
+}
+
+/// Counts the bytes of a read's JSON string content, as the server's transport takes it.
+struct Counted(usize);
+
+impl Sink for Counted {
+    fn form(&self) -> TextForm {
+        TextForm::JsonString
+    }
+
+    fn piece(&mut self, piece: String) -> bool {
+        self.0 += std::hint::black_box(piece).len();
         true
-    });
-    bytes
+    }
+}
+
+/// The read's whole text.
+fn text_path(service: &Service, request: &ReadRequest) -> String {
+    let mut text = String::new();
+    service.read(request, None, &mut text);
+    text
 }
 
 fn main() {
@@ -100,17 +119,17 @@ fn main() {
         json.push(t.elapsed());
         std::thread::sleep(gap);
         let t = Instant::now();
-        std::hint::black_box(service.read_session_text(&request));
+        std::hint::black_box(text_path(&service, &request));
         text.push(t.elapsed());
         std::thread::sleep(gap);
         let t = Instant::now();
-        std::hint::black_box(service.read_session_lines(&request).to_pretty_json());
+        std::hint::black_box(service.read_records(&request).to_pretty_json());
         records.push(t.elapsed());
     }
     print_stats("text + JSON string (server)", &mut json);
     print_stats("text", &mut text);
     print_stats("records, then printed", &mut records);
-    let result = service.read_session_lines(&request);
+    let result = service.read_records(&request);
     let text = result.to_pretty_json();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..40 {

@@ -36,8 +36,7 @@ pub mod harness {
 
     /// The read path without the transport: `tests/it/read_text.rs` compares its printed
     /// text with its records, `benches/read_path.rs` times it.
-    pub use crate::read::session_lines::TextForm;
-    pub use crate::read::{Mode, ReadRequest};
+    pub use crate::read::{Mode, ReadRequest, Sink, TextForm};
     pub use crate::service::Service;
     pub use crate::workspace::WorkspaceRoot;
 

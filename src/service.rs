@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,19 +14,20 @@ use crate::documents::problems::Problem;
 use crate::documents::report::{self, Context, IndexedTurn, ProjectContext, Written};
 use crate::documents::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::documents::{self, DocumentError};
-use crate::import::{self, ImportOptions, Quiet};
+use crate::import::{self, ImportError, ImportOptions, Quiet};
 use crate::read::pages::{self, RawCursor};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Lookup, Writer};
-use crate::store::{Store, StoreError};
+use crate::store::{OpenError, Store, StoreError};
 use crate::tool_output::handles;
 use crate::tool_output::lookup;
 use crate::tool_output::service::ToolOutput;
+use crate::util::kind::Kind;
 use crate::util::pyjson::{Value, py_repr};
 use crate::util::wait::Locks;
 use crate::workspace::Unknown;
-use crate::workspace::WorkspaceRoot;
 use crate::workspace::contract::Contract;
+use crate::workspace::{LoadError, WorkspaceRoot, layout};
 
 /// The tools' shared state: the store, or the reason there is none.
 ///
@@ -49,7 +50,7 @@ pub struct Service {
     /// The start-up import has not completed yet (deferred or failed transiently).
     pending: AtomicBool,
     /// The last start problem: a transient one is retried, any other kept.
-    problem: Mutex<Option<StartProblem>>,
+    problem: Mutex<Option<Arc<Unavailable>>>,
     /// Held by whoever is (re)starting, so that one call at a time does.
     starting: Mutex<()>,
     /// How its imports run (how citations are extracted).
@@ -89,51 +90,93 @@ impl Config {
     }
 }
 
-#[derive(Debug, Clone)]
-struct StartProblem {
-    message: String,
-    transient: bool,
+/// Why a start attempt failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The workspace's own store is not a file of its own.
+    #[error("{0}")]
+    OwnStore(String),
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// Neither a writable nor (on read-only media) a read-only open succeeded.
+    #[error("{writable} (and read-only: {read_only})")]
+    ReadOnly {
+        writable: OpenError,
+        read_only: OpenError,
+    },
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    #[error("the store is not open")]
+    NotOpen,
 }
 
-/// An error text naming a shortage that goes away by itself: too many open files in
-/// this process (EMFILE) or in the system (ENFILE). Matched on the OS error's code as
-/// every I/O error prints it, through any wrapping.
-fn is_transient(message: &str) -> bool {
-    message.contains(&format!("(os error {})", libc::EMFILE))
-        || message.contains(&format!("(os error {})", libc::ENFILE))
-        || message.contains(BUSY_MARK)
+impl StartError {
+    /// Whether the next call starts again: a lock on the store held past the wait's
+    /// bound, or a shortage of open files, found by variant and OS error code.
+    pub fn kind(&self) -> Kind {
+        match self {
+            StartError::Load(e) => e.kind,
+            StartError::Open(e) => e.kind(),
+            StartError::ReadOnly {
+                writable,
+                read_only,
+            } => writable.kind().or(read_only.kind()),
+            StartError::Import(e) => e.kind(),
+            StartError::OwnStore(_) | StartError::NotOpen => Kind::Lasting,
+        }
+    }
+}
+
+/// Why the workspace cannot be served: the start's failure, naming the workspace (and,
+/// for a busy store, who holds the document lock).
+#[derive(Debug, thiserror::Error)]
+#[error("the prepared workspace {workspace} cannot be served: {cause}{hint}")]
+pub struct Unavailable {
+    workspace: String,
+    cause: StartError,
+    hint: String,
+}
+
+impl Unavailable {
+    pub fn kind(&self) -> Kind {
+        self.cause.kind()
+    }
+}
+
+/// Why a tool cannot answer: the workspace cannot be served, or the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Unavailable(Arc<Unavailable>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// How long a read or `prompt_diary_ping` waits for a lock on the store held by another
 /// process (a commit takes milliseconds; a stopped or stuck holder must not stop reads).
 const READ_WAIT: Duration = Duration::from_secs(2);
 
-/// What every message about a lock on the store held past the wait's bound contains
-/// ([`StoreError::Busy`]).
-const BUSY_MARK: &str = "sets how long to wait";
-
 /// Why a write cannot start.
-enum NotWritable {
+#[derive(Debug, thiserror::Error)]
+pub enum NotWritable {
     /// The start-up import still waits for the document lock.
-    Busy(String),
-    Unavailable(String),
+    #[error(transparent)]
+    Busy(ImportError),
+    #[error(transparent)]
+    Unavailable(Arc<Unavailable>),
 }
 
 impl NotWritable {
     fn into_problem(self) -> Problem {
         match self {
-            NotWritable::Busy(message) => Problem::new(
+            NotWritable::Busy(e) => Problem::new(
                 "document_lock",
-                message,
+                e.to_string(),
                 "retry when the named process is done; if it is stuck, stop it",
             ),
-            NotWritable::Unavailable(message) => Problem::new("workspace", message, WORKSPACE_HINT),
-        }
-    }
-
-    fn into_message(self) -> String {
-        match self {
-            NotWritable::Busy(m) | NotWritable::Unavailable(m) => m,
+            NotWritable::Unavailable(u) => Problem::new("workspace", u.to_string(), WORKSPACE_HINT),
         }
     }
 }
@@ -155,16 +198,18 @@ const WORKSPACE_HINT: &str =
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
 /// naming it.
-fn open_store(path: &Path, lock_wait: Duration) -> Result<Store, String> {
+fn open_store(path: &Path, lock_wait: Duration) -> Result<Store, StartError> {
     match Store::open(path, lock_wait) {
         Ok(store) => Ok(store),
-        Err(e @ crate::store::OpenError::Store(StoreError::Busy { .. })) => Err(e.to_string()),
+        Err(e) if e.kind() == Kind::StoreBusy => Err(e.into()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
             tracing::warn!(error = %e, "the store is on read-only media: serving it read-only");
-            Store::open_read_only(path, lock_wait)
-                .map_err(|read_only| format!("{e} (and read-only: {read_only})"))
+            Store::open_read_only(path, lock_wait).map_err(|read_only| StartError::ReadOnly {
+                writable: e,
+                read_only,
+            })
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -207,7 +252,7 @@ impl Service {
                 crate::util::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
         }
         if let Some(problem) = service.current_problem() {
-            tracing::debug!(problem = %problem.message, "workspace unavailable; every call will report it");
+            tracing::debug!(%problem, "workspace unavailable; every call will report it");
         }
         service
     }
@@ -217,59 +262,68 @@ impl Service {
     /// (a lock held by another process).
     pub fn unavailable(&self) -> Option<String> {
         self.current_problem()
-            .filter(|p| !p.transient)
-            .map(|p| p.message)
+            .filter(|p| !p.kind().is_transient())
+            .map(|p| p.to_string())
     }
 
-    fn current_problem(&self) -> Option<StartProblem> {
+    fn current_problem(&self) -> Option<Arc<Unavailable>> {
         match self.problem.lock() {
             Ok(slot) => slot.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
-    fn set_problem(&self, problem: Option<StartProblem>) {
+    fn set_problem(&self, problem: Option<Arc<Unavailable>>) {
         match self.problem.lock() {
             Ok(mut slot) => *slot = problem,
             Err(poisoned) => *poisoned.into_inner() = problem,
         }
     }
 
-    fn unavailable_message(&self, problem: &str) -> String {
-        format!(
-            "the prepared workspace {} cannot be served: {problem}",
-            self.root.display
-        )
+    /// The workspace cannot be served because of `cause`; a lock on the store held past
+    /// the wait's bound names who holds the document lock, when it says.
+    fn unavailable_for(&self, cause: StartError) -> Arc<Unavailable> {
+        let hint = if cause.kind() == Kind::StoreBusy {
+            documents::holder_hint(&self.root.path)
+        } else {
+            String::new()
+        };
+        Arc::new(Unavailable {
+            workspace: self.root.display.clone(),
+            cause,
+            hint,
+        })
     }
 
     /// One attempt to finish starting (under `starting`): load and open what is not open
     /// yet, then the import, waiting at most `lock_wait` for the document lock.
-    /// `Err` is a message for [`NotWritable::Busy`].
-    fn try_start(&self, _starting: &MutexGuard<'_, ()>, lock_wait: Duration) -> Result<(), String> {
+    /// `Err` is the import's lock wait, for [`NotWritable::Busy`].
+    fn try_start(
+        &self,
+        _starting: &MutexGuard<'_, ()>,
+        lock_wait: Duration,
+    ) -> Result<(), ImportError> {
         if !self.pending.load(Ordering::Acquire) {
             return Ok(());
         }
-        if self.current_problem().is_some_and(|p| !p.transient) {
+        if self
+            .current_problem()
+            .is_some_and(|p| !p.kind().is_transient())
+        {
             return Ok(());
         }
-        let failed = |message: String| {
-            let message = if message.contains(BUSY_MARK) {
-                let hint = documents::holder_hint(&self.root.path);
-                self.unavailable_message(&format!("{message}{hint}"))
-            } else {
-                self.unavailable_message(&message)
-            };
-            let transient = is_transient(&message);
-            if transient {
-                tracing::warn!(problem = %message, "workspace unavailable for now; the next call tries again");
+        let failed = |cause: StartError| {
+            let problem = self.unavailable_for(cause);
+            if problem.kind().is_transient() {
+                tracing::warn!(%problem, "workspace unavailable for now; the next call tries again");
             }
-            self.set_problem(Some(StartProblem { message, transient }));
+            self.set_problem(Some(problem));
         };
         // Loaded once per attempt, for the store's open and the import both.
         let workspace = match crate::workspace::load(&self.root) {
             Ok(workspace) => workspace,
             Err(e) => {
-                failed(e.to_string());
+                failed(e.into());
                 return Ok(());
             }
         };
@@ -278,6 +332,7 @@ impl Service {
             None => {
                 let _ = self.contract.set(workspace.contract);
                 let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
+                    .map_err(StartError::OwnStore)
                     .and_then(|()| open_store(&self.store_path, self.locks.timeout));
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
@@ -302,10 +357,8 @@ impl Service {
                 self.pending.store(false, Ordering::Release);
                 Ok(())
             }
-            Err(
-                e @ (import::ImportError::Busy(_)
-                | import::ImportError::Store(StoreError::Busy { .. })),
-            ) => {
+            Err(e @ ImportError::Busy(_))
+            | Err(e @ ImportError::Store(StoreError::Busy { .. })) => {
                 self.set_problem(None);
                 if lock_wait.is_zero() {
                     tracing::warn!(
@@ -314,10 +367,10 @@ impl Service {
                          serving the store as it stands; the next call imports again"
                     );
                 }
-                Err(e.to_string())
+                Err(e)
             }
             Err(e) => {
-                failed(e.to_string());
+                failed(e.into());
                 Ok(())
             }
         }
@@ -325,7 +378,7 @@ impl Service {
 
     /// The store for a read: while the start is unfinished, one more attempt first that
     /// never waits (not for the document lock, nor for another call's attempt).
-    fn readable(&self) -> Result<&Store, String> {
+    fn readable(&self) -> Result<&Store, Arc<Unavailable>> {
         if self.pending.load(Ordering::Acquire)
             && let Ok(guard) = self.starting.try_lock()
         {
@@ -350,13 +403,13 @@ impl Service {
     }
 
     /// The store, or the problem the last start attempt left.
-    fn settled(&self) -> Result<&Store, String> {
+    fn settled(&self) -> Result<&Store, Arc<Unavailable>> {
         if let Some(problem) = self.current_problem() {
-            return Err(problem.message);
+            return Err(problem);
         }
         self.store
             .get()
-            .ok_or_else(|| self.unavailable_message("the store is not open"))
+            .ok_or_else(|| self.unavailable_for(StartError::NotOpen))
     }
 
     /// The prompt-diary contract the served workspace uses: it decides validation rules,
@@ -368,9 +421,9 @@ impl Service {
 
     /// What a tool-output handle names ([`handles::resolve`]); `Err` is why the store
     /// cannot answer.
-    pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, String> {
-        let store = self.readable()?;
-        handles::resolve(store, &self.root.path, handle).map_err(|e| e.to_string())
+    pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, ServiceError> {
+        let store = self.readable().map_err(ServiceError::Unavailable)?;
+        Ok(handles::resolve(store, &self.root.path, handle)?)
     }
 
     /// The `tool_output` tools: their settings, model choice, extraction and reads.
@@ -381,7 +434,7 @@ impl Service {
     /// What a `tool_output` handle names, as those tools need it: debug builds' test
     /// stand-in first ([`lookup::test_lookup`]), then the store. `Err` is why the store
     /// cannot answer.
-    pub fn tool_output_lookup(&self, handle: &str) -> Result<lookup::Lookup, String> {
+    pub fn tool_output_lookup(&self, handle: &str) -> Result<lookup::Lookup, ServiceError> {
         if let Some(found) = lookup::test_lookup(handle) {
             return Ok(found);
         }
@@ -402,62 +455,60 @@ impl Service {
                 name: "prompt-diary",
                 status: "unavailable",
                 workspace: Some(self.root.display.clone()),
-                problem: Some(problem),
+                problem: Some(problem.to_string()),
             },
         }
     }
 
-    pub fn read_session_lines(&self, request: &ReadRequest) -> ReadResult {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_lines(store, &self.root.path, request),
-            Err(problem) => unavailable(&problem),
-        }
-    }
-
-    /// [`Service::read_session_lines`] as tool-result text ([`read::session_lines::read_session_text`]).
-    pub fn read_session_text(&self, request: &ReadRequest) -> String {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_text(store, &self.root.path, request),
-            Err(problem) => unavailable(&problem).to_pretty_json(),
-        }
-    }
-
-    /// One page of a read under the paged contract, as tool-result text
-    /// ([`crate::read::pages::read_session_page`]).
-    pub fn read_session_page(&self, request: &ReadRequest, cursor: Option<RawCursor>) -> String {
-        match self.readable() {
-            Ok(store) => pages::read_session_page(store, &self.root.path, request, cursor),
-            Err(problem) => pages::invalid_text(&unavailable(&problem)),
-        }
-    }
-
-    /// [`Service::read_session_text`] in pieces as they are printed
-    /// ([`read::session_lines::read_session_pieces`]).
-    pub fn read_session_pieces(
+    /// `read_session_lines`, the one read entry point: its answer's text handed to `sink`.
+    /// Under the paged contract one page from `cursor`, made whole
+    /// ([`pages::read_session_page`]); otherwise the records printed in pieces as they
+    /// are made ([`read::session_lines::read_session_pieces`]; `cursor` is not part of
+    /// that contract).
+    pub fn read(
         &self,
         request: &ReadRequest,
-        form: read::session_lines::TextForm,
-        mut emit: impl FnMut(String) -> bool,
+        cursor: Option<RawCursor>,
+        sink: &mut impl read::Sink,
     ) {
-        match self.readable() {
-            Ok(store) => read::session_lines::read_session_pieces(
+        // Decided before the start is retried, as the adapter decided the arguments.
+        let paged = self.contract().rules().paged_reads;
+        let store = match self.readable() {
+            Ok(store) => store,
+            Err(problem) => {
+                let answer = unavailable(&problem);
+                let text = if paged {
+                    pages::invalid_text(&answer)
+                } else {
+                    answer.to_pretty_json()
+                };
+                return read::whole(sink, text);
+            }
+        };
+        if paged {
+            read::whole(
+                sink,
+                pages::read_session_page(store, &self.root.path, request, cursor),
+            );
+        } else {
+            let form = sink.form();
+            read::session_lines::read_session_pieces(
                 store,
                 &self.root.path,
                 request,
                 form,
-                emit,
-            ),
-            Err(problem) => {
-                let text = unavailable(&problem).to_pretty_json();
-                emit(match form {
-                    read::session_lines::TextForm::Text => text,
-                    read::session_lines::TextForm::JsonString => {
-                        let mut content = String::with_capacity(text.len() + text.len() / 8);
-                        crate::util::pyjson::write_string_content(&mut content, &text);
-                        content
-                    }
-                });
-            }
+                |piece| sink.piece(piece),
+            );
+        }
+    }
+
+    /// The unpaged read ending in records instead of text: the oracle the tests and
+    /// benches compare [`Service::read`]'s text with.
+    #[doc(hidden)]
+    pub fn read_records(&self, request: &ReadRequest) -> ReadResult {
+        match self.readable() {
+            Ok(store) => read::session_lines::read_session_lines(store, &self.root.path, request),
+            Err(problem) => unavailable(&problem),
         }
     }
 
@@ -518,7 +569,7 @@ impl Service {
                 "re-prepare the source session",
             ));
         }
-        let rel = import::card_path(project_key, session_ref);
+        let rel = layout::card_path(project_key, session_ref);
         let existing = match documents::sync(&mut writer, &self.root.path, &rel)? {
             Some(bytes) => {
                 match evidence::existing_card_for(rules, &rel, &bytes, project_key, session_ref) {
@@ -630,7 +681,7 @@ impl Service {
             Some(current),
             previous,
         )
-        .map_err(|message| Problem::new(field, message, restore)))
+        .map_err(|e| Problem::new(field, e.to_string(), restore)))
     }
 
     /// `write_work_item`: parse the item, then in one store transaction gather the
@@ -668,7 +719,7 @@ impl Service {
             self.project_evidence(&mut writer, project_key, &project.session_refs)?;
         let universe: Vec<TurnKey> = turns.into_iter().map(|(key, _)| key).collect();
         let committed = chains.iter().map(|c| c.key.clone()).collect();
-        let rel = import::envelope_path(project_key);
+        let rel = layout::envelope_path(project_key);
         let envelope = match documents::sync(&mut writer, &self.root.path, &rel)? {
             Some(bytes) => match parse_document(&rel, &bytes) {
                 Ok(Value::Object(map))
@@ -677,10 +728,10 @@ impl Service {
                     Some(map)
                 }
                 Ok(_) => None,
-                Err(message) => {
+                Err(e) => {
                     return Ok(WriteResult::one(
                         "project_synthesis",
-                        message,
+                        e.to_string(),
                         "repair or delete the project-synthesis.json file, then write the work item again",
                     ));
                 }
@@ -749,6 +800,21 @@ impl Failure {
     }
 }
 
+/// Why `build` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    NotWritable(#[from] NotWritable),
+    /// The problems found, their messages joined.
+    #[error("{}", .0.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "))]
+    Rejected(Vec<Problem>),
+    /// A lock on the store held past the wait's bound, naming who holds the document lock.
+    #[error("{error}{hint}")]
+    StoreBusy { error: DocumentError, hint: String },
+    #[error(transparent)]
+    Document(DocumentError),
+}
+
 /// What `build` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Built {
@@ -778,10 +844,10 @@ impl Service {
                     )
                 }));
             }
-            let rel = import::card_path(key, session_ref);
+            let rel = layout::card_path(key, session_ref);
             if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
                 let card = parse_document(&rel, &bytes)
-                    .map_err(|m| Failure::Rejected(vec![evidence::card_problem(m)]))?;
+                    .map_err(|e| Failure::Rejected(vec![evidence::card_problem(e.to_string())]))?;
                 chains.extend(synthesis::card_chains(session_ref, &card));
             }
         }
@@ -813,12 +879,12 @@ impl Service {
             p.turns = turns;
             p.committed = chains.into_iter().map(|c| c.key).collect();
             if envelopes {
-                let rel = import::envelope_path(key);
+                let rel = layout::envelope_path(key);
                 if let Some(bytes) = documents::sync(writer, &self.root.path, &rel)? {
-                    let parsed = parse_document(&rel, &bytes).map_err(|m| {
+                    let parsed = parse_document(&rel, &bytes).map_err(|e| {
                         Failure::Rejected(vec![Problem::new(
                             "project_synthesis",
-                            m,
+                            e.to_string(),
                             "repair or delete the envelope, or re-run project synthesis",
                         )])
                     })?;
@@ -832,14 +898,14 @@ impl Service {
 
     /// The Build step: the daily-report skeleton, keeping valid slots of the previous
     /// report, written to `daily-report.json` and the store in one transaction.
-    pub fn build(&self) -> Result<Built, String> {
-        let store = self.writable().map_err(NotWritable::into_message)?;
+    pub fn build(&self) -> Result<Built, BuildError> {
+        let store = self.writable()?;
         let run = || -> Result<Built, Failure> {
             let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
             let ctx = self.context(&mut writer, true)?;
-            let previous = documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
-                .and_then(|bytes| parse_document(import::DAILY_REPORT, &bytes).ok());
+            let previous = documents::sync(&mut writer, &self.root.path, layout::DAILY_REPORT)?
+                .and_then(|bytes| parse_document(layout::DAILY_REPORT, &bytes).ok());
             let built = report::build_for(self.contract().rules(), &ctx, previous.as_ref())
                 .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
             // A slot is filled after a build only if it was kept from the previous report.
@@ -868,7 +934,7 @@ impl Service {
             let written = documents::write(
                 &mut writer,
                 &self.root.path,
-                import::DAILY_REPORT,
+                layout::DAILY_REPORT,
                 report::report_bytes(&built),
             )?;
             documents::commit(writer, written)?;
@@ -879,15 +945,12 @@ impl Service {
             })
         };
         run().map_err(|e| match e {
-            Failure::Rejected(problems) => problems
-                .into_iter()
-                .map(|p| p.message)
-                .collect::<Vec<_>>()
-                .join("; "),
-            Failure::Document(e @ DocumentError::Store(StoreError::Busy { .. })) => {
-                format!("{e}{}", documents::holder_hint(&self.root.path))
-            }
-            Failure::Document(e) => e.to_string(),
+            Failure::Rejected(problems) => BuildError::Rejected(problems),
+            Failure::Document(e) if e.kind() == Kind::StoreBusy => BuildError::StoreBusy {
+                hint: documents::holder_hint(&self.root.path),
+                error: e,
+            },
+            Failure::Document(e) => BuildError::Document(e),
         })
     }
 
@@ -907,16 +970,16 @@ impl Service {
         let run = || -> Result<WriteResult<Written>, Failure> {
             let _lock = documents::lock(&self.root.path, &self.locks)?;
             let mut writer = store.writer()?;
-            let report = match documents::sync(&mut writer, &self.root.path, import::DAILY_REPORT)?
+            let report = match documents::sync(&mut writer, &self.root.path, layout::DAILY_REPORT)?
             {
                 None => return Ok(WriteResult::invalid(vec![report::skeleton_problem()])),
-                Some(bytes) => match parse_document(import::DAILY_REPORT, &bytes) {
+                Some(bytes) => match parse_document(layout::DAILY_REPORT, &bytes) {
                     Ok(Value::Object(map)) => map,
                     Ok(_) => return Ok(WriteResult::invalid(vec![report::skeleton_problem()])),
-                    Err(message) => {
+                    Err(e) => {
                         return Ok(WriteResult::one(
                             "daily_report",
-                            message,
+                            e.to_string(),
                             "repair daily-report.json or run `evidence-store build` again, then retry",
                         ));
                     }
@@ -930,7 +993,7 @@ impl Service {
             let written = documents::write(
                 &mut writer,
                 &self.root.path,
-                import::DAILY_REPORT,
+                layout::DAILY_REPORT,
                 report::report_bytes(&Value::Object(patched)),
             )?;
             documents::commit(writer, written)?;
@@ -986,11 +1049,24 @@ fn as_projects(report: &Value) -> &[Value] {
         .unwrap_or_default()
 }
 
-/// A workspace JSON document, parsed as Python parses it; the error names the file.
-fn parse_document(rel: &str, bytes: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| format!("{rel} is not valid UTF-8"))?;
-    crate::util::pyjson::parse(text)
-        .map_err(|e| format!("{rel} is not valid JSON: {}", e.message()))
+/// Why a workspace JSON document did not parse; the message names the file.
+#[derive(Debug, thiserror::Error)]
+enum ParseError {
+    #[error("{rel} is not valid UTF-8")]
+    Utf8 { rel: String },
+    #[error("{rel} is not valid JSON: {message}")]
+    Json { rel: String, message: &'static str },
+}
+
+/// A workspace JSON document, parsed as Python parses it.
+fn parse_document(rel: &str, bytes: &[u8]) -> Result<Value, ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ParseError::Utf8 {
+        rel: rel.to_owned(),
+    })?;
+    crate::util::pyjson::parse(text).map_err(|e| ParseError::Json {
+        rel: rel.to_owned(),
+        message: e.message(),
+    })
 }
 
 /// A store or file failure during a write, as a structured rejection (nothing committed).
@@ -1051,6 +1127,47 @@ impl Service {
     }
 }
 
-fn unavailable(problem: &str) -> ReadResult {
-    ReadResult::invalid("workspace", problem.to_owned(), WORKSPACE_HINT)
+fn unavailable(problem: &Unavailable) -> ReadResult {
+    ReadResult::invalid("workspace", problem.to_string(), WORKSPACE_HINT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_busy() -> StoreError {
+        StoreError::Busy {
+            path: "store.redb".into(),
+            waited_secs: 2,
+        }
+    }
+
+    #[test]
+    fn a_start_is_retried_by_the_kind_of_its_failure_not_its_wording() {
+        let retried = [
+            StartError::Open(OpenError::Store(store_busy())),
+            StartError::Import(ImportError::Store(store_busy())),
+            StartError::Import(ImportError::Lock(DocumentError::Store(store_busy()))),
+            StartError::Load(LoadError::io(
+                "projects",
+                &std::io::Error::from_raw_os_error(libc::EMFILE),
+            )),
+        ];
+        for cause in retried {
+            assert!(cause.kind().is_transient(), "{cause}");
+        }
+        // A message worded like a busy store or a shortage is neither.
+        let kept = [
+            StartError::Load(LoadError::new(
+                "another write ($EVIDENCE_STORE_LOCK_TIMEOUT sets how long to wait)",
+            )),
+            StartError::Load(LoadError::new("Too many open files (os error 24)")),
+            StartError::Import(ImportError::Store(StoreError::Inconsistent(
+                "sets how long to wait".into(),
+            ))),
+        ];
+        for cause in kept {
+            assert!(!cause.kind().is_transient(), "{cause}");
+        }
+    }
 }

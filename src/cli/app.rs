@@ -13,6 +13,7 @@ use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::service::Service;
 use crate::store::{OpenError, Store, verify};
+use crate::util::kind::Kind;
 use crate::util::wait::{Locks, TIMEOUT_VAR};
 use crate::workspace::WorkspaceRoot;
 
@@ -58,20 +59,7 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
     result.map_err(|e| {
         // A lock on the store held past the wait's bound: name who holds it, when the
         // document lock's holder (which a writer takes first) says.
-        let busy = e.chain().any(|c| {
-            matches!(
-                c.downcast_ref::<crate::store::StoreError>(),
-                Some(crate::store::StoreError::Busy { .. })
-            ) || matches!(
-                c.downcast_ref::<OpenError>(),
-                Some(OpenError::Store(crate::store::StoreError::Busy { .. }))
-            ) || matches!(
-                c.downcast_ref::<import::ImportError>(),
-                Some(import::ImportError::Store(
-                    crate::store::StoreError::Busy { .. }
-                ))
-            )
-        });
+        let busy = e.chain().any(|c| kind(c) == Kind::StoreBusy);
         match busy
             .then(|| crate::documents::holder(&config.workspace.path))
             .flatten()
@@ -80,6 +68,20 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
             None => e,
         }
     })
+}
+
+/// The kind of one error of a command's chain, from the core error types that carry one
+/// (a wrapped error forwards its kind through them, not through its source).
+fn kind(e: &(dyn std::error::Error + 'static)) -> Kind {
+    if let Some(e) = e.downcast_ref::<crate::store::StoreError>() {
+        e.kind()
+    } else if let Some(e) = e.downcast_ref::<OpenError>() {
+        e.kind()
+    } else if let Some(e) = e.downcast_ref::<import::ImportError>() {
+        e.kind()
+    } else {
+        Kind::Lasting
+    }
 }
 
 fn run_command(config: &Config) -> anyhow::Result<ExitCode> {

@@ -19,7 +19,9 @@ use std::path::Path;
 
 use crate::store::{DocumentRecord, Lookup, Store, StoreError, Writer};
 use crate::util::fsutil;
+use crate::util::kind::Kind;
 use crate::util::wait::Locks;
+use crate::workspace::layout;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
@@ -31,6 +33,20 @@ pub enum DocumentError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Busy(#[from] LockBusy),
+}
+
+impl DocumentError {
+    /// Whether another attempt may succeed by itself; the document lock's holder
+    /// ([`DocumentError::Busy`]) is its own variant.
+    pub fn kind(&self) -> Kind {
+        match self {
+            DocumentError::Unreadable { source, .. } | DocumentError::Unwritable { source, .. } => {
+                Kind::of_io(source)
+            }
+            DocumentError::Store(e) => e.kind(),
+            DocumentError::Busy(_) => Kind::Lasting,
+        }
+    }
 }
 
 /// The document as it is on disk now (read only if its real location is inside the
@@ -407,10 +423,10 @@ pub fn remove_abandoned_temp_files(root: &Path) -> usize {
         return 0;
     };
     let mut dirs = vec![real_root.clone()];
-    if let Ok(projects) = std::fs::read_dir(real_root.join("projects")) {
+    if let Ok(projects) = std::fs::read_dir(real_root.join(layout::PROJECTS)) {
         for project in projects.flatten() {
             dirs.push(project.path());
-            dirs.push(project.path().join("evidence"));
+            dirs.push(project.path().join(layout::EVIDENCE));
         }
     }
     let mut removed = 0;
@@ -458,8 +474,8 @@ fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentErro
     let mut dirs = vec![String::new()];
     if let Some(workspace) = writer.workspace()? {
         for key in &workspace.project_keys {
-            dirs.push(format!("projects/{key}/evidence"));
-            dirs.push(format!("projects/{key}"));
+            dirs.push(layout::evidence_dir(key));
+            dirs.push(layout::project_dir(key));
         }
     }
     let real_root = fsutil::real_root(root).map_err(|source| DocumentError::Unreadable {

@@ -8,6 +8,19 @@
 use crate::read::sparse::source::{self, Input};
 use crate::util::pyjson::{self, Map, Value};
 
+/// Why a line cannot be a chain's trigger; the message is the write's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotATrigger {
+    #[error("trigger line {line} is outside the copied session file")]
+    Outside { line: u64 },
+    #[error("trigger line {line} is not a JSON object")]
+    NotObject { line: u64 },
+    #[error("trigger line {line} is not a recognized human input or action")]
+    NotHuman { line: u64 },
+    #[error("trigger line {line} contains unsupported or malformed input")]
+    Unsupported { line: u64 },
+}
+
 /// The human text blocks of the trigger line `line` (1-based), in source order: the
 /// `human_input` and `human_command` text parts. Attachments and skill selections add no
 /// text. `record` is `None` when the file has no such line.
@@ -20,14 +33,12 @@ pub fn human_text(
     line: u64,
     record: Option<&str>,
     previous: Option<&str>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, NotATrigger> {
     let Some(record) = record else {
-        return Err(format!(
-            "trigger line {line} is outside the copied session file"
-        ));
+        return Err(NotATrigger::Outside { line });
     };
     let Some(record) = json_object(record) else {
-        return Err(format!("trigger line {line} is not a JSON object"));
+        return Err(NotATrigger::NotObject { line });
     };
     let previous = previous.and_then(json_object);
     let parts = if source == "codex" {
@@ -38,9 +49,7 @@ pub fn human_text(
     let parts = match parts {
         Some(parts) if source::is_human_trigger(&parts) => parts,
         _ => {
-            return Err(format!(
-                "trigger line {line} is not a recognized human input or action"
-            ));
+            return Err(NotATrigger::NotHuman { line });
         }
     };
     let unsupported = parts.iter().any(|part| {
@@ -54,9 +63,7 @@ pub fn human_text(
         )
     });
     if unsupported {
-        return Err(format!(
-            "trigger line {line} contains unsupported or malformed input"
-        ));
+        return Err(NotATrigger::Unsupported { line });
     }
     Ok(parts
         .into_iter()
@@ -161,7 +168,8 @@ mod tests {
             ),
         ];
         for (source, record, previous, expect) in cases {
-            let got = human_text(source, 3, record.as_deref(), previous.as_deref());
+            let got = human_text(source, 3, record.as_deref(), previous.as_deref())
+                .map_err(|e| e.to_string());
             let expect = expect
                 .map(|v| v.into_iter().map(str::to_owned).collect::<Vec<_>>())
                 .map_err(str::to_owned);

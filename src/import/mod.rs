@@ -25,10 +25,11 @@ use crate::store::{
     DocumentRecord, FileRecord, FileState, Lookup, ProjectRecord, SessionRecord, Store, StoreError,
     WorkspaceRecord, Writer,
 };
+use crate::util::kind::Kind;
 use crate::util::lines;
 use crate::workspace::WorkspaceRoot;
 use crate::workspace::contract::Contract;
-use crate::workspace::{self, LoadError, Workspace};
+use crate::workspace::{self, LoadError, Workspace, layout};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ImportOptions {
@@ -87,6 +88,22 @@ pub enum ImportError {
         stored: Contract,
         found: Contract,
     },
+}
+
+impl ImportError {
+    /// Whether another attempt may succeed by itself; the document lock's holder
+    /// ([`ImportError::Busy`]) is its own variant.
+    pub fn kind(&self) -> Kind {
+        match self {
+            ImportError::Workspace(e) => e.kind,
+            ImportError::Io { source, .. } => Kind::of_io(source),
+            ImportError::Store(e) => e.kind(),
+            ImportError::Lock(e) => e.kind(),
+            ImportError::Busy(_)
+            | ImportError::Stopped(_)
+            | ImportError::ContractChanged { .. } => Kind::Lasting,
+        }
+    }
 }
 
 /// A store keeps the contract of the workspace it first imported: its cards, envelopes and
@@ -605,7 +622,7 @@ fn plan(
         for session in &project.sessions {
             let path = root
                 .path
-                .join("projects")
+                .join(layout::PROJECTS)
                 .join(&project.key)
                 .join(&session.session_path);
             let rel = session::rel_path(&project.key, &session.session_path);
@@ -770,22 +787,12 @@ pub fn document_paths(workspace: &Workspace) -> Vec<String> {
     let mut paths = Vec::new();
     for project in &workspace.projects {
         for session in &project.sessions {
-            paths.push(card_path(&project.key, &session.session_ref));
+            paths.push(layout::card_path(&project.key, &session.session_ref));
         }
-        paths.push(envelope_path(&project.key));
+        paths.push(layout::envelope_path(&project.key));
     }
-    paths.push(DAILY_REPORT.to_owned());
+    paths.push(layout::DAILY_REPORT.to_owned());
     paths
-}
-
-pub const DAILY_REPORT: &str = "daily-report.json";
-
-pub fn card_path(project_key: &str, session_ref: &str) -> String {
-    format!("projects/{project_key}/evidence/{session_ref}.json")
-}
-
-pub fn envelope_path(project_key: &str) -> String {
-    format!("projects/{project_key}/project-synthesis.json")
 }
 
 /// Mirrors the documents on disk: files present are stored as they are (the tools that

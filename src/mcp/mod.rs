@@ -33,7 +33,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
 use crate::read::pages::RawCursor;
-use crate::read::session_lines::TextForm;
 use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
 use crate::util::stop_flag::Stop;
@@ -495,42 +494,42 @@ impl Server {
                 Some(ModeArg::Compact) | None => Mode::Compact,
             },
         };
-        let contract = self.service.get().await?.contract();
-        // The paged contract: one page from the cursor, built whole on the blocking pool.
-        if contract.rules().paged_reads {
-            let cursor = errors
+        // The paged contract takes a cursor (and answers one page, sent whole).
+        let paged = self.service.get().await?.contract().rules().paged_reads;
+        let cursor = if paged {
+            errors
                 .cursor()
-                .map(|(line, offset)| RawCursor { line, offset });
-            if let Some(refusal) = refuse("read_session_lines", errors) {
-                return Ok(refusal);
-            }
-            let text = self
-                .call(move |service| service.read_session_page(&request, cursor))
-                .await?;
-            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
-        }
+                .map(|(line, offset)| RawCursor { line, offset })
+        } else {
+            None
+        };
         if let Some(refusal) = refuse("read_session_lines", errors) {
             return Ok(refusal);
         }
         // Made on the blocking pool: a 2000-line answer is over a megabyte. Over this
-        // server's stdio it is streamed: the transport sends the message up to the text
-        // at once, then each piece as it is printed, overlapping the making, the writing
-        // and the client's reading.
-        let stream = self.streamer.as_ref().and_then(|s| s.stream(&context.id));
+        // server's stdio an unpaged read is streamed: the transport sends the message up
+        // to the text at once, then each piece as it is printed, overlapping the making,
+        // the writing and the client's reading. Elsewhere the text is kept whole.
+        let stream = match &self.streamer {
+            Some(streamer) if !paged => streamer.stream(&context.id),
+            _ => None,
+        };
         let text = match stream {
-            Some((text, sender)) => {
+            Some((text, mut sender)) => {
                 let service = self.service.get().await?;
                 tokio::task::spawn_blocking(move || {
-                    service.read_session_pieces(&request, TextForm::JsonString, |piece| {
-                        sender.send(piece)
-                    });
+                    service.read(&request, None, &mut sender);
                     sender.finish();
                 });
                 text
             }
             None => {
-                self.call(move |service| service.read_session_text(&request))
-                    .await?
+                self.call(move |service| {
+                    let mut text = String::new();
+                    service.read(&request, cursor, &mut text);
+                    text
+                })
+                .await?
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))

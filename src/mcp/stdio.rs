@@ -512,6 +512,17 @@ impl PieceSender {
     }
 }
 
+/// A streamed read's pieces go out as JSON string content, each as it is made.
+impl crate::read::Sink for PieceSender {
+    fn form(&self) -> crate::read::TextForm {
+        crate::read::TextForm::JsonString
+    }
+
+    fn piece(&mut self, piece: String) -> bool {
+        self.send(piece)
+    }
+}
+
 impl Streamer {
     /// Work for request `id` starts: hold the guard until it ends. `None` when the request
     /// is no longer in flight on this transport (cancelled before its work started): then

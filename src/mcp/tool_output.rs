@@ -28,8 +28,10 @@ impl Server {
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
         // A handle written as a file name (`<uuid>.txt`) names the same output.
         let handle = strip_extension(handle.trim()).to_owned();
-        self.call(move |service| service.tool_output_lookup(&handle))
-            .await
+        let found = self
+            .call(move |service| service.tool_output_lookup(&handle))
+            .await?;
+        Ok(found.map_err(|e| e.to_string()))
     }
 }
 

@@ -47,6 +47,46 @@ impl Mode {
     }
 }
 
+pub use session_lines::TextForm;
+
+/// Where a read's answer goes: its text, in pieces, in order, each as soon as it is
+/// made, in the form the sink asks for. A transport implements it (sending each piece
+/// as it comes, or keeping the whole text).
+pub trait Sink {
+    /// The form the pieces are wanted in.
+    fn form(&self) -> TextForm;
+    /// Takes the next piece; false when the rest is not wanted (the read stops).
+    fn piece(&mut self, piece: String) -> bool;
+}
+
+/// The whole text, in one string.
+impl Sink for String {
+    fn form(&self) -> TextForm {
+        TextForm::Text
+    }
+
+    fn piece(&mut self, piece: String) -> bool {
+        if self.is_empty() {
+            *self = piece;
+        } else {
+            self.push_str(&piece);
+        }
+        true
+    }
+}
+
+/// Hands `sink` an answer made whole (a page, a refusal), in the sink's form.
+pub fn whole(sink: &mut impl Sink, text: String) {
+    match sink.form() {
+        TextForm::Text => sink.piece(text),
+        TextForm::JsonString => {
+            let mut content = String::with_capacity(text.len() + text.len() / 8);
+            crate::util::pyjson::write_string_content(&mut content, &text);
+            sink.piece(content)
+        }
+    };
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRequest {
     pub project_key: String,

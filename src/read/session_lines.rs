@@ -21,7 +21,7 @@ use compact::{CompactRecord, EntryKind};
 use super::*;
 
 /// Answers one read from `store`; session files are found under `root`. The same
-/// pipeline as [`read_session_text`], ending in records instead of text.
+/// pipeline as [`read_session_pieces`], ending in records instead of text.
 pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> ReadResult {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
@@ -41,19 +41,9 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
     ReadResult::Ok(ReadOk::new(req, records))
 }
 
-/// [`read_session_lines`]'s result as prompt-diary prints it: JSON indented by two
-/// spaces, byte-identical to `serde_json::to_string_pretty` of the result.
-pub fn read_session_text(store: &Store, root: &Path, req: &ReadRequest) -> String {
-    let mut out = String::new();
-    read_session_pieces(store, root, req, TextForm::Text, |piece| {
-        out.push_str(&piece);
-        true
-    });
-    out
-}
-
-/// [`read_session_text`] handed to `emit` in pieces, in order, each as soon as it is
-/// printed, so that a transport can send the first while the rest are made. Every
+/// [`read_session_lines`]'s result as prompt-diary prints it (JSON indented by two
+/// spaces, byte-identical to `serde_json::to_string_pretty` of the result), handed to
+/// `emit` in pieces, in order, each as soon as it is printed, so that a transport can send the first while the rest are made. Every
 /// requested line is read and checked first (on two threads, chunk by chunk, each chunk
 /// one positioned read of exactly its lines' bytes): a rejected read is one whole
 /// answer, and no piece is ever taken back. Then the records are printed straight from
@@ -424,7 +414,7 @@ impl ReadResult {
     /// The result as prompt-diary prints a tool result: JSON indented by two spaces,
     /// byte-identical to `serde_json::to_string_pretty` of this value. Written directly
     /// rather than through serde, so that a read's records can be printed straight from
-    /// its lines, chunk by chunk ([`read_session_text`]).
+    /// its lines, chunk by chunk ([`read_session_pieces`]).
     pub fn to_pretty_json(&self) -> String {
         let mut out = String::new();
         self.print(&mut out);

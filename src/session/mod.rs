@@ -22,7 +22,7 @@ use crate::util::lines::{self, LineEntry};
 
 /// A session file's path relative to the workspace root.
 pub fn rel_path(project_key: &str, session_path: &str) -> String {
-    format!("projects/{project_key}/{session_path}")
+    crate::workspace::layout::session_path(project_key, session_path)
 }
 
 /// Why stored lines could not be read from their file.

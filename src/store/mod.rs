@@ -20,6 +20,7 @@ mod error;
 #[cfg(test)]
 mod format_tests;
 mod guard;
+mod kind;
 mod migrate;
 mod open;
 mod reader;

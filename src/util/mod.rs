@@ -2,6 +2,7 @@
 
 pub mod calendar;
 pub mod fsutil;
+pub mod kind;
 pub mod lines;
 pub mod parallel;
 pub mod pyjson;

@@ -28,7 +28,7 @@ pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
 /// Sub-directories of `projects/` (symlinks to directories included), in code-point order.
 /// A missing `projects/` is a workspace without projects.
 fn project_dirs(root: &WorkspaceRoot) -> Result<Vec<String>, LoadError> {
-    let projects = root.path.join("projects");
+    let projects = root.path.join(super::layout::PROJECTS);
     let entries = match std::fs::read_dir(&projects) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -133,5 +133,5 @@ fn read_required(root: &WorkspaceRoot, rel: &str, shown: &str) -> Result<Vec<u8>
 }
 
 fn io_error(shown: &str, err: &io::Error) -> LoadError {
-    LoadError::new(format!("could not read {shown}: {err}"))
+    LoadError::io(shown, err)
 }

@@ -5,10 +5,13 @@
 //! Loading is all-or-nothing: the first problem anywhere aborts with one message.
 
 pub mod contract;
+pub mod layout;
 pub mod load;
 pub mod validate;
 
 use serde::{Deserialize, Serialize};
+
+use crate::util::kind::Kind;
 
 pub use load::load;
 
@@ -82,12 +85,25 @@ impl Session {
 #[error("{message}")]
 pub struct LoadError {
     pub message: String,
+    /// Whether loading again may succeed by itself ([`Kind::Shortage`] for a file that could
+    /// not be opened for want of descriptors).
+    pub kind: Kind,
 }
 
 impl LoadError {
+    /// A problem with the workspace: it lasts until the workspace is fixed.
     pub fn new(message: impl Into<String>) -> Self {
         LoadError {
             message: message.into(),
+            kind: Kind::Lasting,
+        }
+    }
+
+    /// A failure to read `shown`: its kind is the I/O error's.
+    pub fn io(shown: &str, err: &std::io::Error) -> Self {
+        LoadError {
+            message: format!("could not read {shown}: {err}"),
+            kind: Kind::of_io(err),
         }
     }
 }

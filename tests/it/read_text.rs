@@ -1,12 +1,12 @@
-//! `read_session_text` (the records printed straight from the checked lines, chunk by
+//! `Service::read`'s text (the records printed straight from the checked lines, chunk by
 //! chunk on two threads, as the server answers) against serde_json's pretty print of
-//! `read_session_lines` (the same pipeline ending in records): the same text, whatever
+//! `Service::read_records` (the same pipeline ending in records): the same text, whatever
 //! the read.
 
 use crate::common;
 
 use common::{LARGE_SESSION_LINES, LARGE_SESSION_PATH, PROJECT, Workspace};
-use evidence_store::harness::{Mode, ReadRequest, Service, TextForm, WorkspaceRoot};
+use evidence_store::harness::{Mode, ReadRequest, Service, Sink, TextForm, WorkspaceRoot};
 
 fn service(ws: &Workspace) -> Service {
     let root = WorkspaceRoot {
@@ -28,8 +28,9 @@ fn request(session_ref: &str, start_line: i64, end_line: i64, mode: Mode) -> Rea
 
 /// The chunked text equals the printed records; returns it.
 fn check(service: &Service, req: &ReadRequest) -> String {
-    let got = service.read_session_text(req);
-    let expect = serde_json::to_string_pretty(&service.read_session_lines(req)).expect("encodes");
+    let mut got = String::new();
+    service.read(req, None, &mut got);
+    let expect = serde_json::to_string_pretty(&service.read_records(req)).expect("encodes");
     if got != expect {
         let at = got
             .bytes()
@@ -47,17 +48,29 @@ fn check(service: &Service, req: &ReadRequest) -> String {
         );
     }
     // The same read as a transport sends it: the content of the JSON string holding it.
-    let mut content = String::new();
-    service.read_session_pieces(req, TextForm::JsonString, |piece| {
-        content.push_str(&piece);
-        true
-    });
+    let mut content = JsonContent(String::new());
+    service.read(req, None, &mut content);
+    let content = content.0;
     let quoted = serde_json::to_string(&expect).expect("encodes");
     assert!(
         content == quoted[1..quoted.len() - 1],
         "{req:?}: the JSON string form differs from the escaped text"
     );
     got
+}
+
+/// A read's pieces as a transport that sends them inside a JSON message takes them.
+struct JsonContent(String);
+
+impl Sink for JsonContent {
+    fn form(&self) -> TextForm {
+        TextForm::JsonString
+    }
+
+    fn piece(&mut self, piece: String) -> bool {
+        self.0.push_str(&piece);
+        true
+    }
 }
 
 #[test]
