@@ -53,7 +53,8 @@ fn line_tables_agree_with_python_on_generated_edge_cases() {
         return spec_example_without_python();
     };
     let ws = Workspace::empty();
-    let generator = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/gen_workspace.py");
+    let generator =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/lib/gen_workspace.py");
     for seed in ["1", "7"] {
         let out = Command::new(python)
             .arg(&generator)

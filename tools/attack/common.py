@@ -1,5 +1,5 @@
 """Shared pieces of the hostile test scripts: workspaces of both contracts, the raw MCP
-client (`Raw`, from tools/mcp_client.py) and process measurements.
+client (`Raw`, from tools/lib/mcp_client.py) and process measurements.
 
 Nothing here asserts; each script decides what counts as a failure.
 """
@@ -20,7 +20,7 @@ if not RELEASE.exists():  # run from /work/main itself
     RELEASE = ROOT / "target" / "release" / "evidence-store"
     DEBUG = ROOT / "target" / "debug" / "evidence-store"
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from gen_workspace import indexes, relabel_schema_7  # noqa: E402,F401  (indexes: re-exported)
 from mcp_client import Raw  # noqa: E402,F401  (re-exported for the attack scripts)
 
@@ -31,7 +31,7 @@ def make_workspace(out: Path, schema: int, seed: int = 7, projects: int = 2, ses
     each release's `prepare` lays it out (the 0.2.20 form is test_differential_0220's)."""
     if out.exists():
         shutil.rmtree(out)
-    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(out), "--seed", str(seed),
+    subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(out), "--seed", str(seed),
                     "--edge-cases", "--projects", str(projects), "--sessions", str(sessions), "--turns", str(turns),
                     "--tool-output-max", tool_output_max], check=True, stdout=subprocess.DEVNULL)
     if schema == 7:

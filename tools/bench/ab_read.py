@@ -7,7 +7,7 @@ machine affects them alike; each read is timed as bench.py times it, and the ans
 parsed between reads as bench.py does (so the servers idle between calls as they would).
 Swap the order of the binaries and run again before believing a difference under ~1 ms.
 
-Usage: tools/.venv/bin/python tools/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
+Usage: tools/.venv/bin/python tools/bench/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
        (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
 Each binary gets a store of its own beside the workspace's (`--store`), so builds with
 different store schemas can be compared; each server imports into it before the timing.
@@ -19,11 +19,13 @@ import argparse
 import hashlib
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from bench import middle_reads
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from bench import middle_reads  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
 
 def timed_read(client: LockstepClient, args: dict) -> float:
@@ -43,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     ws = args.work / "read-200M"
     if not (ws / "summary.json").exists():
-        raise SystemExit(f"no workspace at {ws}: run tools/bench.py read first")
+        raise SystemExit(f"no workspace at {ws}: run tools/bench/bench.py read first")
     compact, full = middle_reads(ws)
     stores = [ws / ".evidence-store" / f"ab-{hashlib.sha256(str(Path(b).resolve()).encode()).hexdigest()[:12]}.redb"
               for b in args.bins]

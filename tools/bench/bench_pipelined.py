@@ -6,7 +6,7 @@ nothing for PAUSE seconds, then reads every answer. Prints how many requests the
 taken by then, its peak RSS (VmHWM) at that point and at the end, and whether every id was
 answered exactly once in whole lines.
 
-Usage: tools/.venv/bin/python tools/bench_pipelined.py [--bin B] [--work DIR] [-n N] [--pause S]
+Usage: tools/.venv/bin/python tools/bench/bench_pipelined.py [--bin B] [--work DIR] [-n N] [--pause S]
        (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
 """
 
@@ -16,13 +16,15 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
-from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def vm_hwm_mb(pid: int) -> int:

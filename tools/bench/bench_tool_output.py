@@ -12,7 +12,7 @@ Three measures, each run for every binary given, in the order given:
 Each figure is one call's wall time from the request line to its answer line (a call not
 answered within --give-up seconds is reported as such). Only 127.0.0.1 is used.
 
-Usage: tools/.venv/bin/python tools/bench_tool_output.py BIN [BIN ...] [--only slow,bomb,huge]
+Usage: tools/.venv/bin/python tools/bench/bench_tool_output.py BIN [BIN ...] [--only slow,bomb,huge]
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-import mcp_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import mcp_client  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BOMB = r"\b(?:\w+\W+){100}ZZZ"
@@ -108,7 +109,7 @@ def workspace(work: Path, bin_: str, store: Path) -> tuple[Path, str, int]:
     the payload nearest 5.4 MB (the size the regex-bomb report was made on), and its size."""
     ws = work / "ws"
     if not ws.exists():
-        subprocess.run([sys.executable, str(HERE / "gen_workspace.py"), "--out", str(ws), "--projects", "1",
+        subprocess.run([sys.executable, str(HERE.parent / "lib" / "gen_workspace.py"), "--out", str(ws), "--projects", "1",
                         "--sessions", "1", "--turns", "8", "--tool-output-max", "6M", "--seed", "3"],
                        check=True, stdout=subprocess.DEVNULL)
     subprocess.run([bin_, "--workspace", str(ws), "--store", str(store), "import"], check=True, capture_output=True)

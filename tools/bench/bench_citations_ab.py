@@ -11,7 +11,7 @@ in the same run.
 
 Extraction throughput in MB/s is measured in process: `cargo bench --bench citations`.
 
-Usage: tools/.venv/bin/python tools/bench_citations_ab.py --base OLD_BIN --new NEW_BIN
+Usage: tools/.venv/bin/python tools/bench/bench_citations_ab.py --base OLD_BIN --new NEW_BIN
            [import] [search] [--work DIR] [--size 512M]
 """
 
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from bench import generate, session_files, timed  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 

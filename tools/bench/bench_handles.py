@@ -4,7 +4,7 @@ session of 6 MB and in one of 200 MB, and, on each, `tool_output_read`, `tool_ou
 and `tool_output` (truncate) through `serve`, beside `grep -c` over the payload's bytes.
 Also the first `tools/list` (which looks for a handle in the workspace) on each.
 
-Usage: tools/.venv/bin/python tools/bench_handles.py [--bin target/release/evidence-store]
+Usage: tools/.venv/bin/python tools/bench/bench_handles.py [--bin target/release/evidence-store]
        [--work /tmp/evidence-store-bench] [--repeat 20]
 """
 
@@ -15,11 +15,13 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from bench import ROOT
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from bench import ROOT  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
 PROJECT = "Demo-0123456789ab"
 

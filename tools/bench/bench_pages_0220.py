@@ -5,10 +5,10 @@
   walk   a 2000-line compact range in the middle of it walked page by page to the end;
   scale  one compact page in the middle of a 1 MB and of a 1 GB session.
 
-Workspaces come from tools/gen_workspace.py, made schema 7 as in tools/test_pages_0220.py.
-Both servers are driven by tools/mcp_client.py's lockstep client. Prints Markdown.
+Workspaces come from tools/lib/gen_workspace.py, made schema 7 as in tools/lib/pages_0220.py.
+Both servers are driven by tools/lib/mcp_client.py's lockstep client. Prints Markdown.
 
-Usage: tools/.venv-0.2.20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
+Usage: tools/.venv-0.2.20/bin/python tools/bench/bench_pages_0220.py [page walk scale] [--work DIR]
        (build first: cargo build --release)
 """
 
@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from bench import BIN, SESSION_ARGS, generate, serve  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
-from test_pages_0220 import to_schema_7  # noqa: E402
+from pages_0220 import to_schema_7  # noqa: E402
 
 
 def prepared(work: Path, size: str) -> Path:

@@ -8,7 +8,7 @@ flight at once) and one `write_report_title`, and every answer is awaited (up to
 seconds). A limit "holds" when all 41 answers arrive and none is an error. Without a limit,
 the same load reports the process's peak RSS (VmHWM) and peak address space (VmPeak).
 
-Usage: tools/.venv/bin/python tools/bench_address_space.py BIN [BIN ...] [--limits 1024,512,...]
+Usage: tools/.venv/bin/python tools/bench/bench_address_space.py BIN [BIN ...] [--limits 1024,512,...]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "attack"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attack"))
 from common import indexes, make_workspace  # noqa: E402
 from mcp_client import INITIALIZED, Client, initialize_params, message, tool_call  # noqa: E402
 

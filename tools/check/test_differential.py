@@ -12,14 +12,14 @@ the seeds:
   2. where the reference crashes on a line (a lone surrogate escape), we answer normally.
 
 Workspaces, per seed: (1) gen_workspace.py's, with edge cases; (2) the one prompt-diary
-0.2.10's own `prepare` builds from the histories of tools/histories.py (the generated
+0.2.10's own `prepare` builds from the histories of tools/lib/histories.py (the generated
 sessions, without edge cases, as Claude project files and Codex rollouts), the same
 histories test_differential_0220.py gives 0.2.20's prepare. Every comparison runs on both.
 
 Every tool's argument errors are compared first (see `argument_cases`); `--only args` runs
 just those, on the generated workspaces, in seconds.
 
-Usage: tools/.venv/bin/python tools/test_differential.py [--bin PATH] [--seeds 1,2,3] [--only args]
+Usage: tools/.venv/bin/python tools/check/test_differential.py [--bin PATH] [--seeds 1,2,3] [--only args]
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ import tempfile
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-import handles
-import histories
-from gen_workspace import indexes
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import handles  # noqa: E402
+import histories  # noqa: E402
+from gen_workspace import indexes  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 REFERENCE_SERVER = ("import logging; logging.disable(logging.CRITICAL); "
@@ -612,7 +613,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds.split(","):
             ws = Path(tmp) / f"ws{seed}"
-            subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
+            subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
                             "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
             if ONLY_ARGUMENTS:

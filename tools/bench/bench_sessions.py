@@ -5,10 +5,10 @@ and a `serve`'s first `prompt_diary_ping` (from process start to its answer; eve
 server pays it), with each process's peak RSS. Ten times the sessions should cost about ten
 times as much, not a hundred.
 
-Workspaces are generated once into --work (tools/gen_workspace.py, seed 7) and kept for the
+Workspaces are generated once into --work (tools/lib/gen_workspace.py, seed 7) and kept for the
 next run. Results are printed as Markdown.
 
-Usage: python3 tools/bench_sessions.py --sessions 20000 200000 [--bin target/release/evidence-store]
+Usage: python3 tools/bench/bench_sessions.py --sessions 20000 200000 [--bin target/release/evidence-store]
        [--work /tmp/bench-sessions] [--runs 1]
 """
 
@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "tools" / "gen_workspace.py"
+ROOT = Path(__file__).resolve().parents[2]
+GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 
 
 def workspace(work: Path, sessions: int) -> Path:

@@ -6,7 +6,7 @@ The workspace is the example workspace with S0001 replaced by N/10 assistant lin
 `**Evidence**:` markers each (eight file citations into a small project directory, one test,
 one URL). Searches go over stdio JSON-RPC, one request line and one answer line at a time.
 
-Usage: tools/.venv/bin/python tools/bench_citations.py [--bin target/release/evidence-store]
+Usage: tools/.venv/bin/python tools/bench/bench_citations.py [--bin target/release/evidence-store]
        [--citations 10000] [--work DIR]
 """
 
@@ -17,12 +17,14 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from mcp_client import LockstepClient  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "Demo-0123456789ab"
 
 

@@ -11,7 +11,7 @@
 Servers are driven by a minimal JSON-RPC client over stdio (one request line, one response
 line), so client overhead is the same for both and small. Results are printed as Markdown.
 
-Usage: tools/.venv/bin/python tools/bench.py [import|read|scale|startup ...] [--work DIR]
+Usage: tools/.venv/bin/python tools/bench/bench.py [import|read|scale|startup ...] [--work DIR]
        (build first: cargo build --release)
 """
 
@@ -28,12 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from mcp_client import LockstepClient  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "target" / "release" / "evidence-store"
 REFERENCE_ROWS = True
-GEN = ROOT / "tools" / "gen_workspace.py"
+GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 REFERENCE = [sys.executable, "-c",
              "import logging; logging.disable(logging.CRITICAL); "
              "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"]
