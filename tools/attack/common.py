@@ -6,6 +6,7 @@ Nothing here asserts; each script decides what counts as a failure.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -14,21 +15,32 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-RELEASE = ROOT.parent.parent / "main" / "target" / "release" / "evidence-store"
-DEBUG = ROOT.parent.parent / "main" / "target" / "debug" / "evidence-store"
-if not RELEASE.exists():  # run from /work/main itself
-    RELEASE = ROOT / "target" / "release" / "evidence-store"
-    DEBUG = ROOT / "target" / "debug" / "evidence-store"
+RELEASE = ROOT / "target" / "release" / "evidence-store"  # each script's default --bin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from gen_workspace import indexes, relabel_schema_7  # noqa: E402,F401  (indexes: re-exported)
 from mcp_client import Raw  # noqa: E402,F401  (re-exported for the attack scripts)
+import smoke  # noqa: E402
+
+
+SMOKE = False  # set by parse(): --smoke, CI's quick run of the script
+
+
+def parse(parser: argparse.ArgumentParser, **small: object) -> argparse.Namespace:
+    """tools/lib/smoke.py's command line; under --smoke, also every workspace small."""
+    global SMOKE
+    args = smoke.parse(parser, **small)
+    SMOKE = args.smoke
+    return args
 
 
 def make_workspace(out: Path, schema: int, seed: int = 7, projects: int = 2, sessions: int = 4,
                    turns: int = 12, tool_output_max: str = "64K") -> Path:
     """A generated workspace: schema 2 (prompt-diary 0.2.10) or 7 (0.2.20), laid out as
-    each release's `prepare` lays it out (the 0.2.20 form is test_differential_0220's)."""
+    each release's `prepare` lays it out (the 0.2.20 form is test_differential_0220's).
+    Under --smoke, at most 2 projects of 2 sessions of 8 turns."""
+    if SMOKE:
+        projects, sessions, turns = min(projects, 2), min(sessions, 2), min(turns, 8)
     if out.exists():
         shutil.rmtree(out)
     subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(out), "--seed", str(seed),

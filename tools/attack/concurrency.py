@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (RELEASE, Raw, add_citations, chain, cli, gap_item, indexes,  # noqa: E402
-                    make_workspace)
+                    make_workspace, parse)
 
 LOOP_COMMANDS = [["import"], ["export"], ["build"], ["verify"], ["verify-citations"], ["dump", "--stats"],
                  ["dump", "citations"]]
@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--cyclers", type=int, default=0, help="threads starting and stopping servers")
     parser.add_argument("--dedicated", nargs="*", default=None,
                         help="commands with a loop of their own (default with --cyclers: verify, export, dump --stats)")
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0, writers=1, loopers=1, cyclers=0)
     if args.dedicated is None:
         args.dedicated = ["verify", "export", "dump --stats"] if args.cyclers else []
     ws = make_workspace(args.work / f"ws{args.schema}", args.schema, projects=3, sessions=6, turns=24)

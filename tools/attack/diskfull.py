@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 
 def fill(path: Path) -> int:
@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
     parser.add_argument("--mnt", type=Path, default=Path("/tmp/attack-diskfull"))
     parser.add_argument("--size-mb", type=int, default=14)
-    args = parser.parse_args()
+    args = parse(parser)
     failures: list[str] = []
     src = make_workspace(Path(f"/tmp/attack-diskfull-src{args.schema}"), args.schema)
     add_citations(src)

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, rss_mb, schema_of, threads  # noqa: E402
+from common import RELEASE, Raw, cli, indexes, parse, rss_mb, schema_of, threads  # noqa: E402
 
 
 def biggest_handle(binary: Path, ws: Path) -> str | None:
@@ -78,7 +78,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--limit-mb", type=int, default=1024)
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0, every=1.0)
 
     raw = Raw(args.bin, args.ws)
     raw.initialize()

@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, make_workspace, rss_mb  # noqa: E402
+from common import RELEASE, Raw, cli, indexes, make_workspace, parse, rss_mb  # noqa: E402
 
 NONCE = re.compile(r"<ai-agent-([0-9a-f]+)-FINAL format=")
 SECRET_PW = "pw-S3CRETXYZZY"
@@ -565,7 +565,7 @@ def main() -> int:
     parser.add_argument("--bin", type=Path, default=RELEASE)
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-endpoint"))
     parser.add_argument("--only", action="append", default=[])
-    args = parser.parse_args()
+    args = parse(parser, only=["ok", "reset"])
     binary = args.bin.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     ws = make_workspace(args.work / "ws", 2, projects=1, sessions=2, turns=8, tool_output_max="64K")

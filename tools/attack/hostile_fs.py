@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 SECRET = "SECRET-OUTSIDE-0123456789"
 
@@ -181,6 +181,7 @@ def s_receipts_dir_symlink(c: Ctx) -> None:
 
 
 def s_receipt_file_symlink(c: Ctx) -> None:
+    c.run("import")  # the copied session files are other files than the ones the store saw
     c.run("export")
     receipts = sorted(c.ws.glob("projects/*/receipts/evidence-*.json"))
     if not receipts:
@@ -468,7 +469,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/attack-fs"))
     parser.add_argument("--only", action="append")
     parser.add_argument("--race-seconds", type=float, default=20.0)
-    args = parser.parse_args()
+    args = parse(parser, race_seconds=1.0, only=["card_symlink", "receipt_file_symlink", "store_dir_symlink", "race"])
     work = args.work / f"s{args.schema}"
     shutil.rmtree(work, ignore_errors=True)
     base = make_workspace(work / "base", args.schema)
@@ -477,8 +478,6 @@ def main() -> int:
     # Citations point at the project directory each scenario copies beside its workspace.
     for f in base.glob("projects/*/sessions/claude-code/*.jsonl"):
         f.write_bytes(f.read_bytes().replace(str(proj).encode(), str(work / "SCEN" / "proj").encode()))
-    for d in ("base-proj",):
-        pass
     if cli(args.bin, base, "import").returncode or cli(args.bin, base, "build").returncode:
         print("setup failed")
         return 1

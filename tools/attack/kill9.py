@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 
 def main() -> int:
@@ -38,7 +38,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/attack-kill9"))
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+    args = parse(parser, rounds=2)
     rng = random.Random(args.seed)
     ws = make_workspace(args.work / f"ws{args.schema}", args.schema, projects=3, sessions=8, turns=40)
     add_citations(ws)

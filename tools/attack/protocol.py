@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, indexes, schema_of  # noqa: E402
+from common import RELEASE, Raw, indexes, parse, schema_of  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, default=RELEASE)
     parser.add_argument("--ws", type=Path, required=True)
-    args = parser.parse_args()
+    args = parse(parser)
     schema = schema_of(args.ws)
     project, rows = next(iter(indexes(args.ws).items()))
     row = rows[0]

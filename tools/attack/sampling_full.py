@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace  # noqa: E402
+from common import RELEASE, Raw, cli, make_workspace, parse  # noqa: E402
 from mcp_client import INITIALIZED  # noqa: E402
 from hostile_endpoint import biggest_handle  # noqa: E402
 
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--bin", type=Path, default=RELEASE)
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-sampling"))
     parser.add_argument("--deadline", type=int, default=30)
-    args = parser.parse_args()
+    args = parse(parser, deadline=3)
     binary = args.bin.resolve()
     ws = make_workspace(args.work / "ws", 2, projects=1, sessions=2, turns=8, tool_output_max="64K")
     cli(binary, ws, "import", timeout=300)

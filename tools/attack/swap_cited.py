@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, cli, indexes, make_workspace  # noqa: E402
+from common import RELEASE, Raw, add_citations, cli, indexes, make_workspace, parse  # noqa: E402
 from swap_sessions import OpenWatch, exchange  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--schema", type=int, choices=(2, 7), default=2)
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap-cited"))
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0)
     binary = args.bin.resolve()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 RENAME_EXCHANGE = 2
@@ -299,7 +299,7 @@ def main() -> int:
     parser.add_argument("--schema", type=int, choices=(2, 7), default=7)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap"))
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0)
     return run(args.bin.resolve(), args.schema, args.seconds, args.work)
 
 

@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import bench  # noqa: E402
 from bench import middle_reads  # noqa: E402
+import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
 
@@ -42,8 +44,12 @@ def main() -> int:
     parser.add_argument("bins", nargs="+")
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--batches", type=int, default=12)
-    args = parser.parse_args()
-    ws = args.work / "read-200M"
+    args = smoke.parse(parser, batches=1)
+    if args.smoke:
+        bench.SMOKE = True
+        ws = bench.read_workspace(args.work)
+    else:
+        ws = args.work / "read-200M"
     if not (ws / "summary.json").exists():
         raise SystemExit(f"no workspace at {ws}: run tools/bench/bench.py read first")
     compact, full = middle_reads(ws)

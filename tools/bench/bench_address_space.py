@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attack"))
-from common import indexes, make_workspace  # noqa: E402
+from common import indexes, make_workspace, parse  # noqa: E402
 from mcp_client import INITIALIZED, Client, initialize_params, message, tool_call  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--limits", default="1024,512,384,256,192,160,128")
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench-address-space"))
     parser.add_argument("--give-up", type=float, default=120.0)
-    args = parser.parse_args()
+    args = parse(parser, limits="1024", give_up=30.0)
     ws = args.work / "ws"
     if not ws.exists():
         make_workspace(ws, 2, projects=1, sessions=2, turns=60, tool_output_max="64K")

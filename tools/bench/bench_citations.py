@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +55,7 @@ def main() -> None:
     parser.add_argument("--bin", default=str(ROOT / "target" / "release" / "evidence-store"))
     parser.add_argument("--citations", type=int, default=10_000)
     parser.add_argument("--work", default="/tmp/evidence-store-bench-citations")
-    args = parser.parse_args()
+    args = smoke.parse(parser, citations=100)
     ws = make(Path(args.work), args.citations)
     start = time.perf_counter()
     subprocess.run([args.bin, "--workspace", str(ws), "import"], check=True, stdout=subprocess.DEVNULL)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from bench import ROOT  # noqa: E402
+import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
 PROJECT = "Demo-0123456789ab"
@@ -111,13 +112,14 @@ def main() -> int:
     parser.add_argument("--bin", default=str(ROOT / "target/release/evidence-store"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
+    args = smoke.parse(parser, repeat=1)
     args.work.mkdir(parents=True, exist_ok=True)
     log = payload()
     log_file = args.work / "handles-payload.txt"
     log_file.write_text(log, encoding="utf-8")
     rows = []
-    for name, size in (("handles-6M", len(log) + 1_000_000), ("handles-200M", 200_000_000)):
+    large = ("handles-8M", len(log) + 3_000_000) if args.smoke else ("handles-200M", 200_000_000)
+    for name, size in (("handles-6M", len(log) + 1_000_000), large):
         rows.append(measure(args.bin, make_workspace(args.work / name, size, log), args.repeat, log_file))
     print(f"payload: {len(log) / 1e6:.1f} MB, {log.count(chr(10)) + 1} lines; median of {args.repeat} calls (ms)\n")
     keys = list(rows[0])

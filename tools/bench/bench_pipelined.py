@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import bench  # noqa: E402
+import smoke  # noqa: E402
 from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,8 +42,12 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("-n", type=int, default=10_000)
     parser.add_argument("--pause", type=float, default=20.0)
-    args = parser.parse_args()
-    ws = args.work / "read-200M"
+    args = smoke.parse(parser, n=50, pause=0.5)
+    if args.smoke:
+        bench.SMOKE = True
+        ws = bench.read_workspace(args.work)
+    else:
+        ws = args.work / "read-200M"
     index = next(ws.glob("projects/*/sessions.index.jsonl"))
     row = json.loads(index.read_text().splitlines()[0])
     proc = subprocess.Popen([args.bin, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -23,6 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 
@@ -89,7 +92,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-sessions"))
     parser.add_argument("--sessions", type=int, nargs="+", default=[20000, 200000])
     parser.add_argument("--runs", type=int, default=1, help="runs of each step (the best is shown)")
-    args = parser.parse_args()
+    args = smoke.parse(parser, sessions=[50])
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"binary: {args.bin}")
     print("Wall seconds (CPU seconds of the process) for each step; a shared, loaded host makes the CPU "

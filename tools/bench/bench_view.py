@@ -21,6 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 
@@ -29,6 +32,8 @@ WORKSPACES = {
     "view-1.8G": ["--projects", "2", "--sessions", "4", "--session-bytes", str(int(1.8 * (1 << 30) / 6)),
                   "--tool-output-max", "1M", "--edge-cases"],
 }
+SMOKE = {"view-2M": ["--projects", "2", "--sessions", "2", "--session-bytes", "512K", "--tool-output-max", "8K",
+                     "--edge-cases"]}  # --smoke: CI's quick run that the script still works
 
 
 def generate(out: Path, args: list[str]) -> dict:
@@ -102,7 +107,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("which", nargs="*", default=list(WORKSPACES))
-    args = ap.parse_args()
+    args = smoke.parse(ap, which=list(SMOKE), runs=1)
+    WORKSPACES.update(SMOKE)
     args.work.mkdir(parents=True, exist_ok=True)
     print("| workspace | chains | page | seconds | peak RSS |")
     print("|---|---|---|---|---|")
