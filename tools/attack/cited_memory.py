@@ -6,7 +6,6 @@ checks the citation). Exit 1 when that serve dies or the ping is unanswered.
 Usage: tools/.venv/bin/python tools/attack/cited_memory.py --bin target/release/evidence-store
        (--smoke: a 1 MiB file, CI's quick run that the script still works)
 """
-import argparse
 import resource
 import shutil
 import subprocess
@@ -15,12 +14,10 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, parse  # noqa: E402
+from common import arguments, parse  # noqa: E402
 from hostile_cwd import claude_session, make_workspace, plant  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--bin", type=Path, default=RELEASE)
-parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-cited-memory"))
+parser = arguments(None, "evidence-store-cited-memory")
 parser.add_argument("--fill", choices=("invalid", "ascii"), default="invalid")
 args = parse(parser)
 mib = 1 if args.smoke else 64

@@ -19,7 +19,6 @@ Usage: tools/.venv/bin/python tools/attack/hostile_cwd.py --bin target/release/e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace, parse  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 
 
 def claude_session(ws: Path) -> tuple[str, str, Path]:
@@ -259,9 +258,7 @@ def part_amplify(binary: Path, work: Path, n: int, mib: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-cwd"))
+    parser = arguments(__doc__, "evidence-store-cwd")
     parser.add_argument("--part", choices=("cwd", "amplify", "all"), default="all")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--mib", type=int, default=60)

@@ -14,7 +14,6 @@ Usage: tools/.venv/bin/python tools/attack/hostile_fs.py --schema 7 [--only NAME
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import hashlib
 import json
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
+from common import Raw, add_citations, arguments, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 SECRET = "SECRET-OUTSIDE-0123456789"
 
@@ -463,10 +462,7 @@ def race(base: Path, work: Path, binary: Path, schema: int, seconds: float) -> l
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/attack-fs"))
+    parser = arguments(__doc__, "attack-fs", schema=2)
     parser.add_argument("--only", action="append")
     parser.add_argument("--race-seconds", type=float, default=20.0)
     args = parse(parser, race_seconds=1.0, only=["card_symlink", "receipt_file_symlink", "store_dir_symlink", "race"])

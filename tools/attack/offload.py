@@ -20,7 +20,6 @@ Usage: tools/.venv/bin/python tools/attack/offload.py --bin target/release/evide
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
@@ -29,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace, parse  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 
 # Thousands of NFA states live at every byte; non-ASCII text keeps the lazy DFA out.
 COSTLY = r"\b.{0,1000}\b[0-9]{40}"
@@ -216,9 +215,7 @@ def read(binary: Path, work: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-offload"))
+    parser = arguments(__doc__, "evidence-store-offload")
     parser.add_argument("--only", action="append", default=[])
     args = parse(parser)
     global SMOKE

@@ -13,7 +13,6 @@ Usage: tools/.venv/bin/python tools/attack/sampling_full.py --bin target/release
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace, parse  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 from mcp_client import INITIALIZED  # noqa: E402
 from hostile_endpoint import biggest_handle  # noqa: E402
 
@@ -87,9 +86,7 @@ def run(binary: Path, ws: Path, handle: str, n: int, deadline: int) -> tuple[flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-sampling"))
+    parser = arguments(__doc__, "evidence-store-sampling")
     parser.add_argument("--deadline", type=int, default=30)
     args = parse(parser, deadline=3)
     binary = args.bin.resolve()

@@ -7,17 +7,14 @@ start; every changed state must be refused ("changed since it was imported") and
 
 Usage: tools/.venv/bin/python tools/attack/session_changes.py [--bin PATH]
 """
-import argparse
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, make_workspace, parse  # noqa: E402
+from common import Raw, arguments, cli, indexes, make_workspace, parse  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--bin", type=Path, default=RELEASE)
-parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-changes"))
+parser = arguments(None, "evidence-store-changes")
 args = parse(parser)
 B = args.bin.resolve()
 W = args.work

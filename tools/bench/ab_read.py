@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,8 @@ def main() -> int:
     compact, full = middle_reads(ws)
     stores = [ws / ".evidence-store" / f"ab-{hashlib.sha256(str(Path(b).resolve()).encode()).hexdigest()[:12]}.redb"
               for b in args.bins]
+    for b, store in zip(args.bins, stores):  # one at a time: two first imports at once can race
+        subprocess.run([b, "--workspace", str(ws), "--store", str(store), "import"], check=True, capture_output=True)
     clients = [LockstepClient([b, "serve", "--store", str(store)], {"PROMPT_DIARY_WORKSPACE": str(ws)})
                for b, store in zip(args.bins, stores)]
     for client in clients:

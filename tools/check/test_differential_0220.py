@@ -98,12 +98,8 @@ def chain_for(turn: dict, variant: int) -> dict:
         "materiality": "material",
         "extra": "dropped",
     }
-    if variant == 1:
-        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{b + 5}"}]  # outside the turn
-    elif variant == 2:
-        chain["agent_reactions"] = []
-        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{a}"}]  # only trigger evidence
-    elif variant == 3:  # the 0.2.10 trigger shape
+    base.break_chain(chain, variant, a, b)
+    if variant == 3:  # the 0.2.10 trigger shape
         chain["trigger"] = {"type": "explicit_user_message", "summary": "asked",
                             "quoted_messages": [{"text": "do it", "citations": [{"lines": inside}]}],
                             "citations": [{"lines": f"{a}-{a}"}]}
