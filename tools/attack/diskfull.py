@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--size-mb", type=int, default=14)
     args = parse(parser)
     failures: list[str] = []
-    src = make_workspace(Path(f"/tmp/attack-diskfull-src{args.schema}"), args.schema)
+    src = make_workspace(args.mnt.parent / f"{args.mnt.name}-src{args.schema}", args.schema)  # beside the mount
     add_citations(src)
     args.mnt.mkdir(parents=True, exist_ok=True)
     subprocess.run(["umount", str(args.mnt)], capture_output=True)
