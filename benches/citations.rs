@@ -4,7 +4,7 @@
 //!   the four marker patterns, contexts, dedup, ordering);
 //! - `regex, marker only`: one `find_iter` of `\*\*Evidence\*\*:` per message (the least
 //!   any marker scan can do);
-//! - `regex, seed patterns`: Ralph's four marker patterns run one after another with
+//! - `regex, Ralph's patterns`: Ralph's four marker patterns run one after another with
 //!   `captures_iter`, as a direct port would (no JSON, no contexts, no dedup).
 //!
 //! The corpus is generated (deterministic): messages of 0.5–8 KB of prose and code, one in
@@ -117,7 +117,7 @@ fn main() {
     let mbytes = bytes as f64 / (1 << 20) as f64;
     let options = Options::default();
     let marker = Regex::new(r"\*\*Evidence\*\*:").unwrap_or_else(|e| panic!("{e}"));
-    let seed = [
+    let ralph = [
         r"(?m)\*\*Evidence\*\*:\s*([a-zA-Z0-9_/\.\-]+:\d+(?::\d+)?(?:-\d+)?)",
         r"(?ms)\*\*Evidence\*\*:\s*```(?:bash|sh)\n(.*?)\n```",
         r"(?m)\*\*Evidence\*\*:\s*pytest\s+([a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)",
@@ -150,12 +150,13 @@ fn main() {
         }),
     );
     row(
-        "`regex`, the seed's four patterns (`captures_iter`)",
+        "`regex`, Ralph's four patterns (`captures_iter`)",
         best_of(5, || {
             messages
                 .iter()
                 .map(|m| {
-                    seed.iter()
+                    ralph
+                        .iter()
                         .map(|r| r.captures_iter(m).count())
                         .sum::<usize>()
                 })

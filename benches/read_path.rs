@@ -4,8 +4,8 @@
 //! MCP message carries: chunks read and checked, then compacted and printed on two
 //! threads), the text alone, the records path printed afterwards, and printing alone.
 //!
-//! Uses the workspace `tools/bench.py read` generates (200 MB session):
-//!   tools/.venv/bin/python tools/bench.py read && cargo bench --bench read_path
+//! Uses the workspace `tools/bench/bench.py read` generates (200 MB session):
+//!   tools/.venv/bin/python tools/bench/bench.py read && cargo bench --bench read_path
 //! or `cargo bench --bench read_path -- <workspace>`. `GAP_MS=5` sleeps between reads,
 //! as a server idles between calls (on this VM the second thread then starts 1-2 ms
 //! late). `PROFILE=1` only repeats the server's path, for `perf record`.
@@ -57,7 +57,7 @@ fn main() {
         .map_or_else(|| PathBuf::from(DEFAULT_WORKSPACE), PathBuf::from);
     let Some((project, session, session_path, n)) = first_session(&ws) else {
         println!(
-            "no generated workspace at {} (run tools/bench.py read first)",
+            "no generated workspace at {} (run tools/bench/bench.py read first)",
             ws.display()
         );
         return;

@@ -24,11 +24,13 @@ tools/check/view_browser.sh target/debug/evidence-store   # `view` in headless C
 
 tools/setup_python.sh
 py=tools/.venv/bin/python
-"$py" tools/test_interop.py --bin target/debug/evidence-store
-"$py" tools/test_differential.py --bin target/debug/evidence-store --seeds 1,2
-"$py" tools/test_end_to_end.py --bin target/debug/evidence-store
-"$py" tools/test_run_prompt_diary.py --bin target/debug/evidence-store
-tools/.venv-0.2.20/bin/python tools/test_differential_0220.py --bin target/debug/evidence-store --seeds 1
-tools/.venv-0.2.20/bin/python tools/test_run_prompt_diary.py --bin target/debug/evidence-store
+"$py" tools/check/test_interop.py --bin target/debug/evidence-store
+"$py" tools/check/test_differential.py --bin target/debug/evidence-store --seeds 1,2
+"$py" tools/check/test_end_to_end.py --bin target/debug/evidence-store
+"$py" tools/check/test_run_prompt_diary.py --bin target/debug/evidence-store
+tools/.venv-0.2.20/bin/python tools/check/test_differential_0220.py --bin target/debug/evidence-store --seeds 1
+tools/.venv-0.2.20/bin/python tools/check/test_run_prompt_diary.py --bin target/debug/evidence-store
 echo "[test.sh] ${SECONDS}s: Python checks done"
+tools/check/smoke_tools.sh target/debug/evidence-store   # every attack and bench script, --smoke
+echo "[test.sh] ${SECONDS}s: attack and bench smoke runs done"
 tools/realmodel/test.sh   # tool_output against a real small model (installs it; skipped loudly outside CI if it cannot)

@@ -1,4 +1,5 @@
-//! Golden tests: the seed's examples, input and "Extracted citations" copied from it
+//! Golden tests: the examples of Ralph's evidence documentation, input and "Extracted
+//! citations" copied from it
 //! (`example_*`), its other agent-output samples of every marker and JSON evidence form,
 //! and the fixes listed in [`mod@super::extract`], each as (input text, expected
 //! citations as receipt JSON).
@@ -20,10 +21,11 @@ fn check(enable_json: bool, input: &str, expect: &str) {
     assert_spans(&crlf, &found_crlf);
 }
 
-/// Extracts from the seed's agent output `input` and compares with its "Extracted
-/// citations" list `listed`, both copied from the seed: one `- type: reference` line per
-/// citation, in order, with ` (context: "...")` where the seed shows the context.
-fn seed_example(input: &str, listed: &str) {
+/// Extracts from a documented agent output `input` and compares with its "Extracted
+/// citations" list `listed`, both copied from Ralph's documentation: one `- type: reference`
+/// line per citation, in order, with ` (context: "...")` where the documentation shows the
+/// context.
+fn documented_example(input: &str, listed: &str) {
     let found = extract(input, &Options::default());
     let lines: Vec<&str> = listed.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(found.len(), lines.len(), "{found:?}");
@@ -64,10 +66,10 @@ fn assert_spans(text: &str, found: &[Located]) {
     }
 }
 
-/// Example 1, as the seed gives it.
+/// Example 1, as Ralph's documentation gives it.
 #[test]
 fn example_1_file_references() {
-    seed_example(
+    documented_example(
         r###"I've fixed the authentication bug.
 
 The issue was in the token validation logic:
@@ -107,10 +109,10 @@ The fix validates tokens before decoding."###,
     );
 }
 
-/// Example 2, as the seed gives it: the reference keeps `pytest `.
+/// Example 2, as Ralph's documentation gives it: the reference keeps `pytest `.
 #[test]
 fn example_2_test_results() {
-    seed_example(
+    documented_example(
         r###"All tests are passing:
 
 **Evidence**: pytest tests/test_auth.py::test_login - PASS
@@ -122,10 +124,10 @@ fn example_2_test_results() {
     );
 }
 
-/// Example 3, as the seed gives it: the JSON block's citations with their contexts.
+/// Example 3, as Ralph's documentation gives it: the JSON block's citations with their contexts.
 #[test]
 fn example_3_structured_json() {
-    seed_example(
+    documented_example(
         r###"Task complete. Evidence:
 
 ```json
@@ -163,7 +165,7 @@ fn example_3_with_json_off_has_no_markers() {
     );
 }
 
-/// "For Agent Users": the test line has no `pytest `, so the seed's test pattern does not
+/// "For Agent Users": the test line has no `pytest `, so Ralph's test pattern does not
 /// match it, and no other pattern does: only the file is cited.
 #[test]
 fn for_agent_users() {
@@ -296,7 +298,7 @@ fn file_reference_forms() {
 }
 
 /// The command block example: the command is the reference, its output the context
-/// (stripped, cut to 200 characters), as the seed's receipt stores `pytest tests/ -v`.
+/// (stripped, cut to 200 characters), as Ralph's documented receipt stores `pytest tests/ -v`.
 #[test]
 fn command_block() {
     check(
@@ -490,7 +492,7 @@ fn json_test_extraction_object() {
 
 // The fixes to Ralph's rules (numbered as in `extract.rs`) and the JSON rules.
 
-/// A test citation needs `pytest` and whitespace, as the seed's pattern does; its
+/// A test citation needs `pytest` and whitespace, as Ralph's pattern does; its
 /// reference is `pytest <node id> - <result>` whatever the whitespace between them.
 #[test]
 fn a_test_citation_needs_pytest() {
@@ -571,7 +573,7 @@ fn citations_ordered_by_position() {
     );
 }
 
-/// A file line followed by a result is a file citation only; after `pytest `, the seed's
+/// A file line followed by a result is a file citation only; after `pytest `, Ralph's
 /// pattern takes whatever path follows as the test.
 #[test]
 fn a_file_line_with_a_result_is_a_file_citation_only() {
@@ -593,7 +595,7 @@ fn a_file_line_with_a_result_is_a_file_citation_only() {
     );
 }
 
-/// The bare word `pytest` names no test: the seed's pattern wants a path after it.
+/// The bare word `pytest` names no test: Ralph's pattern wants a path after it.
 #[test]
 fn bare_pytest_is_no_test() {
     check(false, "**Evidence**: pytest - PASS", "[]");

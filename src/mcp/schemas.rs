@@ -2,7 +2,7 @@
 //!
 //! prompt-diary's tools are listed with the name, description, input schema and output
 //! schema that the workspace's prompt-diary release itself lists, kept as data
-//! (`schemas/prompt-diary-<release>.json`, written by `tools/reference_schemas.py` from
+//! (`schemas/prompt-diary-<release>.json`, written by `tools/gen/reference_schemas.py` from
 //! the release's own server): a client, or an agent tuned on prompt-diary, sees the same
 //! shapes whichever server answers. Only the annotations are ours.
 //!

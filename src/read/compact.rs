@@ -819,7 +819,7 @@ mod tests {
     }
 
     #[test]
-    fn string_content_is_user_text_decision_1() {
+    fn string_content_is_user_text() {
         check(
             "claude-code",
             r#"{"type":"user","message":{"role":"user","content":"thanks, ship it"}}"#,

@@ -621,7 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn spec_worked_example() {
+    fn eleven_lines_from_every_terminator_and_invalid_utf8() {
         // CRLF, CR, LF, U+2028, FF, U+001C, VT and U+0085 as terminators, no final newline,
         // invalid UTF-8: eleven lines, two replacement characters.
         let bytes = b"{\"a\":1}\r\n{\"b\":2}\r{\"c\":3}\n\n{\"d\":\"x\xe2\x80\xa8y\"}\n{\"e\":\"\xff\xfe\"}\x0c{\"f\":1}\x1c{\"g\":1}\x0b{\"h\":\"\xc2\x85\"}";

@@ -1292,7 +1292,7 @@ mod tests {
     }
 
     #[test]
-    fn sorted_compact_matches_the_spec_example() {
+    fn sorted_compact_writes_numbers_and_keys_as_python_does() {
         let input = r#"{"v":NaN,"w":Infinity,"big":123456789012345678901234567890,"f":1E2,"g":-0.0,"h":0.00001,"i":1e16,"j":123456789012345.0}"#;
         assert_eq!(
             to_sorted_compact(&parse(input).unwrap()),

@@ -50,10 +50,11 @@ fn python3() -> Option<&'static str> {
 fn line_tables_agree_with_python_on_generated_edge_cases() {
     let Some(python) = python3() else {
         // Without the oracle, the same property on one fixed example.
-        return spec_example_without_python();
+        return every_terminator_without_python();
     };
     let ws = Workspace::empty();
-    let generator = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/gen_workspace.py");
+    let generator =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/lib/gen_workspace.py");
     for seed in ["1", "7"] {
         let out = Command::new(python)
             .arg(&generator)
@@ -122,7 +123,7 @@ fn line_tables_agree_with_python_on_generated_edge_cases() {
     }
 }
 
-fn spec_example_without_python() {
+fn every_terminator_without_python() {
     let ws = Workspace::example();
     let rel = format!("projects/{PROJECT}/sessions/codex/x1.jsonl");
     ws.write(&rel, b"{\"a\":1}\r\n{\"b\":2}\r{\"c\":3}\n\n{\"d\":\"x\xe2\x80\xa8y\"}\n{\"e\":\"\xff\xfe\"}\x0c{\"f\":1}\x1c{\"g\":1}\x0b{\"h\":\"\xc2\x85\"}");

@@ -29,7 +29,7 @@ async fn tools_list_on_a_schema_7_workspace_matches_its_golden_file() {
 }
 
 /// prompt-diary's tools are listed as each release lists them (as
-/// `tools/reference_schemas.py` recorded them from its server), annotations aside; ours
+/// `tools/gen/reference_schemas.py` recorded them from its server), annotations aside; ours
 /// follow pydantic's conventions.
 #[tokio::test]
 async fn tools_list_shows_prompt_diary_s_own_schemas_on_both_contracts() {

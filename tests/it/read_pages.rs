@@ -1,6 +1,6 @@
 //! `read_session_lines` on a schema-7 (prompt-diary 0.2.20) workspace, through `serve`:
 //! cursor pages of at most 32 KiB, byte for byte as prompt-diary 0.2.20 answers them
-//! (tests/fixtures/pages_0220, written by tools/pages_fixture_0220.py from the package).
+//! (tests/fixtures/pages_0220, written by tools/gen/pages_fixture_0220.py from the package).
 //!
 //! The workspace is built by hand as 0.2.20's prepare writes it: the example workspace
 //! with `schema_version` 7, index rows without the subagent fields, and long lines added

@@ -1821,7 +1821,7 @@ fn real_handles(s: &Setup, outputs: &[(&str, &str)]) -> Vec<String> {
 /// handle goes to `tool_output`; `auto` sends a huge single-line JSON to full-chunked and
 /// a standard multi-line log to read-grep.
 #[tokio::test]
-async fn the_seed_cases_on_real_handles_from_a_compact_read() {
+async fn the_routing_cases_on_real_handles_from_a_compact_read() {
     // 12000 lines: more chunks than the 4 allowed, so read-grep.
     let log = test_log()
         + &(3001..=12000)

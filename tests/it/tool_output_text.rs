@@ -531,7 +531,7 @@ async fn a_huge_line_with_a_short_one_goes_to_full_chunked_and_the_threshold_is_
 /// it, then reduce); a standard multi-line log goes to read-grep, whose Grep runs over the
 /// stored payload the handle names.
 #[tokio::test]
-async fn the_seed_phase_2_cases_run_on_handles_from_a_compact_read() {
+async fn the_three_routing_cases_run_on_handles_from_a_compact_read() {
     let medium: String = (1..=400)
         .map(|n| {
             format!(

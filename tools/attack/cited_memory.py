@@ -4,35 +4,35 @@ memory, and a `serve` under `ulimit -v 512 MiB` asked for a ping (its start-up i
 checks the citation). Exit 1 when that serve dies or the ping is unanswered.
 
 Usage: tools/.venv/bin/python tools/attack/cited_memory.py --bin target/release/evidence-store
+       (--smoke: a 1 MiB file, CI's quick run that the script still works)
 """
-import argparse
 import resource
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE  # noqa: E402
+from common import arguments, parse  # noqa: E402
 from hostile_cwd import claude_session, make_workspace, plant  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--bin", type=Path, default=RELEASE)
-parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-cited-memory"))
+parser = arguments(None, "evidence-store-cited-memory")
 parser.add_argument("--fill", choices=("invalid", "ascii"), default="invalid")
-args = parser.parse_args()
+args = parse(parser)
+mib = 1 if args.smoke else 64
 binary = args.bin.resolve()
 shutil.rmtree(args.work, ignore_errors=True)
 args.work.mkdir(parents=True)
 ws = make_workspace(args.work / "ws", 2, projects=1, sessions=1, turns=6, tool_output_max="4K")
 proj = args.work / "proj"
 proj.mkdir()
-(proj / "big.txt").write_bytes((b"\xff" if args.fill == "invalid" else b"a") * (64 << 20))
+(proj / "big.txt").write_bytes((b"\xff" if args.fill == "invalid" else b"a") * (mib << 20))
 plant(claude_session(ws)[2], [(str(proj), ["big.txt:1"])])
 
 timed = subprocess.run(["/usr/bin/time", "-f", "%M", str(binary), "--workspace", str(ws), "import"],
                        capture_output=True, text=True)
-print(f"import ({args.fill} 64 MiB cited): exit {timed.returncode}, peak RSS {int(timed.stderr.split()[-1]) // 1024} MB")
+print(f"import ({args.fill} {mib} MiB cited): exit {timed.returncode}, peak RSS {int(timed.stderr.split()[-1]) // 1024} MB")
 shutil.rmtree(ws / ".evidence-store")
 
 
@@ -47,12 +47,17 @@ init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersio
         '"capabilities":{},"clientInfo":{"name":"a","version":"0"}}}\n'
         '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
         '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_diary_ping","arguments":{}}}\n')
-try:
-    out, err = proc.communicate(init.encode(), timeout=60)
-except subprocess.TimeoutExpired:
-    proc.kill()
-    out, err = proc.communicate()
-answered = b'"id":2' in out
+assert proc.stdin and proc.stdout
+proc.stdin.write(init.encode())
+proc.stdin.flush()
+# stdin stays open until the ping is answered: a closed stdin cancels the requests still waiting.
+give_up = threading.Timer(60, proc.kill)
+give_up.start()
+answered = any(b'"id":2' in line for line in iter(proc.stdout.readline, b""))
+proc.stdin.close()
+err = proc.stderr.read()
+proc.wait()
+give_up.cancel()
 print(f"serve under ulimit -v 512 MiB: exit {proc.returncode}, ping {'answered' if answered else 'UNANSWERED'}; "
       f"stderr: {err.decode(errors='replace').strip()[:120]!r}")
 sys.exit(0 if answered and proc.returncode == 0 else 1)

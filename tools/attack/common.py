@@ -1,11 +1,12 @@
 """Shared pieces of the hostile test scripts: workspaces of both contracts, the raw MCP
-client (`Raw`, from tools/mcp_client.py) and process measurements.
+client (`Raw`, from tools/lib/mcp_client.py) and process measurements.
 
 Nothing here asserts; each script decides what counts as a failure.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -14,24 +15,81 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-RELEASE = ROOT.parent.parent / "main" / "target" / "release" / "evidence-store"
-DEBUG = ROOT.parent.parent / "main" / "target" / "debug" / "evidence-store"
-if not RELEASE.exists():  # run from /work/main itself
-    RELEASE = ROOT / "target" / "release" / "evidence-store"
-    DEBUG = ROOT / "target" / "debug" / "evidence-store"
+RELEASE = ROOT / "target" / "release" / "evidence-store"  # each script's default --bin
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from gen_workspace import indexes, relabel_schema_7  # noqa: E402,F401  (indexes: re-exported)
 from mcp_client import Raw  # noqa: E402,F401  (re-exported for the attack scripts)
+import smoke  # noqa: E402
+
+
+SMOKE = False  # set by parse(): --smoke, CI's quick run of the script
+
+
+def arguments(doc: str | None, work: str | None, *, schema: int | None = None,
+              seconds: float | None = None) -> argparse.ArgumentParser:
+    """The options the attack scripts share: --bin (default: the release build), --work
+    (default /tmp/WORK) when `work` is given, and --schema 2|7 and --seconds when the script
+    takes them, with the default given. Parse with parse(), which adds --smoke."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--bin", type=Path, default=RELEASE)
+    if work is not None:
+        parser.add_argument("--work", type=Path, default=Path("/tmp") / work)
+    if schema is not None:
+        parser.add_argument("--schema", type=int, choices=(2, 7), default=schema)
+    if seconds is not None:
+        parser.add_argument("--seconds", type=float, default=seconds)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, **small: object) -> argparse.Namespace:
+    """tools/lib/smoke.py's command line; under --smoke, also every workspace small."""
+    global SMOKE
+    args = smoke.parse(parser, **small)
+    SMOKE = args.smoke
+    return args
+
+
+def broken_or_lost(ws: Path, marks: dict[tuple[str, str, str], str], items: dict[str, set[str]]) -> list[str]:
+    """What a crash or a full disk must not leave behind in `ws`: a document or receipt that
+    is not whole JSON; an acknowledged chain (`marks`: (project, session_ref, turn_ref) to the
+    marker its summary carries) missing from its card; an acknowledged work item (`items`:
+    project to refs) missing from its project's synthesis."""
+    failures = []
+    for p in [*ws.glob("projects/*/evidence/*.json"), *ws.glob("projects/*/project-synthesis.json"),
+              ws / "daily-report.json", *ws.glob("projects/*/receipts/*.json")]:
+        try:
+            json.loads(p.read_bytes())
+        except (ValueError, OSError) as e:
+            failures.append(f"{p} is not whole JSON: {e}")
+    for (project, session_ref, turn_ref), mark in marks.items():
+        card = ws / "projects" / project / "evidence" / f"{session_ref}.json"
+        if not card.exists() or f'"{mark}"' not in card.read_text(encoding="utf-8"):
+            failures.append(f"acknowledged evidence {mark} ({project}/{session_ref}/{turn_ref}) lost")
+    for project, refs in items.items():
+        syn = ws / "projects" / project / "project-synthesis.json"
+        text = syn.read_text(encoding="utf-8") if syn.exists() else ""
+        failures += [f"acknowledged work item {ref} of {project} lost" for ref in refs if f'"{ref}"' not in text]
+    return failures
+
+
+def verdict(failures: list[str]) -> int:
+    """Prints each failure and gives the script's exit code: 1 when there was any."""
+    for f in failures:
+        print("FAILURE:", f)
+    return 1 if failures else 0
 
 
 def make_workspace(out: Path, schema: int, seed: int = 7, projects: int = 2, sessions: int = 4,
                    turns: int = 12, tool_output_max: str = "64K") -> Path:
     """A generated workspace: schema 2 (prompt-diary 0.2.10) or 7 (0.2.20), laid out as
-    each release's `prepare` lays it out (the 0.2.20 form is test_differential_0220's)."""
+    each release's `prepare` lays it out (the 0.2.20 form is test_differential_0220's).
+    Under --smoke, at most 2 projects of 2 sessions of 8 turns."""
+    if SMOKE:
+        projects, sessions, turns = min(projects, 2), min(sessions, 2), min(turns, 8)
     if out.exists():
         shutil.rmtree(out)
-    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(out), "--seed", str(seed),
+    subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(out), "--seed", str(seed),
                     "--edge-cases", "--projects", str(projects), "--sessions", str(sessions), "--turns", str(turns),
                     "--tool-output-max", tool_output_max], check=True, stdout=subprocess.DEVNULL)
     if schema == 7:

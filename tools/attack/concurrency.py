@@ -31,7 +31,6 @@ Usage: tools/.venv/bin/python tools/attack/concurrency.py --schema 7 [--seconds 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import shutil
@@ -42,8 +41,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RELEASE, Raw, add_citations, chain, cli, gap_item, indexes,  # noqa: E402
-                    make_workspace)
+from common import (Raw, add_citations, arguments, chain, cli, gap_item, indexes,  # noqa: E402
+                    make_workspace, parse, verdict)
 
 LOOP_COMMANDS = [["import"], ["export"], ["build"], ["verify"], ["verify-citations"], ["dump", "--stats"],
                  ["dump", "citations"]]
@@ -61,17 +60,13 @@ def status(got: tuple[bool, str] | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/attack-concurrency"))
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser = arguments(__doc__, "attack-concurrency", schema=2, seconds=60.0)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--loopers", type=int, default=2)
     parser.add_argument("--cyclers", type=int, default=0, help="threads starting and stopping servers")
     parser.add_argument("--dedicated", nargs="*", default=None,
                         help="commands with a loop of their own (default with --cyclers: verify, export, dump --stats)")
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0, writers=1, loopers=1, cyclers=0)
     if args.dedicated is None:
         args.dedicated = ["verify", "export", "dump --stats"] if args.cyclers else []
     ws = make_workspace(args.work / f"ws{args.schema}", args.schema, projects=3, sessions=6, turns=24)
@@ -282,9 +277,7 @@ def main() -> int:
     print(f"store-only export: {done.returncode}; differences: {diff.stdout.strip() or 'none'}")
     if done.returncode or diff.returncode:
         failures.append(f"the store does not give back the files: {diff.stdout[:400]} {done.stderr[:400]}")
-    for f in failures:
-        print("FAILURE:", f)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ Usage: tools/.venv/bin/python tools/attack/diskfull.py --schema 2 [--size-mb 14]
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -23,7 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import (Raw, add_citations, arguments, broken_or_lost, chain, cli, gap_item, indexes,  # noqa: E402
+                    make_workspace, parse)
 
 
 def fill(path: Path) -> int:
@@ -44,14 +43,12 @@ def fill(path: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
+    parser = arguments(__doc__, None, schema=2)
     parser.add_argument("--mnt", type=Path, default=Path("/tmp/attack-diskfull"))
     parser.add_argument("--size-mb", type=int, default=14)
-    args = parser.parse_args()
+    args = parse(parser)
     failures: list[str] = []
-    src = make_workspace(Path(f"/tmp/attack-diskfull-src{args.schema}"), args.schema)
+    src = make_workspace(args.mnt.parent / f"{args.mnt.name}-src{args.schema}", args.schema)  # beside the mount
     add_citations(src)
     args.mnt.mkdir(parents=True, exist_ok=True)
     subprocess.run(["umount", str(args.mnt)], capture_output=True)
@@ -127,19 +124,7 @@ def main() -> int:
             print(f"after: {' '.join(step)} -> {done.returncode}: {(done.stdout + done.stderr).strip()[-220:]}")
             if done.returncode:
                 failures.append(f"after freeing space, {' '.join(step)} exited {done.returncode}")
-        for p in [*ws.glob("projects/*/evidence/*.json"), *ws.glob("projects/*/project-synthesis.json"),
-                  ws / "daily-report.json", *ws.glob("projects/*/receipts/*.json")]:
-            try:
-                json.loads(p.read_bytes())
-            except ValueError as e:
-                failures.append(f"{p} is not whole JSON: {e}")
-        for (project, session_ref, turn_ref), mark in acked.items():
-            card = ws / "projects" / project / "evidence" / f"{session_ref}.json"
-            if not card.exists() or f'"{mark}"' not in card.read_text(encoding="utf-8"):
-                failures.append(f"acknowledged {mark} ({project}/{session_ref}/{turn_ref}) lost")
-        for project, refs in items.items():
-            text = (ws / "projects" / project / "project-synthesis.json").read_text(encoding="utf-8")
-            failures += [f"acknowledged work item {r} lost" for r in refs if f'"{r}"' not in text]
+        failures += broken_or_lost(ws, acked, items)
         print(f"acknowledged: {len(acked)} evidence, {sum(map(len, items.values()))} work items")
 
         # Read-only media.

@@ -20,7 +20,6 @@ Usage: tools/.venv/bin/python tools/attack/flood.py --ws DIR --kind cancel [--se
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, rss_mb, schema_of, threads  # noqa: E402
+from common import Raw, arguments, cli, indexes, parse, rss_mb, schema_of, threads  # noqa: E402
 
 
 def biggest_handle(binary: Path, ws: Path) -> str | None:
@@ -71,14 +70,12 @@ def find_handle(raw: Raw, ws: Path) -> tuple[str, dict] | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
+    parser = arguments(__doc__, None, seconds=60.0)
     parser.add_argument("--ws", type=Path, required=True)
     parser.add_argument("--kind", choices=["read", "cancel", "handle", "handle-cancel", "garbage"], default="read")
-    parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--limit-mb", type=int, default=1024)
-    args = parser.parse_args()
+    args = parse(parser, seconds=1.0, every=1.0)
 
     raw = Raw(args.bin, args.ws)
     raw.initialize()

@@ -19,7 +19,6 @@ Usage: tools/.venv/bin/python tools/attack/hostile_cwd.py --bin target/release/e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 
 
 def claude_session(ws: Path) -> tuple[str, str, Path]:
@@ -92,6 +91,19 @@ def outside_opens(trace: Path, allowed: list[str]) -> list[str]:
             continue
         bad.append(line.strip()[:300])
     return bad
+
+
+def accepted(line: str, cwds: list[str]) -> bool:
+    """Opens outside the workspace and project that the rules allow (FINDINGS.md, N5): the
+    allocator's start-up reads; a hostile cwd opened as a directory to be judged (nothing
+    beneath it); and files under /root, /var/log or the process's own working directory,
+    which are real directories, so a session may name them as its project."""
+    if re.search(r"<(/proc/\d+/maps|/proc/sys/vm/overcommit_memory|/sys/kernel/mm/transparent_hugepage/enabled)>", line):
+        return True
+    if "O_DIRECTORY" in line and any(f'"{cwd}"' in line for cwd in cwds):
+        return True
+    real_projects = ("/root", "/var/log", os.getcwd())
+    return any(f"<{d}>" in line or f"<{d}/" in line for d in real_projects)
 
 
 def part_cwd(binary: Path, work: Path) -> list[str]:
@@ -172,7 +184,7 @@ def part_cwd(binary: Path, work: Path) -> list[str]:
         print(f"{' '.join(args)}: exit {code} in {took:.1f} s")
         if code is None:
             fails.append(f"`{' '.join(args)}` did not end within 120 s")
-        bad = [l for l in outside_opens(trace, allowed[:-1])]
+        bad = [l for l in outside_opens(trace, allowed[:-1]) if not accepted(l, [c[1] for c in cases])]
         # the root itself ("/") is only allowed as a directory the runtime opens; list anything under /etc, /root, /var, /tmp outside
         for line in bad:
             print(f"  opened outside: {line}")
@@ -246,13 +258,11 @@ def part_amplify(binary: Path, work: Path, n: int, mib: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-cwd"))
+    parser = arguments(__doc__, "evidence-store-cwd")
     parser.add_argument("--part", choices=("cwd", "amplify", "all"), default="all")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--mib", type=int, default=60)
-    args = parser.parse_args()
+    args = parse(parser, n=5, mib=1)
     binary = args.bin.resolve()
     fails: list[str] = []
     if args.part in ("cwd", "all"):

@@ -16,7 +16,6 @@ Usage: tools/.venv/bin/python tools/attack/hostile_endpoint.py --bin target/rele
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import os
@@ -30,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, make_workspace, rss_mb  # noqa: E402
+from common import Raw, arguments, cli, indexes, make_workspace, parse, rss_mb  # noqa: E402
 
 NONCE = re.compile(r"<ai-agent-([0-9a-f]+)-FINAL format=")
 SECRET_PW = "pw-S3CRETXYZZY"
@@ -561,11 +560,9 @@ def eof_mid_call(binary: Path, ws: Path, handle: str, port: int, deadline: int =
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-endpoint"))
+    parser = arguments(__doc__, "evidence-store-endpoint")
     parser.add_argument("--only", action="append", default=[])
-    args = parser.parse_args()
+    args = parse(parser, only=["ok", "reset"])
     binary = args.bin.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     ws = make_workspace(args.work / "ws", 2, projects=1, sessions=2, turns=8, tool_output_max="64K")

@@ -14,7 +14,6 @@ Usage: tools/.venv/bin/python tools/attack/hostile_fs.py --schema 7 [--only NAME
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import hashlib
 import json
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import Raw, add_citations, arguments, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 SECRET = "SECRET-OUTSIDE-0123456789"
 
@@ -181,6 +180,7 @@ def s_receipts_dir_symlink(c: Ctx) -> None:
 
 
 def s_receipt_file_symlink(c: Ctx) -> None:
+    c.run("import")  # the copied session files are other files than the ones the store saw
     c.run("export")
     receipts = sorted(c.ws.glob("projects/*/receipts/evidence-*.json"))
     if not receipts:
@@ -462,13 +462,10 @@ def race(base: Path, work: Path, binary: Path, schema: int, seconds: float) -> l
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/attack-fs"))
+    parser = arguments(__doc__, "attack-fs", schema=2)
     parser.add_argument("--only", action="append")
     parser.add_argument("--race-seconds", type=float, default=20.0)
-    args = parser.parse_args()
+    args = parse(parser, race_seconds=1.0, only=["card_symlink", "receipt_file_symlink", "store_dir_symlink", "race"])
     work = args.work / f"s{args.schema}"
     shutil.rmtree(work, ignore_errors=True)
     base = make_workspace(work / "base", args.schema)
@@ -477,8 +474,6 @@ def main() -> int:
     # Citations point at the project directory each scenario copies beside its workspace.
     for f in base.glob("projects/*/sessions/claude-code/*.jsonl"):
         f.write_bytes(f.read_bytes().replace(str(proj).encode(), str(work / "SCEN" / "proj").encode()))
-    for d in ("base-proj",):
-        pass
     if cli(args.bin, base, "import").returncode or cli(args.bin, base, "build").returncode:
         print("setup failed")
         return 1

@@ -16,8 +16,6 @@ Usage: tools/.venv/bin/python tools/attack/kill9.py --schema 2 [--rounds 30]
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
 import signal
@@ -28,17 +26,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import (Raw, add_citations, arguments, broken_or_lost, chain, cli, gap_item, indexes,  # noqa: E402
+                    make_workspace, parse)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=[2, 7], default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/attack-kill9"))
+    parser = arguments(__doc__, "attack-kill9", schema=2)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+    args = parse(parser, rounds=2)
     rng = random.Random(args.seed)
     ws = make_workspace(args.work / f"ws{args.schema}", args.schema, projects=3, sessions=8, turns=40)
     add_citations(ws)
@@ -143,22 +139,7 @@ def main() -> int:
         temps = [p for p in ws.rglob("*.evidence-store.tmp")]
         if temps:
             failures.append(f"round {rnd}: temp files left after export: {[str(t) for t in temps[:3]]}")
-        for p in [*ws.glob("projects/*/evidence/*.json"), *ws.glob("projects/*/project-synthesis.json"),
-                  ws / "daily-report.json", *ws.glob("projects/*/receipts/*.json")]:
-            try:
-                json.loads(p.read_bytes())
-            except (ValueError, OSError) as e:
-                failures.append(f"round {rnd}: {p} is not whole JSON: {e}")
-        for (project, session_ref, turn_ref), mark in acked_marks.items():
-            card = ws / "projects" / project / "evidence" / f"{session_ref}.json"
-            if not card.exists() or f'"{mark}"' not in card.read_text(encoding="utf-8"):
-                failures.append(f"round {rnd}: acknowledged evidence {mark} ({project}/{session_ref}/{turn_ref}) lost")
-        for project, refs in acked_items.items():
-            syn = ws / "projects" / project / "project-synthesis.json"
-            text = syn.read_text(encoding="utf-8") if syn.exists() else ""
-            for ref in refs:
-                if f'"{ref}"' not in text:
-                    failures.append(f"round {rnd}: acknowledged work item {ref} of {project} lost")
+        failures += [f"round {rnd}: {f}" for f in broken_or_lost(ws, acked_marks, acked_items)]
         killed = ",".join("serve" if v is raw.proc else " ".join(v.args[3:]) for v in victims)
         print(f"round {rnd}: killed {killed}; verify first {first.returncode}; acked so far: "
               f"{len(acked_marks)} evidence, {sum(map(len, acked_items.values()))} items; failures {len(failures)}",

@@ -15,11 +15,11 @@ and, for `greps`, how far past its deadline a call with a short deadline answers
 Every wait is bounded; every process started is ended.
 
 Usage: tools/.venv/bin/python tools/attack/offload.py --bin target/release/evidence-store [--only greps|read]
+       (--smoke: a tenth of the grep handle, a 64th of the read, CI's quick run)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 
 # Thousands of NFA states live at every byte; non-ASCII text keeps the lazy DFA out.
 COSTLY = r"\b.{0,1000}\b[0-9]{40}"
@@ -106,9 +106,12 @@ def project_of(ws: Path) -> str:
     return sorted(p.name for p in (ws / "projects").iterdir())[0]
 
 
+SMOKE = False  # --smoke: smaller handle and read (the same steps)
+
+
 def greps(binary: Path, work: Path) -> list[str]:
     ws = make_workspace(work / "ws-greps", 2, projects=1, sessions=1, turns=2)
-    add_session(ws, [log_text(6_600_000)])
+    add_session(ws, [log_text(660_000 if SMOKE else 6_600_000)])
     done = cli(binary, ws, "import", timeout=600)
     assert done.returncode == 0, done.stderr
     listed = json.loads(cli(binary, ws, "dump", "handles", project_of(ws), PROJECT_SESSION, "--json").stdout)
@@ -146,14 +149,15 @@ def greps(binary: Path, work: Path) -> list[str]:
         t = time.time()
         code = raw.close(timeout=120)
         rows.append((f"stdin closed 1 s into two calls: exit {code} after", time.time() - t, code is not None))
-        # The deadline: 3 s.
-        raw = Raw(binary, ws, env={**env, "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": "3"})
+        # The deadline: 3 s (1 s under --smoke).
+        deadline = 1 if SMOKE else 3
+        raw = Raw(binary, ws, env={**env, "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": str(deadline)})
         raw.initialize()
         t = time.time()
         got = raw.tool("tool_output", args, timeout=120)
         took = time.time() - t
-        said = bool(got and "deadline of 3 s reached" in got[1])
-        rows.append(("one call, deadline 3 s: answered after", took, said))
+        said = bool(got and f"deadline of {deadline} s reached" in got[1])
+        rows.append((f"one call, deadline {deadline} s: answered after", took, said))
         raw.close(timeout=60)
     finally:
         srv.shutdown()
@@ -168,7 +172,7 @@ def read(binary: Path, work: Path) -> list[str]:
     ws = make_workspace(work / "ws-read", 2, projects=1, sessions=1, turns=2)
     # 50 results of 4 MB: a full read of its 100 lines (the most one read may ask for) is
     # about 200 MB of JSON.
-    line = "y" * (4 << 20)
+    line = "y" * ((64 << 10) if SMOKE else (4 << 20))
     last = add_session(ws, [line] * 50)
     done = cli(binary, ws, "import", timeout=600)
     assert done.returncode == 0, done.stderr
@@ -181,7 +185,7 @@ def read(binary: Path, work: Path) -> list[str]:
     rid = raw.request("tools/call", req)
     got = raw.wait(rid, timeout=300)
     size = len(json.dumps(got)) if got else 0
-    rows.append((f"the whole read alone ({size >> 20} MB) took", time.time() - t, size > 200_000_000))
+    rows.append((f"the whole read alone ({size >> 20} MB) took", time.time() - t, size > 50 * len(line)))
     rid = raw.request("tools/call", req)
     time.sleep(0.3)
     t = time.time()
@@ -211,11 +215,11 @@ def read(binary: Path, work: Path) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-offload"))
+    parser = arguments(__doc__, "evidence-store-offload")
     parser.add_argument("--only", action="append", default=[])
-    args = parser.parse_args()
+    args = parse(parser)
+    global SMOKE
+    SMOKE = args.smoke
     binary = args.bin.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     fails: list[str] = []

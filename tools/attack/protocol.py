@@ -13,21 +13,19 @@ Usage: tools/.venv/bin/python tools/attack/protocol.py --ws DIR [--bin B]
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, indexes, schema_of  # noqa: E402
+from common import Raw, arguments, indexes, parse, schema_of, verdict  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
+    parser = arguments(__doc__, None)
     parser.add_argument("--ws", type=Path, required=True)
-    args = parser.parse_args()
+    args = parse(parser)
     schema = schema_of(args.ws)
     project, rows = next(iter(indexes(args.ws).items()))
     row = rows[0]
@@ -137,9 +135,9 @@ def main() -> int:
         with raw.cond:
             after = raw.lines[before:]
         answers = [line for line in after if json.dumps(marker).encode() not in line]
-        verdict = "ok" if len(answers) == owed else "FAIL"
+        outcome = "ok" if len(answers) == owed else "FAIL"
         shown = b" | ".join(a[:150] for a in answers).decode("utf-8", "replace")
-        print(f"{verdict} {name} ({took:.2f}s): {len(answers)} answer(s) {shown}")
+        print(f"{outcome} {name} ({took:.2f}s): {len(answers)} answer(s) {shown}")
         if len(answers) != owed:
             failures.append(f"{name}: {len(answers)} answers, owed {owed}")
     # Duplicate in-flight ids: two identical slow requests with one id.
@@ -161,9 +159,7 @@ def main() -> int:
         failures.append(f"torn lines: {raw.torn[:3]}")
     if code != 0:
         failures.append(f"exit code {code}")
-    for f in failures:
-        print("FAILURE:", f)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

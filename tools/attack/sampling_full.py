@@ -13,7 +13,6 @@ Usage: tools/.venv/bin/python tools/attack/sampling_full.py --bin target/release
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, make_workspace  # noqa: E402
+from common import Raw, arguments, cli, make_workspace, parse  # noqa: E402
 from mcp_client import INITIALIZED  # noqa: E402
 from hostile_endpoint import biggest_handle  # noqa: E402
 
@@ -87,11 +86,9 @@ def run(binary: Path, ws: Path, handle: str, n: int, deadline: int) -> tuple[flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-sampling"))
+    parser = arguments(__doc__, "evidence-store-sampling")
     parser.add_argument("--deadline", type=int, default=30)
-    args = parser.parse_args()
+    args = parse(parser, deadline=3)
     binary = args.bin.resolve()
     ws = make_workspace(args.work / "ws", 2, projects=1, sessions=2, turns=8, tool_output_max="64K")
     cli(binary, ws, "import", timeout=300)

@@ -7,19 +7,17 @@ start; every changed state must be refused ("changed since it was imported") and
 
 Usage: tools/.venv/bin/python tools/attack/session_changes.py [--bin PATH]
 """
-import argparse
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, cli, indexes, make_workspace  # noqa: E402
+from common import Raw, arguments, cli, indexes, make_workspace, parse  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--bin", type=Path, default=RELEASE)
-parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-changes"))
-B = parser.parse_args().bin.resolve()
-W = parser.parse_args().work
+parser = arguments(None, "evidence-store-changes")
+args = parse(parser)
+B = args.bin.resolve()
+W = args.work
 ws=make_workspace(W / 'ws',2,projects=1,sessions=1,turns=6,tool_output_max="8K")
 cli(B,ws,"import")
 p,rows=next(iter(indexes(ws).items())); row=rows[0]

@@ -14,7 +14,6 @@ Usage: tools/.venv/bin/python tools/attack/swap_cited.py --bin target/release/ev
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -23,17 +22,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, cli, indexes, make_workspace  # noqa: E402
+from common import Raw, add_citations, arguments, cli, indexes, make_workspace, parse  # noqa: E402
 from swap_sessions import OpenWatch, exchange  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--schema", type=int, choices=(2, 7), default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap-cited"))
-    args = parser.parse_args()
+    parser = arguments(__doc__, "evidence-store-swap-cited", seconds=60.0, schema=2)
+    args = parse(parser, seconds=1.0)
     binary = args.bin.resolve()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)

@@ -15,7 +15,6 @@ Usage: tools/.venv/bin/python tools/attack/swap_receipts.py --bin target/release
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import threading
@@ -23,19 +22,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, add_citations, cli, make_workspace  # noqa: E402
+from common import add_citations, arguments, cli, make_workspace, parse  # noqa: E402
 from swap_sessions import exchange  # noqa: E402
 
 TEMP = ".evidence-S0001-T0001.json.99999.1.0123456789abcdef.evidence-store.tmp"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--schema", type=int, choices=(2, 7), default=2)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap-receipts"))
-    args = parser.parse_args()
+    parser = arguments(__doc__, "evidence-store-swap-receipts", seconds=60.0, schema=2)
+    args = parse(parser, seconds=1.0)
     binary = args.bin.resolve()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)

@@ -22,7 +22,6 @@ Usage: tools/.venv/bin/python tools/attack/swap_sessions.py --schema 7 [--bin PA
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RELEASE, Raw, add_citations, chain, cli, gap_item, indexes, make_workspace  # noqa: E402
+from common import Raw, add_citations, arguments, chain, cli, gap_item, indexes, make_workspace, parse  # noqa: E402
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 RENAME_EXCHANGE = 2
@@ -294,12 +293,8 @@ def run(binary: Path, schema: int, seconds: float, work: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=RELEASE)
-    parser.add_argument("--schema", type=int, choices=(2, 7), default=7)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-swap"))
-    args = parser.parse_args()
+    parser = arguments(__doc__, "evidence-store-swap", schema=7, seconds=60.0)
+    args = parse(parser, seconds=1.0)
     return run(args.bin.resolve(), args.schema, args.seconds, args.work)
 
 

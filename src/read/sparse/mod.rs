@@ -85,7 +85,7 @@ pub fn entries(raw: &str, source: &str) -> Vec<Entry> {
 mod tests {
     use super::*;
 
-    /// Every case prompt-diary 0.2.20 answered (tools/sparse_cases_0220.py): the line
+    /// Every case prompt-diary 0.2.20 answered (tools/gen/sparse_cases_0220.py): the line
     /// with its neighbours, and the record JSON it derived, or null for an omitted line.
     fn without_lone_surrogates(s: &str) -> String {
         let re = regex::Regex::new(r"\\ud[89a-f][0-9a-f]{2}").unwrap();

@@ -12,7 +12,7 @@ stdio, with nothing in the way (no SDK), so that a script sees every line the se
   clients send, for scripts that must write the pipe themselves (pipelining without
   reading, a shell in front of the binary).
 
-Importable from tools/ and tools/attack/ (which puts tools/ on sys.path). Nothing here
+Importable from every tools/ folder (each script puts tools/lib on sys.path). Nothing here
 asserts; each script decides what counts as a failure.
 """
 

@@ -8,7 +8,7 @@ flight at once) and one `write_report_title`, and every answer is awaited (up to
 seconds). A limit "holds" when all 41 answers arrive and none is an error. Without a limit,
 the same load reports the process's peak RSS (VmHWM) and peak address space (VmPeak).
 
-Usage: tools/.venv/bin/python tools/bench_address_space.py BIN [BIN ...] [--limits 1024,512,...]
+Usage: tools/.venv/bin/python tools/bench/bench_address_space.py BIN [BIN ...] [--limits 1024,512,...]
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "attack"))
-from common import indexes, make_workspace  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attack"))
+from common import indexes, make_workspace, parse  # noqa: E402
 from mcp_client import INITIALIZED, Client, initialize_params, message, tool_call  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--limits", default="1024,512,384,256,192,160,128")
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench-address-space"))
     parser.add_argument("--give-up", type=float, default=120.0)
-    args = parser.parse_args()
+    args = parse(parser, limits="1024", give_up=30.0)
     ws = args.work / "ws"
     if not ws.exists():
         make_workspace(ws, 2, projects=1, sessions=2, turns=60, tool_output_max="64K")

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The cost of `evidence-store view`: page size, seconds and peak RSS (GNU time -v).
 
-Workspaces from tools/gen_workspace.py (made once under --work, as tools/bench.py makes
+Workspaces from tools/lib/gen_workspace.py (made once under --work, as tools/bench/bench.py makes
 them): `read-200M`, one 200 MB session, and `view-1.8G`, eight sessions of 1.8 GB in all
 (tool outputs up to 1 MiB). Each is measured twice: as generated (no evidence chain: the
 coverage grid and the agent citations), and with a chain for every turn, written as cards,
 each citing four small ranges of its turn (first line, three middle lines, last two, last
 one), as an agent cites. Best time and largest peak RSS of --runs runs, warm page cache.
 
-Usage: python3 tools/bench_view.py [--bin target/release/evidence-store] [--work DIR]
+Usage: python3 tools/bench/bench_view.py [--bin target/release/evidence-store] [--work DIR]
 """
 
 from __future__ import annotations
@@ -21,14 +21,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "tools" / "gen_workspace.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 
 WORKSPACES = {
     "read-200M": ["--projects", "1", "--sessions", "1", "--tool-output-max", "8K", "--session-bytes", "200M"],
     "view-1.8G": ["--projects", "2", "--sessions", "4", "--session-bytes", str(int(1.8 * (1 << 30) / 6)),
                   "--tool-output-max", "1M", "--edge-cases"],
 }
+SMOKE = {"view-2M": ["--projects", "2", "--sessions", "2", "--session-bytes", "512K", "--tool-output-max", "8K",
+                     "--edge-cases"]}  # --smoke: CI's quick run that the script still works
 
 
 def generate(out: Path, args: list[str]) -> dict:
@@ -102,7 +107,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("which", nargs="*", default=list(WORKSPACES))
-    args = ap.parse_args()
+    args = smoke.parse(ap, which=list(SMOKE), runs=1)
+    WORKSPACES.update(SMOKE)
     args.work.mkdir(parents=True, exist_ok=True)
     print("| workspace | chains | page | seconds | peak RSS |")
     print("|---|---|---|---|---|")

@@ -10,7 +10,7 @@ sees what prompt-diary itself publishes; the differential tests compare the two 
 
 Run it again (and commit its output) only when a served release changes.
 
-Usage: python3 tools/reference_schemas.py [--check]   (--check: fail if a file differs)
+Usage: python3 tools/gen/reference_schemas.py [--check]   (--check: fail if a file differs)
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from mcp_client import Client  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELEASES = {"0.2.10": ROOT / "tools" / ".venv", "0.2.20": ROOT / "tools" / ".venv-0.2.20"}
 SERVER = ("import logging; logging.disable(logging.CRITICAL); "
           "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()")

@@ -4,9 +4,9 @@
 Each output line is {"source", "lines": [previous, line, next], "expect": json | null}:
 the record prompt-diary 0.2.20 derives for the middle line (its canonical JSON), or null
 when the line is omitted. Inputs: the handwritten edge lines below plus every line of the
-sessions of a generated workspace (tools/gen_workspace.py --edge-cases).
+sessions of a generated workspace (tools/lib/gen_workspace.py --edge-cases).
 
-Run with 0.2.20's python: /work/wt/pd20/bin/python tools/sparse_cases_0220.py WS OUT
+Run with 0.2.20's python: tools/.venv-0.2.20/bin/python tools/gen/sparse_cases_0220.py WS OUT
 """
 
 from __future__ import annotations

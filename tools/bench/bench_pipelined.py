@@ -6,7 +6,7 @@ nothing for PAUSE seconds, then reads every answer. Prints how many requests the
 taken by then, its peak RSS (VmHWM) at that point and at the end, and whether every id was
 answered exactly once in whole lines.
 
-Usage: tools/.venv/bin/python tools/bench_pipelined.py [--bin B] [--work DIR] [-n N] [--pause S]
+Usage: tools/.venv/bin/python tools/bench/bench_pipelined.py [--bin B] [--work DIR] [-n N] [--pause S]
        (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
 """
 
@@ -16,13 +16,17 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
-from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import bench  # noqa: E402
+import smoke  # noqa: E402
+from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def vm_hwm_mb(pid: int) -> int:
@@ -38,8 +42,12 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("-n", type=int, default=10_000)
     parser.add_argument("--pause", type=float, default=20.0)
-    args = parser.parse_args()
-    ws = args.work / "read-200M"
+    args = smoke.parse(parser, n=50, pause=0.5)
+    if args.smoke:
+        bench.SMOKE = True
+        ws = bench.read_workspace(args.work)
+    else:
+        ws = args.work / "read-200M"
     index = next(ws.glob("projects/*/sessions.index.jsonl"))
     row = json.loads(index.read_text().splitlines()[0])
     proc = subprocess.Popen([args.bin, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

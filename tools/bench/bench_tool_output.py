@@ -12,7 +12,7 @@ Three measures, each run for every binary given, in the order given:
 Each figure is one call's wall time from the request line to its answer line (a call not
 answered within --give-up seconds is reported as such). Only 127.0.0.1 is used.
 
-Usage: tools/.venv/bin/python tools/bench_tool_output.py BIN [BIN ...] [--only slow,bomb,huge]
+Usage: tools/.venv/bin/python tools/bench/bench_tool_output.py BIN [BIN ...] [--only slow,bomb,huge]
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ import threading
 import time
 from pathlib import Path
 
-import mcp_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import mcp_client  # noqa: E402
+import smoke  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BOMB = r"\b(?:\w+\W+){100}ZZZ"
@@ -103,13 +105,14 @@ class Client(mcp_client.Client):
         self.proc.wait()
 
 
-def workspace(work: Path, bin_: str, store: Path) -> tuple[Path, str, int]:
+def workspace(work: Path, bin_: str, store: Path, small: bool) -> tuple[Path, str, int]:
     """One session whose tool results go up to 6 MB, imported into `store`; the handle of
-    the payload nearest 5.4 MB (the size the regex-bomb report was made on), and its size."""
+    the payload nearest 5.4 MB (the size the regex-bomb report was made on), and its size.
+    `small` (--smoke): results up to 64 KB."""
     ws = work / "ws"
     if not ws.exists():
-        subprocess.run([sys.executable, str(HERE / "gen_workspace.py"), "--out", str(ws), "--projects", "1",
-                        "--sessions", "1", "--turns", "8", "--tool-output-max", "6M", "--seed", "3"],
+        subprocess.run([sys.executable, str(HERE.parent / "lib" / "gen_workspace.py"), "--out", str(ws), "--projects", "1",
+                        "--sessions", "1", "--turns", "8", "--tool-output-max", "64K" if small else "6M", "--seed", "3"],
                        check=True, stdout=subprocess.DEVNULL)
     subprocess.run([bin_, "--workspace", str(ws), "--store", str(store), "import"], check=True, capture_output=True)
     project = next(p.name for p in (ws / "projects").iterdir())
@@ -159,13 +162,13 @@ def main() -> int:
     parser.add_argument("--model-timeout", type=int, default=10, help="per-request model timeout given to serve")
     parser.add_argument("--deadline", type=int, default=30, help="per-call deadline given to serve (new builds)")
     parser.add_argument("--give-up", type=float, default=400.0)
-    args = parser.parse_args()
+    args = smoke.parse(parser, delay=0.2, model_timeout=2, deadline=2, give_up=60.0)
     args.work.mkdir(parents=True, exist_ok=True)
     for which in args.only.split(","):
         for n, bin_ in enumerate(args.bins):
             # A store of each binary's own, so builds of different store schemas can be compared.
             store = args.work / f"store-{n}.redb"
-            ws, handle, size = workspace(args.work, bin_, store)
+            ws, handle, size = workspace(args.work, bin_, store, args.smoke)
             print(f"{which:5} {bin_}: {measure(bin_, which, args, ws, store, handle)}  (payload {size} bytes)", flush=True)
     return 0
 

@@ -4,7 +4,7 @@ session of 6 MB and in one of 200 MB, and, on each, `tool_output_read`, `tool_ou
 and `tool_output` (truncate) through `serve`, beside `grep -c` over the payload's bytes.
 Also the first `tools/list` (which looks for a handle in the workspace) on each.
 
-Usage: tools/.venv/bin/python tools/bench_handles.py [--bin target/release/evidence-store]
+Usage: tools/.venv/bin/python tools/bench/bench_handles.py [--bin target/release/evidence-store]
        [--work /tmp/evidence-store-bench] [--repeat 20]
 """
 
@@ -15,11 +15,14 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from bench import ROOT
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from bench import ROOT  # noqa: E402
+import smoke  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
 PROJECT = "Demo-0123456789ab"
 
@@ -109,13 +112,14 @@ def main() -> int:
     parser.add_argument("--bin", default=str(ROOT / "target/release/evidence-store"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
+    args = smoke.parse(parser, repeat=1)
     args.work.mkdir(parents=True, exist_ok=True)
     log = payload()
     log_file = args.work / "handles-payload.txt"
     log_file.write_text(log, encoding="utf-8")
     rows = []
-    for name, size in (("handles-6M", len(log) + 1_000_000), ("handles-200M", 200_000_000)):
+    large = ("handles-8M", len(log) + 3_000_000) if args.smoke else ("handles-200M", 200_000_000)
+    for name, size in (("handles-6M", len(log) + 1_000_000), large):
         rows.append(measure(args.bin, make_workspace(args.work / name, size, log), args.repeat, log_file))
     print(f"payload: {len(log) / 1e6:.1f} MB, {log.count(chr(10)) + 1} lines; median of {args.repeat} calls (ms)\n")
     keys = list(rows[0])

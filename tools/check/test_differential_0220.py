@@ -11,13 +11,13 @@ read_session_lines) can be added beside them:
                            line, quoted_messages read by the server), card schema 2, and the
                            0.2.10-style chain refused field by field;
   compare_write_work_item  dispositions required, refused and malformed; envelope schema 2;
-  page walk                (tools/test_pages_0220.py) every session's ranges walked with
+  page walk                (tools/lib/pages_0220.py) every session's ranges walked with
                            next_cursor in both modes, page by page, fragments rebuilt;
   compare_synthesis        (from test_differential.py) Build with disposition assessments,
                            the four slot writers, Finalize and the render, byte for byte.
 
 Workspaces, per seed: (1) built by 0.2.20's own `prepare` from the histories of
-tools/histories.py (gen_workspace.py without edge cases, given the timestamps, cwd and Codex
+tools/lib/histories.py (gen_workspace.py without edge cases, given the timestamps, cwd and Codex
 session_meta that prepare reads; one Codex session is split into two paginated rollout
 files, which prepare stitches into one transcript), the same histories test_differential.py
 gives 0.2.10's prepare; (2) the generated workspace
@@ -26,7 +26,7 @@ with edge cases, re-labelled as schema 7 (see `schema7_workspace`).
 Every workspace first gets test_differential.py's argument cases (`compare_arguments`, with
 the cursor's); `--only args` runs just those, on the relabelled workspaces, in seconds.
 
-Usage: tools/.venv-0.2.20/bin/python tools/test_differential_0220.py [--bin PATH] [--seeds 1,2,3] [--only args]
+Usage: tools/.venv-0.2.20/bin/python tools/check/test_differential_0220.py [--bin PATH] [--seeds 1,2,3] [--only args]
 """
 
 from __future__ import annotations
@@ -40,19 +40,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 import histories  # noqa: E402
 import gen_workspace  # noqa: E402
 from gen_workspace import indexes  # noqa: E402
 import test_differential as base  # noqa: E402
-import test_pages_0220 as pages  # noqa: E402
+import pages_0220 as pages  # noqa: E402
 
 ROOT = base.ROOT
 
 
 def prepared_workspace(tmp: Path, seed: str) -> Path:
     """A workspace written by prompt-diary 0.2.20's `prepare` for 2026-01-15 (UTC) from the
-    histories of a generated workspace (tools/histories.py): each session becomes a Claude
+    histories of a generated workspace (tools/lib/histories.py): each session becomes a Claude
     project file or a Codex rollout, its records stamped inside the day, with the project
     directory as `cwd`; one Codex session is two paginated rollout files, which prepare must
     stitch into one transcript."""
@@ -71,7 +71,7 @@ def schema7_workspace(out: Path, seed: str) -> None:
     the first with `previous_context` (the turn before it). In each project's first session
     the last turn starts one line late, on a line that is no human input, so that the
     trigger read's refusals are compared too."""
-    subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(out), "--seed", seed,
+    subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(out), "--seed", seed,
                     "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                    check=True, stdout=subprocess.DEVNULL)
     gen_workspace.relabel_schema_7(out)
@@ -98,12 +98,8 @@ def chain_for(turn: dict, variant: int) -> dict:
         "materiality": "material",
         "extra": "dropped",
     }
-    if variant == 1:
-        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{b + 5}"}]  # outside the turn
-    elif variant == 2:
-        chain["agent_reactions"] = []
-        chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{a}"}]  # only trigger evidence
-    elif variant == 3:  # the 0.2.10 trigger shape
+    base.break_chain(chain, variant, a, b)
+    if variant == 3:  # the 0.2.10 trigger shape
         chain["trigger"] = {"type": "explicit_user_message", "summary": "asked",
                             "quoted_messages": [{"text": "do it", "citations": [{"lines": inside}]}],
                             "citations": [{"lines": f"{a}-{a}"}]}
@@ -205,7 +201,7 @@ def main() -> int:
             print(f"seed {seed}: arguments {diff.passed - passed} passed, {diff.failed - failed} failed")
             if args.only:
                 continue
-            # The page walk of read_session_lines (tools/test_pages_0220.py), before any write.
+            # The page walk of read_session_lines (tools/lib/pages_0220.py), before any write.
             walked = pages.Diff()
             asyncio.run(pages.compare(ws, args.bin.resolve(), reference_python, walked))
             print(f"seed {seed}: {walked.pages} pages walked ({walked.fragments} fragments, "

@@ -6,7 +6,7 @@ The workspace is the example workspace with S0001 replaced by N/10 assistant lin
 `**Evidence**:` markers each (eight file citations into a small project directory, one test,
 one URL). Searches go over stdio JSON-RPC, one request line and one answer line at a time.
 
-Usage: tools/.venv/bin/python tools/bench_citations.py [--bin target/release/evidence-store]
+Usage: tools/.venv/bin/python tools/bench/bench_citations.py [--bin target/release/evidence-store]
        [--citations 10000] [--work DIR]
 """
 
@@ -17,12 +17,15 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "Demo-0123456789ab"
 
 
@@ -52,7 +55,7 @@ def main() -> None:
     parser.add_argument("--bin", default=str(ROOT / "target" / "release" / "evidence-store"))
     parser.add_argument("--citations", type=int, default=10_000)
     parser.add_argument("--work", default="/tmp/evidence-store-bench-citations")
-    args = parser.parse_args()
+    args = smoke.parse(parser, citations=100)
     ws = make(Path(args.work), args.citations)
     start = time.perf_counter()
     subprocess.run([args.bin, "--workspace", str(ws), "import"], check=True, stdout=subprocess.DEVNULL)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Page-walk differential: evidence-store against prompt-diary 0.2.20's server.
 
-Generated workspaces (tools/gen_workspace.py --edge-cases) are turned into schema-7
+Generated workspaces (tools/lib/gen_workspace.py --edge-cases) are turned into schema-7
 workspaces by hand (metadata schema_version 7, index rows without the subagent fields,
 which is what 0.2.20's prepare writes), and a Claude session gets lines long enough to be
 cut into fragments in both modes. Both servers are driven over stdio by the MCP client.
@@ -11,7 +11,7 @@ byte-identical, every page at most 32,768 UTF-8 bytes, and the fragments of each
 must rebuild it exactly (a compact record's JSON parses; a raw line equals the line).
 Cursor errors are compared too.
 
-Usage: tools/.venv-0.2.20/bin/python tools/test_pages_0220.py --bin target/debug/evidence-store
+Usage: tools/.venv-0.2.20/bin/python tools/lib/pages_0220.py --bin target/debug/evidence-store
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_workspace  # noqa: E402
 import handles  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_SERVER = ("import logging; logging.disable(logging.CRITICAL); "
                     "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()")
 PAGE_BYTES = 32 * 1024
@@ -261,7 +261,7 @@ def main() -> int:
     for seed in [int(s) for s in args.seeds.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             ws = Path(tmp) / "ws"
-            subprocess.run([sys.executable, str(ROOT / "tools/gen_workspace.py"), "--out", str(ws), "--seed", str(seed),
+            subprocess.run([sys.executable, str(ROOT / "tools/lib/gen_workspace.py"), "--out", str(ws), "--seed", str(seed),
                             "--edge-cases", "--projects", "2", "--sessions", "2", "--turns", "4"],
                            check=True, stdout=subprocess.DEVNULL)
             to_schema_7(ws)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes docs/view.png, the README's picture of `view`: the example workspace's page after
 # the README's "Use it" steps, drawn by headless Chromium. Rerun it after changing the page.
-# Usage: tools/view_screenshot.sh [EVIDENCE_STORE_BINARY]   (default: evidence-store on PATH)
+# Usage: tools/gen/view_screenshot.sh [EVIDENCE_STORE_BINARY]   (default: evidence-store on PATH)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin="${1:-evidence-store}"
 chromium="$(command -v chromium)" || { echo "needs chromium (apt-get install chromium)" >&2; exit 1; }
 ws=examples/workspace

@@ -31,8 +31,8 @@ Per release:
           engagement and team learning are written, Finalize must finalize (it sets
           `overall_confidence`), and the finalized report must equal 0.2.20's.
 
-Usage: tools/.venv/bin/python tools/test_run_prompt_diary.py [--bin target/debug/evidence-store]
-       tools/.venv-0.2.20/bin/python tools/test_run_prompt_diary.py [--bin ...]
+Usage: tools/.venv/bin/python tools/check/test_run_prompt_diary.py [--bin target/debug/evidence-store]
+       tools/.venv-0.2.20/bin/python tools/check/test_run_prompt_diary.py [--bin ...]
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-import handles
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import handles  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/workspace"
 EXAMPLE_PROJECT = "Demo-0123456789ab"
 INNER_EXIT = 3  # the inner command's exit code on success, which `run` must return

@@ -5,10 +5,10 @@
   walk   a 2000-line compact range in the middle of it walked page by page to the end;
   scale  one compact page in the middle of a 1 MB and of a 1 GB session.
 
-Workspaces come from tools/gen_workspace.py, made schema 7 as in tools/test_pages_0220.py.
-Both servers are driven by tools/mcp_client.py's lockstep client. Prints Markdown.
+Workspaces come from tools/lib/gen_workspace.py, made schema 7 as in tools/lib/pages_0220.py.
+Both servers are driven by tools/lib/mcp_client.py's lockstep client. Prints Markdown.
 
-Usage: tools/.venv-0.2.20/bin/python tools/bench_pages_0220.py [page walk scale] [--work DIR]
+Usage: tools/.venv-0.2.20/bin/python tools/bench/bench_pages_0220.py [page walk scale] [--work DIR]
        (build first: cargo build --release)
 """
 
@@ -22,10 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, SESSION_ARGS, generate, serve  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import bench  # noqa: E402
+from bench import SESSION_ARGS, generate, pick, serve  # noqa: E402
+import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
-from test_pages_0220 import to_schema_7  # noqa: E402
+from pages_0220 import to_schema_7  # noqa: E402
 
 
 def prepared(work: Path, size: str) -> Path:
@@ -34,7 +36,7 @@ def prepared(work: Path, size: str) -> Path:
     generate(ws, *SESSION_ARGS, "--session-bytes", size)
     if fresh:
         to_schema_7(ws)
-    subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
+    subprocess.run([str(bench.BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
     return ws
 
 
@@ -79,25 +81,25 @@ def middle(ws: Path, width: int, mode: str) -> dict:
 
 
 def bench_page(work: Path) -> list[str]:
-    ws = prepared(work, "200M")
+    ws = prepared(work, pick("200M", "1M"))
     compact, full = middle(ws, 2000, "compact"), middle(ws, 2000, "full")
     rows = ["| one page, 200 MB session | evidence-store | prompt-diary 0.2.20 | speed-up |", "|---|---|---|---|"]
     for name, args in (("compact", compact), ("full", full)):
         ours = serve(ws, False)
-        o, size = one_page(ours, args, 30)
+        o, size = one_page(ours, args, pick(30, 2))
         ours.close()
         theirs = serve(ws, True)
-        t, _ = one_page(theirs, args, 3)
+        t, _ = one_page(theirs, args, pick(3, 1))
         theirs.close()
         rows.append(f"| {name} ({size} bytes) | {o:.2f} ms | {t:.0f} ms | {t / o:.0f}x |")
     return [f"Median of 30 (ours) / 3 (0.2.20) first pages of lines {compact['start_line']}-{compact['end_line']}.", "", *rows]
 
 
 def bench_walk(work: Path) -> list[str]:
-    ws = prepared(work, "200M")
+    ws = prepared(work, pick("200M", "1M"))
     args = middle(ws, 2000, "compact")
     ours = serve(ws, False)
-    runs = [walk(ours, args) for _ in range(5)]
+    runs = [walk(ours, args) for _ in range(pick(5, 1))]
     ours.close()
     o, pages = statistics.median(r[0] for r in runs), runs[0][1]
     theirs = serve(ws, True)
@@ -112,14 +114,14 @@ def bench_walk(work: Path) -> list[str]:
 
 def bench_scale(work: Path) -> list[str]:
     rows = ["| session | evidence-store, one page | prompt-diary 0.2.20, one page |", "|---|---|---|"]
-    for size in ("1M", "1G"):
+    for size in pick(("1M", "1G"), ("1M", "2M")):
         ws = prepared(work, size)
         args = middle(ws, 2000, "compact")
         ours = serve(ws, False)
-        o, _ = one_page(ours, args, 30)
+        o, _ = one_page(ours, args, pick(30, 2))
         ours.close()
         theirs = serve(ws, True)
-        t, _ = one_page(theirs, args, 1 if size == "1G" else 5)
+        t, _ = one_page(theirs, args, pick(1 if size == "1G" else 5, 1))
         theirs.close()
         rows.append(f"| {size}B | {o:.2f} ms | {t:.0f} ms |")
     return ["One compact page in the middle; median of 30 (ours) / 5 or 1 (0.2.20).", "", *rows]
@@ -129,7 +131,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("what", nargs="*", default=["page", "walk", "scale"])
     parser.add_argument("--work", default="/tmp/pg-bench")
-    args = parser.parse_args()
+    parser.add_argument("--bin", type=Path, default=bench.BIN, help="the evidence-store binary")
+    args = smoke.parse(parser)
+    bench.BIN, bench.SMOKE = args.bin.resolve(), args.smoke
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for what in args.what:

@@ -11,7 +11,7 @@
 Servers are driven by a minimal JSON-RPC client over stdio (one request line, one response
 line), so client overhead is the same for both and small. Results are printed as Markdown.
 
-Usage: tools/.venv/bin/python tools/bench.py [import|read|scale|startup ...] [--work DIR]
+Usage: tools/.venv/bin/python tools/bench/bench.py [import|read|scale|startup ...] [--work DIR]
        (build first: cargo build --release)
 """
 
@@ -28,12 +28,22 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "target" / "release" / "evidence-store"
 REFERENCE_ROWS = True
-GEN = ROOT / "tools" / "gen_workspace.py"
+SMOKE = False  # --smoke: every section at its smallest (a second or so), so that CI runs it
+
+
+def pick(full, small):
+    """`full`, or under --smoke the small stand-in."""
+    return small if SMOKE else full
+
+
+GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 REFERENCE = [sys.executable, "-c",
              "import logging; logging.disable(logging.CRITICAL); "
              "from prompt_diary.mcp.server import serve_mcp_server; serve_mcp_server()"]
@@ -78,7 +88,7 @@ def bench_import(work: Path, size: str) -> list[str]:
     total = sum(os.path.getsize(f) for f in files)
     subprocess.run(["cat", *files], check=True, stdout=subprocess.DEVNULL)  # warm the page cache for both
     rows = []
-    for attempt in range(3):
+    for attempt in range(pick(3, 1)):
         ossl, _ = timed(["openssl", "dgst", "-sha256", *files])
         store = ws / ".evidence-store"
         shutil.rmtree(store, ignore_errors=True)
@@ -89,8 +99,9 @@ def bench_import(work: Path, size: str) -> list[str]:
     peak = max(r[2] for r in rows)
     gib = total / (1 << 30)
     # Peak memory must not grow with the session: import one 1 GiB session on its own.
-    single = work / "import-single-1G"
-    generate(single, "--projects", "1", "--sessions", "1", "--session-bytes", "1G", "--tool-output-max", "4M")
+    single_size = pick("1G", "1M")
+    single = work / f"import-single-{single_size}"
+    generate(single, "--projects", "1", "--sessions", "1", "--session-bytes", single_size, "--tool-output-max", "4M")
     shutil.rmtree(single / ".evidence-store", ignore_errors=True)
     single_seconds, single_rss = child_peak_rss_mb([str(BIN), "--workspace", str(single), "import"])
     single_bytes = sum(os.path.getsize(f) for f in session_files(single))
@@ -147,13 +158,21 @@ def serve(ws: Path, reference: bool) -> LockstepClient:
 SESSION_ARGS = ["--projects", "1", "--sessions", "1", "--tool-output-max", "8K"]
 
 
+def read_workspace(work: Path) -> Path:
+    """The one long session the read benchmarks read (`read`, `startup`, ab_read.py,
+    bench_pipelined.py): 200 MB, or 1 MB under --smoke. Generated once, then kept."""
+    size = pick("200M", "1M")
+    ws = work / f"read-{size}"
+    generate(ws, *SESSION_ARGS, "--session-bytes", size)
+    return ws
+
+
 def bench_read(work: Path) -> list[str]:
-    ws = work / "read-200M"
-    generate(ws, *SESSION_ARGS, "--session-bytes", "200M")
+    ws = read_workspace(work)
     subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
     compact, full = middle_reads(ws)
     results = {}
-    for name, reference, repeat in (("evidence-store", False, 30), ("prompt-diary 0.2.10", True, 5)):
+    for name, reference, repeat in (("evidence-store", False, pick(30, 2)), ("prompt-diary 0.2.10", True, pick(5, 1))):
         client = serve(ws, reference)
         results[name] = (read_latency(client, compact, repeat), read_latency(client, full, repeat))
         client.close()
@@ -172,7 +191,7 @@ def bench_read(work: Path) -> list[str]:
 
 def bench_scale(work: Path) -> list[str]:
     sessions = []
-    for size in ("1M", "1G"):
+    for size in pick(("1M", "1G"), ("1M", "2M")):
         ws = work / f"scale-{size}"
         generate(ws, *SESSION_ARGS, "--session-bytes", size)
         subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
@@ -183,18 +202,18 @@ def bench_scale(work: Path) -> list[str]:
     for size, ws, lines in sessions:
         compact, full = middle_reads(ws, width)
         client = serve(ws, False)
-        (c, _), (f, _) = read_latency(client, compact, 30), read_latency(client, full, 30)
+        repeat = pick(30, 2)
+        (c, _), (f, _) = read_latency(client, compact, repeat), read_latency(client, full, repeat)
         client.close()
         rows.append(f"| {size}B ({lines} lines) | {c:.1f} ms | {f:.1f} ms |")
     return [f"Median of 30 reads of the same number of lines in the middle of each session.", "", *rows]
 
 
 def bench_startup(work: Path) -> list[str]:
-    ws = work / "read-200M"
-    generate(ws, *SESSION_ARGS, "--session-bytes", "200M")
+    ws = read_workspace(work)
     subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
     rows = ["| server | process start to `initialize` answer (median of 20) |", "|---|---|"]
-    for name, reference, repeat in (("evidence-store", False, 20), ("prompt-diary 0.2.10", True, 5)):
+    for name, reference, repeat in (("evidence-store", False, pick(20, 1)), ("prompt-diary 0.2.10", True, pick(5, 1))):
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
@@ -208,9 +227,9 @@ def bench_startup(work: Path) -> list[str]:
     # listed: measured on the imported store and on a workspace never imported.
     rows += ["", "| server | process start to `tools/list` answer (median) |", "|---|---|"]
     store = ws / ".evidence-store"
-    for name, reference, fresh, repeat in (("evidence-store, store imported", False, False, 20),
-                                           ("evidence-store, never imported (imports 200 MB first)", False, True, 5),
-                                           ("prompt-diary 0.2.10", True, False, 5)):
+    for name, reference, fresh, repeat in (("evidence-store, store imported", False, False, pick(20, 1)),
+                                           ("evidence-store, never imported (imports 200 MB first)", False, True, pick(5, 1)),
+                                           ("prompt-diary 0.2.10", True, False, pick(5, 1))):
         times = []
         for _ in range(repeat):
             if fresh:
@@ -314,9 +333,9 @@ def bench_writes(work: Path) -> list[str]:
             "|---|---|---|---|---|---|---|---|---|"]
     servers_of = (("evidence-store", False), ("prompt-diary 0.2.10", True)) if REFERENCE_ROWS else (("evidence-store", False),)
     for name, reference in servers_of:
-        for servers in (1, 8, 32):
+        for servers in pick((1, 8, 32), (1, 2)):
             ws = work / f"writes-{'ref' if reference else 'ours'}-{servers}"
-            sessions, turns = 16, {1: 25, 8: 50, 32: 100}[servers]
+            sessions, turns = (2, 3) if SMOKE else (16, {1: 25, 8: 50, 32: 100}[servers])
             key = write_workspace(ws, sessions, turns)
             if not reference:
                 subprocess.run([str(BIN), "--workspace", str(ws), "import"], check=True, capture_output=True)
@@ -341,21 +360,22 @@ def parse_size(text: str) -> int:
 
 
 def main() -> int:
-    global BIN, REFERENCE_ROWS
+    global BIN, REFERENCE_ROWS, SMOKE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", nargs="*", default=["import", "read", "scale", "startup", "writes"])
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--import-size", default="1G")
     parser.add_argument("--bin", type=Path, default=BIN, help="the evidence-store binary (A/B runs of two builds)")
     parser.add_argument("--no-reference", action="store_true", help="writes: evidence-store's rows only")
-    args = parser.parse_args()
+    args = smoke.parse(parser)
+    SMOKE = args.smoke
     BIN = args.bin.resolve()
     REFERENCE_ROWS = not args.no_reference
     args.work.mkdir(parents=True, exist_ok=True)
     if not BIN.exists():
         sys.exit("build first: cargo build --release")
     sections = {
-        "import": lambda: bench_import(args.work, args.import_size),
+        "import": lambda: bench_import(args.work, pick(args.import_size, "1M")),
         "read": lambda: bench_read(args.work),
         "scale": lambda: bench_scale(args.work),
         "startup": lambda: bench_startup(args.work),

@@ -15,7 +15,7 @@ On a copy of each workspace (the shipped example and a generated three-project o
 then prompt-diary 0.2.10's own Finalize must answer `finalized` on the exported workspace
 and its Markdown renderer must render it, title and evidence appendix included.
 
-Usage: tools/.venv/bin/python tools/test_end_to_end.py [--bin PATH]
+Usage: tools/.venv/bin/python tools/check/test_end_to_end.py [--bin PATH]
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ import tempfile
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 
-from gen_workspace import indexes
+from gen_workspace import indexes  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Failure(Exception):
@@ -180,7 +181,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         generated = Path(tmp) / "generated"
-        subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(generated), "--seed", "7",
+        subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(generated), "--seed", "7",
                         "--projects", "3", "--sessions", "2", "--turns", "3"], check=True, stdout=subprocess.DEVNULL)
         failed = False
         for source in (ROOT / "examples" / "workspace", generated):

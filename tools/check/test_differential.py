@@ -5,21 +5,22 @@ Both servers are driven over stdio by the MCP Python SDK client. Every line of e
 session is read in compact and full mode, plus every error case; then the same evidence
 chains, work items, Build steps and daily-report slot writes go to both, and results and
 written files (cards, envelopes, daily-report.json after every step, Finalize and the
-Markdown render) must be equal, except where the spec (spec/README.md) decides to follow
-the seeds:
+Markdown render) must be equal, except where evidence-store departs from the reference on
+purpose:
 
   1. a plain-string message content is user text (the reference drops it);
-  2. where the reference crashes on a line (a lone surrogate escape), we answer normally.
+  2. where the reference crashes on a line (a lone surrogate escape), we answer normally;
+  3. the hint for a citation outside the turn names "the evidence chain's indexed turn".
 
 Workspaces, per seed: (1) gen_workspace.py's, with edge cases; (2) the one prompt-diary
-0.2.10's own `prepare` builds from the histories of tools/histories.py (the generated
+0.2.10's own `prepare` builds from the histories of tools/lib/histories.py (the generated
 sessions, without edge cases, as Claude project files and Codex rollouts), the same
 histories test_differential_0220.py gives 0.2.20's prepare. Every comparison runs on both.
 
 Every tool's argument errors are compared first (see `argument_cases`); `--only args` runs
 just those, on the generated workspaces, in seconds.
 
-Usage: tools/.venv/bin/python tools/test_differential.py [--bin PATH] [--seeds 1,2,3] [--only args]
+Usage: tools/.venv/bin/python tools/check/test_differential.py [--bin PATH] [--seeds 1,2,3] [--only args]
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ import tempfile
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-import handles
-import histories
-from gen_workspace import indexes
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import handles  # noqa: E402
+import histories  # noqa: E402
+from gen_workspace import indexes  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 REFERENCE_SERVER = ("import logging; logging.disable(logging.CRITICAL); "
@@ -51,8 +53,9 @@ def is_blank(s: str) -> bool:
     return not s.strip()
 
 
-def seed_adjusted(expected: dict, source: str, text: str) -> dict:
-    """The reference's compact record, with decision 1 applied."""
+def user_text_kept(expected: dict, source: str, text: str) -> dict:
+    """The reference's compact record, with a plain-string message content kept as user
+    text (the reference drops it)."""
     try:
         rec = json.loads(text)
     except ValueError:
@@ -159,11 +162,11 @@ async def compare_workspace(ws: Path, binary: Path, reference_python: Path, diff
                                     diff.reference_crashes += 1
                                     continue
                                 if mode == "compact" and not t_err:
-                                    t["records"][0] = seed_adjusted(t["records"][0], source, lines[line - 1])
+                                    t["records"][0] = user_text_kept(t["records"][0], source, lines[line - 1])
                                 diff.compare(f"{project}/{ref} line {line} {mode}", o, t)
                             continue
                         if mode == "compact":
-                            their["records"] = [seed_adjusted(r, source, lines[r["line"] - 1]) for r in their["records"]]
+                            their["records"] = [user_text_kept(r, source, lines[r["line"] - 1]) for r in their["records"]]
                         diff.compare(f"{project}/{ref} {start}-{end} {mode}", our, their)
                 args = dict(base, project_key="Nope", start_line=1, end_line=1)
                 diff.compare("unknown project", (await call(ours, args))[1], (await call(theirs, args))[1])
@@ -192,15 +195,21 @@ def chain_for(turn: dict, variant: int) -> dict:
         "materiality": "material",
         "extra": "dropped",
     }
+    break_chain(chain, variant, a, b)
+    if variant == 3:
+        chain["trigger"]["type"] = "approval"
+        chain["terminal_state"]["summary"] = " "
+    return chain
+
+
+def break_chain(chain: dict, variant: int, a: int, b: int) -> None:
+    """The breakages both contracts share, for the turn of lines a-b: variant 1, an outcome
+    cites past the turn; variant 2, no reactions and only the trigger's line cited."""
     if variant == 1:
         chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{b + 5}"}]  # outside the turn
     elif variant == 2:
         chain["agent_reactions"] = []
         chain["outcomes"][0]["citations"] = [{"lines": f"{a}-{a}"}]  # only trigger evidence
-    elif variant == 3:
-        chain["trigger"]["type"] = "approval"
-        chain["terminal_state"]["summary"] = " "
-    return chain
 
 
 SERVERS: list = []  # the sessions of the latest server_pair: ours, the reference's
@@ -230,7 +239,7 @@ async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_pytho
             if normalize is not None:
                 results = [normalize(r) for r in results]
             ours, theirs = results
-            for e in theirs.get("errors", []):  # decision 4: the seed's hint
+            for e in theirs.get("errors", []):  # ours names the chain's turn
                 if e.get("hint") == "cite only lines inside the indexed turn":
                     e["hint"] = "cite only lines inside the evidence chain's indexed turn"
             diff.compare(what, ours, theirs)
@@ -612,7 +621,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds.split(","):
             ws = Path(tmp) / f"ws{seed}"
-            subprocess.run([sys.executable, str(ROOT / "tools" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
+            subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(ws), "--seed", seed,
                             "--edge-cases", "--projects", "3", "--sessions", "3", "--turns", "6", "--tool-output-max", "64K"],
                            check=True, stdout=subprocess.DEVNULL)
             if ONLY_ARGUMENTS:

@@ -5,10 +5,10 @@ and a `serve`'s first `prompt_diary_ping` (from process start to its answer; eve
 server pays it), with each process's peak RSS. Ten times the sessions should cost about ten
 times as much, not a hundred.
 
-Workspaces are generated once into --work (tools/gen_workspace.py, seed 7) and kept for the
+Workspaces are generated once into --work (tools/lib/gen_workspace.py, seed 7) and kept for the
 next run. Results are printed as Markdown.
 
-Usage: python3 tools/bench_sessions.py --sessions 20000 200000 [--bin target/release/evidence-store]
+Usage: python3 tools/bench/bench_sessions.py --sessions 20000 200000 [--bin target/release/evidence-store]
        [--work /tmp/bench-sessions] [--runs 1]
 """
 
@@ -23,8 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-GEN = ROOT / "tools" / "gen_workspace.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import smoke  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+GEN = ROOT / "tools" / "lib" / "gen_workspace.py"
 
 
 def workspace(work: Path, sessions: int) -> Path:
@@ -89,7 +92,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-sessions"))
     parser.add_argument("--sessions", type=int, nargs="+", default=[20000, 200000])
     parser.add_argument("--runs", type=int, default=1, help="runs of each step (the best is shown)")
-    args = parser.parse_args()
+    args = smoke.parse(parser, sessions=[50])
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"binary: {args.bin}")
     print("Wall seconds (CPU seconds of the process) for each step; a shared, loaded host makes the CPU "

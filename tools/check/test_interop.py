@@ -4,7 +4,7 @@
 The Rust tests use rmcp on both ends; this checks that a client nobody here wrote
 (the one prompt-diary's own tooling is built on) sees the same tools and results.
 
-Usage: tools/.venv/bin/python tools/test_interop.py [--bin target/debug/evidence-store]
+Usage: tools/.venv/bin/python tools/check/test_interop.py [--bin target/debug/evidence-store]
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import handles
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import handles  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "Demo-0123456789ab"
 
 

@@ -8,7 +8,7 @@ text, a 40,000-character human text, a metadata line and a short line), so both 
 cut fragments. expected.json holds, for each request, every page's exact text following
 next_cursor, and the answers to bad cursors.
 
-Run with 0.2.20's python: /work/wt/pd20/bin/python tools/pages_fixture_0220.py
+Run with 0.2.20's python: tools/.venv-0.2.20/bin/python tools/gen/pages_fixture_0220.py
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from prompt_diary.generate.evidence_extraction.session_reader import (
     serialize_read_result,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/fixtures/pages_0220"
 PROJECT = "Demo-0123456789ab"
 

@@ -11,7 +11,7 @@ in the same run.
 
 Extraction throughput in MB/s is measured in process: `cargo bench --bench citations`.
 
-Usage: tools/.venv/bin/python tools/bench_citations_ab.py --base OLD_BIN --new NEW_BIN
+Usage: tools/.venv/bin/python tools/bench/bench_citations_ab.py --base OLD_BIN --new NEW_BIN
            [import] [search] [--work DIR] [--size 512M]
 """
 
@@ -27,13 +27,15 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 from bench import generate, session_files, timed  # noqa: E402
+import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
 PROJECT = "Cite-0123456789ab"
 CITED_SESSIONS = 20
 CITED_TURNS = 100
+RUNS, CALLS = 5, 30  # imports of each binary, calls of each query
 FILLER = ("The function returns an error when the configuration is missing, so we check the path "
           "before reading it and the tests cover both branches. ") * 12
 
@@ -117,7 +119,7 @@ def bench_import(work: Path, base: str, new: str, size: str) -> list[str]:
              "--tool-output-max", "1M", "--edge-cases")
     cited = work / "cited-10k"
     cited_workspace(cited)
-    return [*import_pair(plain, base, new, 5), "", *import_pair(cited, base, new, 5)]
+    return [*import_pair(plain, base, new, RUNS), "", *import_pair(cited, base, new, RUNS)]
 
 
 def bench_search(work: Path, new: str) -> list[str]:
@@ -134,14 +136,14 @@ def bench_search(work: Path, new: str) -> list[str]:
         ({"query": "cargo test", "project_key": PROJECT}, "command blocks, one project"),
         ({"query": "no-such-thing"}, "no match"),
     ]
-    rows = [f"{summary['citations']} citations in {summary['sessions']} sessions; 30 calls per query, "
+    rows = [f"{summary['citations']} citations in {summary['sessions']} sessions; {CALLS} calls per query, "
             "timed from request written to response line read.", "",
             "| query | matches | returned | truncated | median ms | p90 ms |", "|---|---|---|---|---|---|"]
     for args, label in queries:
         params = {"name": "search_agent_citations", "arguments": args}
         answer = json.loads(json.loads(client.request_raw("tools/call", params))["result"]["content"][0]["text"])
         samples = []
-        for _ in range(30):
+        for _ in range(CALLS):
             start = time.perf_counter()
             client.request_raw("tools/call", params)
             samples.append((time.perf_counter() - start) * 1000)
@@ -160,7 +162,10 @@ def main() -> int:
     parser.add_argument("--new", required=True, help="release binary with citation indexing")
     parser.add_argument("--work", default="/tmp/evidence-store-bench")
     parser.add_argument("--size", default="512M", help="the generated workspace's size")
-    args = parser.parse_args()
+    args = smoke.parse(parser, size="1M")
+    if args.smoke:  # 2 sessions of 10 turns, one run, two calls
+        global CITED_SESSIONS, CITED_TURNS, RUNS, CALLS
+        CITED_SESSIONS, CITED_TURNS, RUNS, CALLS = 2, 10, 1, 2
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()

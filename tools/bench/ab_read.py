@@ -7,7 +7,7 @@ machine affects them alike; each read is timed as bench.py times it, and the ans
 parsed between reads as bench.py does (so the servers idle between calls as they would).
 Swap the order of the binaries and run again before believing a difference under ~1 ms.
 
-Usage: tools/.venv/bin/python tools/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
+Usage: tools/.venv/bin/python tools/bench/ab_read.py BIN_A BIN_B [...] [--work DIR] [--batches N]
        (the workspace is bench.py's read-200M; run `bench.py read` once to make it)
 Each binary gets a store of its own beside the workspace's (`--store`), so builds with
 different store schemas can be compared; each server imports into it before the timing.
@@ -19,11 +19,16 @@ import argparse
 import hashlib
 import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from bench import middle_reads
-from mcp_client import LockstepClient
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import bench  # noqa: E402
+from bench import middle_reads  # noqa: E402
+import smoke  # noqa: E402
+from mcp_client import LockstepClient  # noqa: E402
 
 
 def timed_read(client: LockstepClient, args: dict) -> float:
@@ -40,13 +45,19 @@ def main() -> int:
     parser.add_argument("bins", nargs="+")
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--batches", type=int, default=12)
-    args = parser.parse_args()
-    ws = args.work / "read-200M"
+    args = smoke.parse(parser, batches=1)
+    if args.smoke:
+        bench.SMOKE = True
+        ws = bench.read_workspace(args.work)
+    else:
+        ws = args.work / "read-200M"
     if not (ws / "summary.json").exists():
-        raise SystemExit(f"no workspace at {ws}: run tools/bench.py read first")
+        raise SystemExit(f"no workspace at {ws}: run tools/bench/bench.py read first")
     compact, full = middle_reads(ws)
     stores = [ws / ".evidence-store" / f"ab-{hashlib.sha256(str(Path(b).resolve()).encode()).hexdigest()[:12]}.redb"
               for b in args.bins]
+    for b, store in zip(args.bins, stores):  # one at a time: two first imports at once can race
+        subprocess.run([b, "--workspace", str(ws), "--store", str(store), "import"], check=True, capture_output=True)
     clients = [LockstepClient([b, "serve", "--store", str(store)], {"PROMPT_DIARY_WORKSPACE": str(ws)})
                for b, store in zip(args.bins, stores)]
     for client in clients:
