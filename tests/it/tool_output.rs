@@ -278,6 +278,19 @@ async fn serve_with<C: ClientHandler>(
     client.serve(transport).await.expect("initialize succeeds")
 }
 
+/// Serves `s` with the endpoint at `url` and its model `model`, and `envs`.
+async fn serve_model(
+    s: &Setup,
+    url: &str,
+    model: &str,
+    envs: &[(&str, &str)],
+) -> RunningService<RoleClient, ()> {
+    let mut envs = envs.to_vec();
+    envs.push(("EVIDENCE_STORE_MODEL_URL", url));
+    envs.push(("EVIDENCE_STORE_MODEL", model));
+    serve_with(s, (), &envs).await
+}
+
 async fn tool_output<C: ClientHandler>(
     client: &RunningService<RoleClient, C>,
     args: Value,
@@ -315,10 +328,22 @@ fn huge_json() -> String {
     serde_json::to_string(&json!({"items": items})).expect("json")
 }
 
-const SMALL_MODEL: [(&str, &str); 2] = [
-    ("EVIDENCE_STORE_MODEL_CONTEXT_TOKENS", "12288"),
-    ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
+const CONTEXT_12288: (&str, &str) = ("EVIDENCE_STORE_MODEL_CONTEXT_TOKENS", "12288");
+const ANSWER_1024: (&str, &str) = ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024");
+const SMALL_MODEL: [(&str, &str); 2] = [CONTEXT_12288, ANSWER_1024];
+/// The small model, allowed at most 4 chunks.
+const FOUR_CHUNKS: [(&str, &str); 3] = [
+    CONTEXT_12288,
+    ANSWER_1024,
+    ("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"),
 ];
+/// A model timeout far past every deadline the tests set.
+const PATIENT: (&str, &str) = ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300");
+
+/// The setting of each call's deadline to `secs` seconds.
+fn deadline(secs: &str) -> (&'static str, &str) {
+    ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", secs)
+}
 
 fn read_grep_prompt(nonce: &str) -> String {
     format!(
@@ -391,10 +416,7 @@ async fn large_multi_line_output_goes_to_read_grep_over_the_endpoint() {
             "<think>two errors</think>\n<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var\n2750: ERROR retry failed",
         ),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "fake-model", &SMALL_MODEL).await;
     let result = tool_output(
         &client,
         json!({"handle": "log-1", "extract": "every ERROR line with its line number"}),
@@ -450,11 +472,7 @@ async fn huge_single_line_json_goes_to_full_chunked() {
             "<ai-agent-{N}-FINAL format=\"text\">item-400 (id 400) has status broken</ai-agent-{N}-FINAL>",
         ),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
-    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "fake-model", &FOUR_CHUNKS).await;
     let result = tool_output(
         &client,
         json!({"handle": "json-1", "extract": "items whose status is not fine"}),
@@ -534,12 +552,9 @@ async fn the_chunk_overlap_is_configurable() {
         say("<ai-agent-{N}-FINAL format=\"text\">item 400</ai-agent-{N}-FINAL>"),
         say("<ai-agent-{N}-FINAL format=\"text\">item 400</ai-agent-{N}-FINAL>"),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
-    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
+    let mut envs = FOUR_CHUNKS.to_vec();
     envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_CHUNK_OVERLAP_PERCENT", "25"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "fake-model", &envs).await;
     let result = tool_output(
         &client,
         json!({"handle": "json-1", "extract": "broken items"}),
@@ -579,10 +594,7 @@ async fn failing_extractions_fall_back_to_truncate_with_the_reason() {
         say("I looked around and everything seems fine."),
         say("Here are the items: none."),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "fake-model", &SMALL_MODEL).await;
 
     let result = tool_output(&client, json!({"handle": "log-1", "extract": "errors"})).await;
     let body = text_of(&result);
@@ -838,30 +850,10 @@ async fn tool_output_is_listed_with_its_exact_schema_when_handles_exist() {
         .iter()
         .find(|t| t.name == "tool_output")
         .expect("tool_output listed");
-    assert_eq!(
-        serde_json::to_value(&*tool.input_schema).expect("json"),
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["handle", "extract"],
-            "properties": {
-                "handle": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "UUID handle of the stored tool output (provided in the tool-result message: tool_output(handle = \"<uuid>\", ...))."
-                },
-                "extract": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Provide precise, detailed instructions about what you need from the tool output (be specific, include keys/fields/sections if known)."
-                },
-                "mode": {
-                    "type": "string",
-                    "enum": ["auto", "full-chunked", "read-grep", "truncate"],
-                    "description": "Optional override. auto=module decides; full-chunked=LLM chunk+reduce; read-grep=dynamic sub-agent with Read/Grep; truncate=keeps top and bottom, truncates in the middle."
-                }
-            }
-        })
+    // The input schema exactly as published (the snapshot holds it whole).
+    insta::assert_json_snapshot!(
+        "tool_output_schema",
+        serde_json::to_value(&*tool.input_schema).expect("json")
     );
     let annotations = tool.annotations.clone().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(true));
@@ -1105,15 +1097,7 @@ async fn endpoint_errors_and_garbage_fall_back_with_the_reason() {
             format!("{{\"error\":\"{}\"}}", "x".repeat(500)),
         ),
     ]);
-    let client = serve_with(
-        &s,
-        (),
-        &[
-            ("EVIDENCE_STORE_MODEL_URL", &model.url),
-            ("EVIDENCE_STORE_MODEL", "m"),
-        ],
-    )
-    .await;
+    let client = serve_model(&s, &model.url, "m", &[]).await;
     let mut reasons = Vec::new();
     for _ in 0..4 {
         let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
@@ -1404,10 +1388,7 @@ async fn a_real_handle_goes_from_the_read_to_read_grep() {
             "<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var\n2750: ERROR retry failed</ai-agent-{N}-FINAL>",
         ),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "fake-model"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "fake-model", &SMALL_MODEL).await;
     let Value::Object(args) =
         json!({"project_key": PROJECT, "session_ref": "S0011", "start_line": 2, "end_line": 2})
     else {
@@ -1469,17 +1450,7 @@ async fn a_call_ends_at_its_deadline_with_the_truncate_fallback() {
     use std::sync::atomic::Ordering;
     let s = setup(&[("small", "Bash", "ERROR one\n")]);
     let model = hanging_endpoint();
-    let client = serve_with(
-        &s,
-        (),
-        &[
-            ("EVIDENCE_STORE_MODEL_URL", &model.url),
-            ("EVIDENCE_STORE_MODEL", "m"),
-            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
-            ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2"),
-        ],
-    )
-    .await;
+    let client = serve_model(&s, &model.url, "m", &[PATIENT, deadline("2")]).await;
     let result = tokio::time::timeout(
         std::time::Duration::from_secs(30),
         tool_output(&client, json!({"handle": "small", "extract": "errors"})),
@@ -1506,16 +1477,7 @@ async fn cancelled_calls_drop_their_model_requests_and_free_their_slots() {
     const CALLS: usize = 20;
     let s = setup(&[("small", "Bash", "ERROR one\n")]);
     let model = hanging_endpoint();
-    let client = serve_with(
-        &s,
-        (),
-        &[
-            ("EVIDENCE_STORE_MODEL_URL", &model.url),
-            ("EVIDENCE_STORE_MODEL", "m"),
-            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
-        ],
-    )
-    .await;
+    let client = serve_model(&s, &model.url, "m", &[PATIENT]).await;
     // Sixteen calls take every slot; each is cancelled once its model request arrived.
     for round in 0..CALLS {
         let handle = client
@@ -1595,12 +1557,7 @@ async fn a_sampling_call_ends_at_its_deadline_and_cancels_its_sampling_request()
         asked: asked.clone(),
         cancelled: cancelled.clone(),
     };
-    let client = serve_with(
-        &s,
-        sampler,
-        &[("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "2")],
-    )
-    .await;
+    let client = serve_with(&s, sampler, &[deadline("2")]).await;
     let result = tokio::time::timeout(
         std::time::Duration::from_secs(30),
         tool_output(&client, json!({"handle": "small", "extract": "errors"})),
@@ -1644,6 +1601,14 @@ fn map_chunks(seen: &[Value]) -> Vec<usize> {
         .collect()
 }
 
+/// Asks for the errors of `log-1` in full-chunked mode: answered in that mode.
+async fn full_chunked_log_1(client: &RunningService<RoleClient, ()>) {
+    let args = json!({"handle": "log-1", "extract": "errors", "mode": "full-chunked"});
+    let body = text_of(&tool_output(client, args).await);
+    let head = "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:full-chunked:";
+    assert!(body.starts_with(head), "{body}");
+}
+
 /// The context size is read from the endpoint when it publishes one: llama.cpp's
 /// `/props`, else an Ollama model's `context_length` (a most: a smaller configured size
 /// wins). Chunks are then sized for it, not for the configured 32768 tokens.
@@ -1668,28 +1633,8 @@ async fn the_context_size_is_read_from_the_endpoint() {
         )],
     );
     for model in [&llama, &ollama] {
-        let client = serve_with(
-            &s,
-            (),
-            &[
-                ("EVIDENCE_STORE_MODEL_URL", &model.url),
-                ("EVIDENCE_STORE_MODEL", "m"),
-                ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
-            ],
-        )
-        .await;
-        let result = tool_output(
-            &client,
-            json!({"handle": "log-1", "extract": "errors", "mode": "full-chunked"}),
-        )
-        .await;
-        assert!(
-            text_of(&result).starts_with(
-                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:full-chunked:"
-            ),
-            "{}",
-            text_of(&result)
-        );
+        let client = serve_model(&s, &model.url, "m", &[ANSWER_1024]).await;
+        full_chunked_log_1(&client).await;
         client.cancel().await.ok();
         let chunks = map_chunks(&model.seen.lock().expect("log"));
         // 4096 tokens less 1024 for the answer and the prompt, at 2.5 bytes a token.
@@ -1719,29 +1664,9 @@ async fn a_context_size_error_is_retried_once_with_smaller_chunks() {
     let mut script = vec![Say::Raw("400 Bad Request", exceeded)];
     script.extend(reports(40));
     let model = fake_endpoint(script);
-    let client = serve_with(
-        &s,
-        (),
-        &[
-            ("EVIDENCE_STORE_MODEL_URL", &model.url),
-            ("EVIDENCE_STORE_MODEL", "m"),
-            ("EVIDENCE_STORE_MODEL_MAX_OUTPUT_TOKENS", "1024"),
-        ],
-    )
-    .await;
+    let client = serve_model(&s, &model.url, "m", &[ANSWER_1024]).await;
     for _ in 0..2 {
-        let result = tool_output(
-            &client,
-            json!({"handle": "log-1", "extract": "errors", "mode": "full-chunked"}),
-        )
-        .await;
-        assert!(
-            text_of(&result).starts_with(
-                "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE log-1, STRATEGY:full-chunked:"
-            ),
-            "{}",
-            text_of(&result)
-        );
+        full_chunked_log_1(&client).await;
     }
     client.cancel().await.ok();
     let seen = model.seen.lock().expect("log").clone();
@@ -1846,11 +1771,7 @@ async fn the_routing_cases_on_real_handles_from_a_compact_read() {
             "<ai-agent-{N}-FINAL format=\"text\">1500: ERROR disk full on /var</ai-agent-{N}-FINAL>",
         ),
     ]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "m"));
-    envs.push(("EVIDENCE_STORE_TOOL_OUTPUT_MAX_CHUNKS", "4"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "m", &FOUR_CHUNKS).await;
     let Value::Object(args) =
         json!({"project_key": PROJECT, "session_ref": "S0011", "start_line": 1, "end_line": 4})
     else {
@@ -1872,30 +1793,31 @@ async fn the_routing_cases_on_real_handles_from_a_compact_read() {
         .collect();
     assert_eq!(from_read, expected);
     let (log_h, json_h) = (&from_read[0], &from_read[1]);
-    let result = tool_output(
-        &client,
-        json!({"handle": json_h, "extract": "items whose status is not fine"}),
-    )
-    .await;
-    assert_eq!(
-        text_of(&result),
-        format!(
-            "ABSTRACT FROM TOOL OUTPUT exec_command WITH HANDLE {json_h}, STRATEGY:full-chunked:\n\n\
-             item-400 has status broken"
-        )
-    );
-    let result = tool_output(
-        &client,
-        json!({"handle": log_h, "extract": "every ERROR line with its line number"}),
-    )
-    .await;
-    assert_eq!(
-        text_of(&result),
-        format!(
-            "ABSTRACT FROM TOOL OUTPUT Bash WITH HANDLE {log_h}, STRATEGY:read-grep:\n\n\
-             1500: ERROR disk full on /var"
-        )
-    );
+    // Each handle goes its way: (handle, extract, tool, strategy, answer).
+    for (handle, extract, tool, strategy, answer) in [
+        (
+            json_h,
+            "items whose status is not fine",
+            "exec_command",
+            "full-chunked",
+            "item-400 has status broken",
+        ),
+        (
+            log_h,
+            "every ERROR line with its line number",
+            "Bash",
+            "read-grep",
+            "1500: ERROR disk full on /var",
+        ),
+    ] {
+        let result = tool_output(&client, json!({"handle": handle, "extract": extract})).await;
+        assert_eq!(
+            text_of(&result),
+            format!(
+                "ABSTRACT FROM TOOL OUTPUT {tool} WITH HANDLE {handle}, STRATEGY:{strategy}:\n\n{answer}"
+            )
+        );
+    }
     let seen = model.seen.lock().expect("log").clone();
     assert_eq!(seen.len(), 5);
     // The maps carried the stored JSON; the Grep ran over the stored log.
@@ -2028,10 +1950,7 @@ async fn read_grep_offers_no_tools_past_the_call_limit() {
         "<ai-agent-{N}-FINAL format=\"text\">no ERROR in lines 1-10</ai-agent-{N}-FINAL>",
     ));
     let model = fake_endpoint(script);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "m"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "m", &SMALL_MODEL).await;
     let result = tool_output(
         &client,
         json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
@@ -2069,17 +1988,7 @@ async fn with_every_slot_taken_cancels_and_a_ping_are_still_read() {
     const CALLS: usize = 16;
     let s = setup(&[("small", "Bash", "ERROR one\n")]);
     let model = hanging_endpoint();
-    let client = serve_with(
-        &s,
-        (),
-        &[
-            ("EVIDENCE_STORE_MODEL_URL", &model.url),
-            ("EVIDENCE_STORE_MODEL", "m"),
-            ("EVIDENCE_STORE_MODEL_TIMEOUT_SECS", "300"),
-            ("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "100"),
-        ],
-    )
-    .await;
+    let client = serve_model(&s, &model.url, "m", &[PATIENT, deadline("100")]).await;
     let mut calls = Vec::new();
     for _ in 0..CALLS {
         calls.push(
@@ -2204,14 +2113,7 @@ async fn with_every_slot_taken_sampling_answers_are_still_read() {
         asked: asked.clone(),
         gate: Arc::new(tokio::sync::Semaphore::new(CALLS)),
     };
-    let client = Arc::new(
-        serve_with(
-            &s,
-            sampler,
-            &[("EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS", "100")],
-        )
-        .await,
-    );
+    let client = Arc::new(serve_with(&s, sampler, &[deadline("100")]).await);
     let calls: Vec<_> = (0..CALLS)
         .map(|_| {
             let client = client.clone();
@@ -2263,10 +2165,7 @@ async fn read_grep_turns_fit_the_published_context_and_a_repeated_call_ends_the_
             json!({"default_generation_settings": {"n_ctx": 4096}}).to_string(),
         )],
     );
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "m"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "m", &SMALL_MODEL).await;
     let result = tool_output(
         &client,
         json!({"handle": "log-1", "extract": "errors", "mode": "read-grep"}),
@@ -2323,10 +2222,7 @@ async fn an_echo_of_the_prompts_example_wrapper_falls_back() {
     let model = fake_endpoint(vec![say(
         "<ai-agent-{N}-FINAL format=\"text\"> ... </ai-agent-{N}-FINAL>",
     )]);
-    let mut envs = SMALL_MODEL.to_vec();
-    envs.push(("EVIDENCE_STORE_MODEL_URL", &model.url));
-    envs.push(("EVIDENCE_STORE_MODEL", "m"));
-    let client = serve_with(&s, (), &envs).await;
+    let client = serve_model(&s, &model.url, "m", &SMALL_MODEL).await;
     let result = tool_output(&client, json!({"handle": "small", "extract": "errors"})).await;
     let body = text_of(&result);
     assert!(
