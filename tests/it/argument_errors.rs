@@ -144,24 +144,27 @@ fn invalid_message(text: &str) -> String {
         .to_owned()
 }
 
+/// The message of the one error of the read of S0001's lines `start` to `end` (written
+/// as given, so beyond 64 bits too): a result, never a tool error.
+fn range_message(raw: &mut Raw, start: &str, end: &str) -> String {
+    let (is_error, text) = raw.read(&format!(
+        r#"{{"project_key":"{PROJECT}","session_ref":"S0001","start_line":{start},"end_line":{end}}}"#
+    ));
+    assert!(!is_error, "{text}");
+    invalid_message(&text)
+}
+
 #[test]
 fn a_0_2_10_workspace_answers_pydantic_s_report_and_exact_big_lines() {
     let ws = Workspace::example();
     let mut raw = Raw::start(&ws);
     same_on_both_contracts(&mut raw);
-    let (is_error, text) = raw.read(&format!(
-        r#"{{"project_key":"{PROJECT}","session_ref":"S0001","start_line":{BIG},"end_line":3}}"#
-    ));
-    assert!(!is_error, "{text}");
     assert_eq!(
-        invalid_message(&text),
+        range_message(&mut raw, BIG, "3"),
         format!("end_line 3 must be >= start_line {BIG}")
     );
-    let (_, text) = raw.read(&format!(
-        r#"{{"project_key":"{PROJECT}","session_ref":"S0001","start_line":-{BIG}1,"end_line":{BIG}}}"#
-    ));
     assert_eq!(
-        invalid_message(&text),
+        range_message(&mut raw, &format!("-{BIG}1"), BIG),
         format!("start_line -{BIG}1 must be a positive 1-based line number")
     );
 }
@@ -172,19 +175,12 @@ fn a_0_2_20_workspace_answers_pydantic_s_report_and_exact_big_lines() {
     ws.to_schema_7();
     let mut raw = Raw::start(&ws);
     same_on_both_contracts(&mut raw);
-    let (is_error, text) = raw.read(&format!(
-        r#"{{"project_key":"{PROJECT}","session_ref":"S0001","start_line":{BIG}1,"end_line":{BIG}}}"#
-    ));
-    assert!(!is_error, "{text}");
     assert_eq!(
-        invalid_message(&text),
+        range_message(&mut raw, &format!("{BIG}1"), BIG),
         format!("end_line {BIG} must be >= start_line {BIG}1")
     );
-    let (_, text) = raw.read(&format!(
-        r#"{{"project_key":"{PROJECT}","session_ref":"S0001","start_line":{BIG},"end_line":{BIG}1}}"#
-    ));
     assert_eq!(
-        invalid_message(&text),
+        range_message(&mut raw, BIG, &format!("{BIG}1")),
         format!("start_line {BIG} is past the session's last line 8")
     );
     // The cursor's fields are pydantic's too.

@@ -122,6 +122,25 @@ async fn reads_match_the_worked_examples_byte_for_byte() {
     client.cancel().await.expect("clean shutdown");
 }
 
+const RANGE: &str = "request a 1-based line range contained by the session";
+
+/// The case of a read of `session_ref`'s lines `start` to `end` refused with `message`,
+/// on the field that starts it, with the hint to ask for a range within the session.
+fn out_of_range(
+    session_ref: &str,
+    start: i64,
+    end: i64,
+    message: &'static str,
+) -> (Value, &'static str, String, &'static str) {
+    let field = message.split(' ').next().unwrap_or_default();
+    (
+        read_args(session_ref, start, end),
+        field,
+        message.to_owned(),
+        RANGE,
+    )
+}
+
 #[tokio::test]
 async fn every_error_case_is_structured_in_the_reference_order() {
     let ws = Workspace::example();
@@ -146,7 +165,6 @@ async fn every_error_case_is_structured_in_the_reference_order() {
     }
     ws.write(&index, rows);
     let client = connect(&ws).await;
-    let range = "request a 1-based line range contained by the session";
     let cases = [
         (
             json!({"project_key": "Nope", "session_ref": "S0001", "start_line": 1, "end_line": 1}),
@@ -166,47 +184,37 @@ async fn every_error_case_is_structured_in_the_reference_order() {
             "session file for session_ref 'S0004' is missing from the prepared workspace".into(),
             "ensure the prepared workspace still contains the copied session file",
         ),
-        (
-            read_args("S0001", 0, 1),
-            "start_line",
-            "start_line 0 must be a positive 1-based line number".into(),
-            range,
+        out_of_range(
+            "S0001",
+            0,
+            1,
+            "start_line 0 must be a positive 1-based line number",
         ),
-        (
-            read_args("S0001", -5, -9),
-            "start_line",
-            "start_line -5 must be a positive 1-based line number".into(),
-            range,
+        out_of_range(
+            "S0001",
+            -5,
+            -9,
+            "start_line -5 must be a positive 1-based line number",
         ),
-        (
-            read_args("S0001", 5, 4),
-            "end_line",
-            "end_line 4 must be >= start_line 5".into(),
-            range,
+        out_of_range("S0001", 5, 4, "end_line 4 must be >= start_line 5"),
+        out_of_range(
+            "S0001",
+            9,
+            9,
+            "start_line 9 is past the session's last line 8",
         ),
-        (
-            read_args("S0001", 9, 9),
-            "start_line",
-            "start_line 9 is past the session's last line 8".into(),
-            range,
+        out_of_range("S0001", 9, 8, "end_line 8 must be >= start_line 9"),
+        out_of_range(
+            "S0001",
+            8,
+            9,
+            "end_line 9 is past the session's last line 8",
         ),
-        (
-            read_args("S0001", 9, 8),
-            "end_line",
-            "end_line 8 must be >= start_line 9".into(),
-            range,
-        ),
-        (
-            read_args("S0001", 8, 9),
-            "end_line",
-            "end_line 9 is past the session's last line 8".into(),
-            range,
-        ),
-        (
-            read_args("S0005", 1, 1),
-            "start_line",
-            "start_line 1 is past the session's last line 0".into(),
-            range,
+        out_of_range(
+            "S0005",
+            1,
+            1,
+            "start_line 1 is past the session's last line 0",
         ),
         (
             read_args("S0003", 1, 2001),
@@ -225,7 +233,7 @@ async fn every_error_case_is_structured_in_the_reference_order() {
             json!({"project_key": PROJECT, "session_ref": "S0003", "start_line": 2401, "end_line": 2501, "mode": "full"}),
             "end_line",
             "end_line 2501 is past the session's last line 2500".into(),
-            range,
+            RANGE,
         ),
     ];
     for (args, field, message, hint) in cases {

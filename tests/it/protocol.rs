@@ -195,42 +195,34 @@ fn error_for(line: &str) -> (i64, String) {
     got
 }
 
+/// The answer to `line` is an invalid-params error whose message starts with `prefix`.
+fn assert_invalid_params(line: &str, prefix: &str) {
+    let (code, message) = error_for(line);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.starts_with(prefix), "{message}");
+}
+
 #[test]
 fn tools_call_without_a_tool_name_is_invalid_params() {
-    let (code, message) =
-        error_for(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}"#);
-    assert_eq!(code, -32602, "{message}");
-    assert!(
-        message.starts_with(
-            "Invalid params for tools/call: missing field `name`; tools/call takes {\"name\""
-        ),
-        "{message}"
+    assert_invalid_params(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}"#,
+        "Invalid params for tools/call: missing field `name`; tools/call takes {\"name\"",
     );
 }
 
 #[test]
 fn tools_call_with_a_number_as_tool_name_is_invalid_params() {
-    let (code, message) =
-        error_for(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#);
-    assert_eq!(code, -32602, "{message}");
-    assert!(
-        message.starts_with(
-            "Invalid params for tools/call: invalid type: integer `5`, expected a string;"
-        ),
-        "{message}"
+    assert_invalid_params(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#,
+        "Invalid params for tools/call: invalid type: integer `5`, expected a string;",
     );
 }
 
 #[test]
 fn tools_call_with_arguments_that_are_not_an_object_is_invalid_params() {
-    let (code, message) = error_for(
+    assert_invalid_params(
         r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"prompt_diary_ping","arguments":[1]}}"#,
-    );
-    assert_eq!(code, -32602, "{message}");
-    assert!(
-        message
-            .starts_with("Invalid params for tools/call: invalid type: sequence, expected a map;"),
-        "{message}"
+        "Invalid params for tools/call: invalid type: sequence, expected a map;",
     );
 }
 
