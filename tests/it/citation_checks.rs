@@ -163,22 +163,12 @@ fn assert_never_opened(trace: &str, outside: &[&Path], names: &[&str]) {
 /// `(reference, status, sha256, detail)` of every citation of one session, as the tool
 /// answers.
 async fn citations_of(ws: &Workspace, session_ref: &str) -> Vec<(String, String, Value, Value)> {
-    let client = connect(ws).await;
-    let answer = call_ok(
-        &client,
-        "read_agent_citations",
-        json!({"project_key": P, "session_ref": session_ref}),
-    )
-    .await;
-    client.cancel().await.expect("server stops");
-    answer["citations"]
-        .as_array()
-        .expect("citations")
-        .iter()
-        .map(|c| {
-            let v = &c["verification"];
+    verifications_of(ws, session_ref)
+        .await
+        .into_iter()
+        .map(|(reference, v)| {
             (
-                c["reference"].as_str().unwrap_or_default().to_owned(),
+                reference,
                 v["status"].as_str().unwrap_or_default().to_owned(),
                 v["sha256"].clone(),
                 v["detail"].clone(),

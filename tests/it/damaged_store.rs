@@ -362,13 +362,11 @@ impl ServeEnv for tokio::process::Command {
     }
 }
 
-/// A server killed with SIGKILL leaves the file needing redb's repair: `verify` (strictly
-/// read-only) says so and names the fix, which is not a rebuild; `dump` repairs it first.
-#[tokio::test]
-async fn a_killed_writer_is_named_by_read_only_commands() {
-    let ws = Workspace::example();
+/// Imports `ws` and starts a server on it that has answered one read (so it has the store
+/// open); returns the client and the server's pid.
+async fn serving_after_a_read(ws: &Workspace) -> (common::Client, Option<u32>) {
     ws.ok(&["import"]);
-    let (client, pid) = common::spawn_server(&ws).await;
+    let (client, pid) = common::spawn_server(ws).await;
     let read = call(
         &client,
         "read_session_lines",
@@ -380,6 +378,15 @@ async fn a_killed_writer_is_named_by_read_only_commands() {
         "{}",
         text(&read)
     );
+    (client, pid)
+}
+
+/// A server killed with SIGKILL leaves the file needing redb's repair: `verify` (strictly
+/// read-only) says so and names the fix, which is not a rebuild; `dump` repairs it first.
+#[tokio::test]
+async fn a_killed_writer_is_named_by_read_only_commands() {
+    let ws = Workspace::example();
+    let (client, pid) = serving_after_a_read(&ws).await;
     let pid = pid.expect("server pid");
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
@@ -422,15 +429,7 @@ fn a_failed_rebuild_changes_nothing() {
 #[tokio::test]
 async fn a_rebuild_refuses_while_a_server_has_the_store_open() {
     let ws = Workspace::example();
-    ws.ok(&["import"]);
-    let (client, pid) = common::spawn_server(&ws).await;
-    let read = call(
-        &client,
-        "read_session_lines",
-        json!({"project_key": PROJECT, "session_ref": "S0001", "start_line": 1, "end_line": 1}),
-    )
-    .await;
-    assert!(text(&read).contains("\"status\": \"ok\""));
+    let (client, pid) = serving_after_a_read(&ws).await;
     let before = std::fs::read(ws.store()).unwrap();
     let err = ws.fails(&["import", "--rebuild"]);
     assert!(err.contains("open; stop every server first"), "{err}");

@@ -257,34 +257,12 @@ fn run_on_a_terminal_ends_its_last_line_with_a_newline() {
 /// new session file again.
 #[test]
 fn ctrl_c_during_import_says_the_store_is_unchanged_and_it_is() {
-    use std::io::BufRead;
+    use rustix::process::Signal;
     let ws = Workspace::example();
     ws.ok(&["import"]);
     ws.add_large_session();
-    let mut child = Command::new(BIN)
-        .args(["import", "--workspace"])
-        .arg(ws.root())
-        .env("EVIDENCE_STORE_PAUSE_AT", "before-commit")
-        .env_remove("PROMPT_DIARY_WORKSPACE")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    // Held open until the import has exited: `wait` would close it, and the end of
-    // stdin releases the pause.
-    let _stdin = child.stdin.take().expect("piped");
-    let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
-    let mut line = String::new();
-    err.read_line(&mut line).expect("reads stderr");
-    assert_eq!(line, "evidence-store: paused at before-commit\n");
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT sent");
-    let status = child.wait().expect("waits");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let (code, _, rest) = signalled_at(&ws, &["import"], "before-commit", Signal::INT);
+    assert_eq!(code, Some(130), "{rest}");
     assert_eq!(
         rest,
         "evidence-store: interrupted by SIGINT; the store is unchanged\n"

@@ -123,6 +123,16 @@ fn item(v: Value) -> Value {
     json!({"project_key": ALPHA, "work_item": v})
 }
 
+/// The `key` (`path`, `message`) of each error of a rejected write, in order.
+fn each_error<'a>(got: &'a Value, key: &str) -> Vec<&'a str> {
+    got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[key].as_str().unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn every_rule_in_the_reference_order() {
     let ws = ws1();
@@ -131,12 +141,7 @@ async fn every_rule_in_the_reference_order() {
 
     // (a) an empty item: five parse errors.
     let got = call_ok(&client, "write_work_item", item(json!({}))).await;
-    let paths: Vec<&str> = got["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = each_error(&got, "path");
     assert_eq!(
         paths,
         [
@@ -159,12 +164,7 @@ async fn every_rule_in_the_reference_order() {
     // (b) a material item without its parts, and a bad ref.
     let got = call_ok(&client, "write_work_item", item(json!({"kind":"material_work_item","work_item_ref":"W0001\n","title":"t",
         "covered_turns":[{"session_ref":"S0001","turn_ref":"T0001"}],"outcomes":[],"terminal_states":[],"confidence":"low"}))).await;
-    let messages: Vec<&str> = got["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["message"].as_str().unwrap())
-        .collect();
+    let messages = each_error(&got, "message");
     assert_eq!(
         messages,
         [
@@ -179,12 +179,7 @@ async fn every_rule_in_the_reference_order() {
     let got = call_ok(&client, "write_work_item", item(json!({"kind":"evidence_gap_item","work_item_ref":"W0001","title":"t",
         "covered_turns":[{"session_ref":"S0001","turn_ref":"T0003"}],"trigger":{"summary":"s"},"agent_reaction":{"summary":"s"},
         "outcomes":[{"category":"other","summary":"x","confidence":"low"}],"terminal_states":[{"type":"other","summary":"x"}],"confidence":"low"}))).await;
-    let messages: Vec<&str> = got["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["message"].as_str().unwrap())
-        .collect();
+    let messages = each_error(&got, "message");
     assert_eq!(
         messages,
         [
@@ -248,12 +243,7 @@ async fn every_rule_in_the_reference_order() {
         ),
     )
     .await;
-    let messages: Vec<&str> = got["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["message"].as_str().unwrap())
-        .collect();
+    let messages = each_error(&got, "message");
     assert_eq!(
         messages,
         [
