@@ -77,14 +77,7 @@ async fn a_failed_commit_puts_the_previous_card_back() {
     // The same server goes on: the retry is appended once.
     assert_eq!(write(&client, "T0001", "1-1").await["status"], "appended");
     client.cancel().await.unwrap();
-    let card: Value = serde_json::from_slice(&ws.read(CARD)).unwrap();
-    let turns: Vec<&str> = card["evidence_chains"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["turn_ref"].as_str().unwrap())
-        .collect();
-    assert_eq!(turns, ["T0002", "T0001"]);
+    assert_eq!(cards::turn_refs(&ws.read(CARD)), ["T0002", "T0001"]);
     assert_eq!(stored_card(&ws).as_deref(), Some(ws.read(CARD).as_slice()));
 }
 

@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{Client, PROJECT, Workspace, call_ok, connect};
+use common::{Client, PROJECT, Workspace, call_ok, cards, connect};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -96,14 +96,7 @@ async fn the_card_files_stay_authoritative() {
         "appended",
         "T0001 was dropped from the file, so it is new again"
     );
-    let card: Value = serde_json::from_slice(&ws.read(CARD)).unwrap();
-    let turns: Vec<&str> = card["evidence_chains"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["turn_ref"].as_str().unwrap())
-        .collect();
-    assert_eq!(turns, ["T0002", "T0001"]);
+    assert_eq!(cards::turn_refs(&ws.read(CARD)), ["T0002", "T0001"]);
     client.cancel().await.unwrap();
 }
 

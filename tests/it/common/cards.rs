@@ -87,6 +87,17 @@ pub fn chains_in(root: &Path, project: &str) -> BTreeSet<(usize, usize)> {
     found
 }
 
+/// The `turn_ref` of each chain of the card file `card`, in the card's order.
+pub fn turn_refs(card: &[u8]) -> Vec<String> {
+    let card: Value = serde_json::from_slice(card).expect("whole JSON card");
+    card["evidence_chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["turn_ref"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// The documents of the store at `store`, as `export` writes them into an empty
 /// directory (which the caller keeps while it reads them).
 pub fn exported(store: &Path) -> tempfile::TempDir {
