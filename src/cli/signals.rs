@@ -2,8 +2,9 @@
 //! ends with its input, and `report`). The first one asks the work to stop at its next
 //! safe point ([`crate::util::stop`]): an import or rebuild rolls back, a short write
 //! finishes; either way the store is closed and scratch files removed before the process
-//! exits with 128 + the signal and one line saying what state the store is in ([`interrupted`]). A second
-//! signal ends the process at once, as a user pressing Ctrl-C twice expects.
+//! exits with 128 + the signal and one line saying what state the store is in
+//! ([`interrupted`]). A second signal ends the process at once, as a user pressing Ctrl-C
+//! twice expects.
 
 use std::path::Path;
 use std::process::ExitCode;
