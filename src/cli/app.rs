@@ -10,6 +10,7 @@ use crate::cli::dump;
 use crate::cli::export::{ExportError, export_all};
 use crate::cli::progress::{Bar, Status};
 use crate::cli::serve::run_serve;
+use crate::cli::signals;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::service::Service;
 use crate::store::{OpenError, Store, verify};
@@ -42,19 +43,19 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
         _ => (true, true),
     };
     if names_a_store {
-        remove_abandoned_scratch(&config.store);
+        signals::remove_abandoned_scratch(&config.store);
         // `export` removes them itself, under the document lock, and counts them.
         if !matches!(config.command, Command::Export) {
             crate::documents::remove_abandoned_temp_files(&config.workspace.path);
         }
     }
-    if watched && let Err(e) = crate::cli::signals::watch() {
+    if watched && let Err(e) = signals::watch() {
         tracing::warn!(%e, "signals will stop this command without cleaning up");
     }
     let result = run_command(&config);
     // (`run` says it itself.)
     if watched && let Some(signal) = crate::util::stop::requested() {
-        return Ok(interrupted(&config, signal, result.is_ok()));
+        return Ok(signals::interrupted(&config, signal, result.is_ok()));
     }
     result.map_err(|e| {
         // A lock on the store held past the wait's bound: name who holds it, when the
@@ -202,48 +203,6 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// Scratch files that killed runs left beside the store (a rebuild's, a `verify`'s copy):
-/// removed by the next command of any kind, when the process that made them is gone.
-pub(crate) fn remove_abandoned_scratch(store: &std::path::Path) {
-    crate::import::rebuild::remove_abandoned_scratch(store);
-    verify::remove_stale_copies(store);
-}
-
-/// The line and exit code (128 + the signal) of a command a signal stopped: what state
-/// the store is in. `finished`: the command ran to its end (it was past its last safe
-/// point, or has none).
-pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitCode {
-    let state = match (&config.command, finished) {
-        (Command::Import { rebuild: true, .. }, false) => {
-            "the store is unchanged (the partial rebuild was removed)"
-        }
-        (Command::Import { rebuild: true, .. }, true) => {
-            "the rebuild had finished: the rebuilt store is in place"
-        }
-        (Command::Import { .. }, false) if !config.store.exists() => {
-            "nothing was imported and no store was left"
-        }
-        (Command::Import { .. }, true) => "the import had finished and is committed",
-        (
-            Command::Build
-            | Command::Export
-            | Command::VerifyCitations { .. }
-            | Command::Run { .. },
-            true,
-        ) => "it had finished: the store and the files hold its result",
-        (Command::Export, false) => {
-            "the store is unchanged, and every file written is whole: run `evidence-store export` again"
-        }
-        (Command::Build, false) => "the store and daily-report.json are unchanged",
-        _ => "the store is unchanged",
-    };
-    eprintln!(
-        "evidence-store: interrupted by {}; {state}",
-        crate::util::stop::signal_name(signal)
-    );
-    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
 }
 
 /// `view`: the page of one read snapshot, written to `out` atomically; prints its URL.

@@ -93,7 +93,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         if crate::util::stop::requested().is_some() {
             break;
         }
-        crate::cli::app::remove_abandoned_scratch(store);
+        crate::cli::signals::remove_abandoned_scratch(store);
         if let Err(e) = import_and_export(root, store, config.citations, &config.locks) {
             if crate::util::stop::requested().is_none() {
                 eprintln!("evidence-store: {e:#}");
@@ -102,7 +102,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         }
     }
     if let Some(signal) = crate::util::stop::requested() {
-        return Ok(crate::cli::app::interrupted(config, signal, !failed));
+        return Ok(crate::cli::signals::interrupted(config, signal, !failed));
     }
     Ok(match code {
         0 if failed => ExitCode::FAILURE,

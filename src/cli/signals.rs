@@ -2,9 +2,14 @@
 //! ends with its input, and `report`). The first one asks the work to stop at its next
 //! safe point ([`crate::util::stop`]): an import or rebuild rolls back, a short write
 //! finishes; either way the store is closed and scratch files removed before the process
-//! exits with 128 + the signal and one line saying what state the store is in. A second
-//! signal ends the process at once, as a user pressing Ctrl-C twice expects.
+//! exits with 128 + the signal and one line saying what state the store is in
+//! ([`interrupted`]). A second signal ends the process at once, as a user pressing Ctrl-C
+//! twice expects.
 
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::args::{Command, Config};
 use crate::util::stop;
 
 /// Starts watching (the handlers are registered before this returns, so no signal after
@@ -44,4 +49,46 @@ pub fn watch() -> std::io::Result<()> {
             });
         })?;
     Ok(())
+}
+
+/// Scratch files that killed runs left beside the store (a rebuild's, a `verify`'s copy):
+/// removed by the next command of any kind, when the process that made them is gone.
+pub(crate) fn remove_abandoned_scratch(store: &Path) {
+    crate::import::rebuild::remove_abandoned_scratch(store);
+    crate::store::verify::remove_stale_copies(store);
+}
+
+/// The line and exit code (128 + the signal) of a command a signal stopped: what state
+/// the store is in. `finished`: the command ran to its end (it was past its last safe
+/// point, or has none).
+pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitCode {
+    let state = match (&config.command, finished) {
+        (Command::Import { rebuild: true, .. }, false) => {
+            "the store is unchanged (the partial rebuild was removed)"
+        }
+        (Command::Import { rebuild: true, .. }, true) => {
+            "the rebuild had finished: the rebuilt store is in place"
+        }
+        (Command::Import { .. }, false) if !config.store.exists() => {
+            "nothing was imported and no store was left"
+        }
+        (Command::Import { .. }, true) => "the import had finished and is committed",
+        (
+            Command::Build
+            | Command::Export
+            | Command::VerifyCitations { .. }
+            | Command::Run { .. },
+            true,
+        ) => "it had finished: the store and the files hold its result",
+        (Command::Export, false) => {
+            "the store is unchanged, and every file written is whole: run `evidence-store export` again"
+        }
+        (Command::Build, false) => "the store and daily-report.json are unchanged",
+        _ => "the store is unchanged",
+    };
+    eprintln!(
+        "evidence-store: interrupted by {}; {state}",
+        stop::signal_name(signal)
+    );
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
 }

@@ -1,9 +1,9 @@
 //! Stored agent citations: the `citations` table (one entry per session line that cites
 //! something) and the `citation_scans` table (which line table a session's citations were
-//! taken from), both defined in [`super::schema`]. The types below are what the store
-//! hands out, kept apart from the citation rules' own types (the citations layer converts,
-//! in its `scan` and `stored` files) and from their stored twins in `records.rs`, whose
-//! layout changes only with the schema.
+//! taken from), both defined in [`super::schema`]. The values the store hands out stand with
+//! its others in `types.rs` (named here too), kept apart from the citation rules' own types
+//! (the citations layer converts, in its `scan` and `stored` files) and from their stored
+//! twins in `records.rs`, whose layout changes only with the schema.
 //!
 //! A session's citations are current when its scan record names the digest and line count
 //! of the session's stored line table. Import writes both tables in the same transaction
@@ -12,66 +12,15 @@
 use redb::ReadableTable;
 
 use super::error::OrStore;
+use super::error::StoreError;
 use super::reader::Tables;
-use super::schema::{CITATION_SCANS, CITATIONS, META};
-use super::{Lookup, StoreError, Writer, guard, records};
-
-/// One citation as stored, without its line (the key holds it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredCitation {
-    /// The turn whose span holds the line, when one does.
-    pub turn_ref: Option<String>,
-    /// The message's position in the record's `content` list (`None`: a message that is
-    /// not in a list).
-    pub content_index: Option<u64>,
-    /// Byte offset and length of the citation in the decoded message text.
-    pub offset: u64,
-    pub len: u64,
-    pub kind: String,
-    pub reference: String,
-    pub context: Option<String>,
-    pub check: StoredCheck,
-}
-
-/// The verification result of one citation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredCheck {
-    /// `ok`, `missing_file`, `line_out_of_range`, `outside_project` or `unchecked`.
-    pub status: String,
-    /// The directory the path was resolved against (the citing line's `cwd`).
-    pub cwd: Option<String>,
-    /// SHA-256 of the cited file, when it was read.
-    pub sha256: Option<[u8; 32]>,
-    /// Physical lines of the cited file, when it was read.
-    pub file_lines: Option<u64>,
-    /// Why a citation is `unchecked` (not a file citation, no `cwd`, not a regular file).
-    pub detail: Option<String>,
-}
-
-/// One citation with its line, as the read API returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CitationRecord {
-    pub line: u64,
-    pub citation: StoredCitation,
-}
-
-/// Every citation of one session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionCitations {
-    pub project_key: String,
-    pub session_ref: String,
-    /// In line order, then order of position within the line.
-    pub citations: Vec<CitationRecord>,
-}
-
-/// Which line table a session's citations were taken from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CitationScan {
-    pub digest: [u8; 32],
-    pub lines: u64,
-    /// How many citations the scan stored.
-    pub citations: u64,
-}
+use super::reader::{Lookup, Reader};
+use super::schema::{CITATION_SCANS, CITATIONS, LINE_BLOCKS, META};
+pub use super::types::{
+    CitationRecord, CitationScan, SessionCitations, StoredCheck, StoredCitation,
+};
+use super::writer::Writer;
+use super::{guard, records};
 
 /// `meta` key: the extraction options the stored citations were taken with, as bits
 /// (see `citations::Options::bits`); absent when they were the defaults.
@@ -249,7 +198,7 @@ impl Writer {
         mut each: impl FnMut(&crate::util::lines::LineEntry),
     ) -> Result<(), StoreError> {
         guard::guard(&self.shown.clone(), || {
-            let table = self.txn()?.open_table(super::schema::LINE_BLOCKS).store()?;
+            let table = self.txn()?.open_table(LINE_BLOCKS).store()?;
             for item in table.range((file_id, 0)..=(file_id, u64::MAX)).store()? {
                 let (_, value) = item.store()?;
                 for entry in value.value().entries()? {
@@ -263,7 +212,7 @@ impl Writer {
 
 /// `verify`'s part: every citation and scan record decodes, belongs to a stored session,
 /// and every session's citations have their scan record with the right count.
-pub(super) fn check(reader: &super::Reader, problem: &dyn Fn(String)) -> Result<(), StoreError> {
+pub(super) fn check(reader: &Reader, problem: &dyn Fn(String)) -> Result<(), StoreError> {
     use std::collections::BTreeMap;
     let shown = reader.shown().to_owned();
     guard::guard(&shown, || {

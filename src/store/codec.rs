@@ -5,28 +5,11 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use redb::{TypeName, Value};
-use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::FileState;
-use super::records::{self, Span};
+use super::error::{CodecError, EncodeError};
 use crate::util::lines::LineEntry;
-
-/// Why stored bytes could not be decoded: the store is corrupt or from another build.
-#[derive(Debug, thiserror::Error)]
-#[error("stored {what} record cannot be decoded: {detail}")]
-pub struct CodecError {
-    what: &'static str,
-    detail: String,
-}
-
-/// Why a record could not be encoded (nothing of it is stored).
-#[derive(Debug, thiserror::Error)]
-#[error("the {what} record cannot be encoded: {detail}")]
-pub struct EncodeError {
-    what: &'static str,
-    detail: String,
-}
 
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
@@ -92,6 +75,12 @@ impl<'a, T: Record> Encoded<'a, T> {
     /// The bytes in an older layout `U` of the same table, for a migration step.
     pub fn decode_as<U: DeserializeOwned>(&self, what: &'static str) -> Result<U, CodecError> {
         decode(what, &self.bytes)
+    }
+
+    /// A view `U` of the record that borrows from its bytes (a layout that skips what a
+    /// read does not need), decoded in place.
+    pub fn decode_view<'b, U: Deserialize<'b>>(&'b self) -> Result<U, CodecError> {
+        decode(T::WHAT, &self.bytes)
     }
 
     #[cfg(test)]
@@ -290,127 +279,6 @@ fn decode_lines_iter(bytes: &[u8]) -> Result<impl Iterator<Item = LineEntry> + '
     }))
 }
 
-/// What a read needs of a stored `SessionRecord`: how to read its file, and the file
-/// record. Decoded in place, stepping over the turns (a long session has thousands)
-/// without building them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionFile {
-    pub source: String,
-    pub session_path: String,
-    pub file: FileState,
-}
-
-/// [`records::SessionRecord`]'s layout with borrowed strings and the turns skipped. It
-/// must follow `records::SessionRecord` and `records::Session` field for field (a test
-/// decodes both ways).
-#[derive(Deserialize)]
-struct SessionRecordView<'a> {
-    #[serde(borrow)]
-    session: SessionView<'a>,
-    file: records::FileState,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)] // Fields are read to step over them.
-struct SessionView<'a> {
-    session_ref: &'a str,
-    source: &'a str,
-    source_session_id: &'a str,
-    session_path: &'a str,
-    target: Span,
-    #[serde(borrow)]
-    turns: Skipped<TurnView<'a>>,
-    index_line: u64,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct TurnView<'a> {
-    turn_ref: &'a str,
-    span: Span,
-}
-
-/// A sequence read element by element and thrown away.
-struct Skipped<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Each<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Each<T> {
-            type Value = Skipped<T>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a sequence")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<T>()?.is_some() {}
-                Ok(Skipped(PhantomData))
-            }
-        }
-        deserializer.deserialize_seq(Each(PhantomData))
-    }
-}
-
-/// A `SessionRecord` as schema 1 stored it: the file record had no ctime and inode.
-#[derive(Deserialize)]
-struct SessionRecordV1 {
-    session: records::Session,
-    file: FileStateV1,
-}
-
-#[derive(Deserialize)]
-enum FileStateV1 {
-    Missing,
-    Indexed(FileRecordV1),
-}
-
-#[derive(Deserialize)]
-struct FileRecordV1 {
-    file_id: u64,
-    size: u64,
-    mtime_ns: u64,
-    lines: u64,
-    digest: [u8; 32],
-}
-
-/// A schema-1 `SessionRecord` in the current layout. The file record gets ctime and
-/// inode 0, which no file has, so the next import re-hashes the file once and keeps its
-/// line table when the lines are the same.
-pub fn upgrade_session_v1(
-    old: &Encoded<'_, records::SessionRecord>,
-) -> Result<records::SessionRecord, CodecError> {
-    let old: SessionRecordV1 = old.decode_as("schema 1 session")?;
-    let file = match old.file {
-        FileStateV1::Missing => records::FileState::Missing,
-        FileStateV1::Indexed(f) => records::FileState::Indexed(records::FileRecord {
-            file_id: f.file_id,
-            size: f.size,
-            mtime_ns: f.mtime_ns,
-            lines: f.lines,
-            digest: f.digest,
-            ctime_ns: 0,
-            inode: 0,
-        }),
-    };
-    Ok(records::SessionRecord {
-        session: old.session,
-        file,
-    })
-}
-
-impl Encoded<'_, records::SessionRecord> {
-    /// What a read needs of the record ([`SessionFile`]), without building its turns.
-    pub fn session_file(&self) -> Result<SessionFile, CodecError> {
-        let view: SessionRecordView<'_> = decode(records::SessionRecord::WHAT, &self.bytes)?;
-        Ok(SessionFile {
-            source: view.session.source.to_owned(),
-            session_path: view.session.session_path.to_owned(),
-            file: view.file.into(),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,66 +305,6 @@ mod tests {
                 .cloned()
                 .collect();
             assert_eq!(got, want, "skip {skip} take {take}");
-        }
-    }
-
-    #[test]
-    fn a_session_file_is_read_from_a_whole_session_record() {
-        use super::super::{FileRecord, SessionRecord};
-        use crate::workspace::{Session, Span, Turn};
-        let span = |start, end| Span { start, end };
-        let session = Session {
-            session_ref: "S0001".into(),
-            source: "claude-code".into(),
-            source_session_id: "x".into(),
-            session_path: "sessions/claude-code/é.jsonl".into(),
-            target: span(1, 9),
-            turns: (1..=300)
-                .map(|t| Turn {
-                    turn_ref: format!("T{t:04}"),
-                    span: span(t, t + 1),
-                })
-                .collect(),
-            index_line: 3,
-        };
-        let files = [
-            FileState::Missing,
-            FileState::Indexed(FileRecord {
-                file_id: 7,
-                size: 1 << 40,
-                mtime_ns: u64::MAX,
-                lines: 9,
-                digest: [5; 32],
-                ctime_ns: 1 << 62,
-                inode: 12345,
-            }),
-        ];
-        for file in files {
-            let record = SessionRecord {
-                session: session.clone(),
-                file: file.clone(),
-            };
-            let encoded = Encoded::encode(&records::SessionRecord::from(record.clone())).unwrap();
-            let whole: SessionRecord = encoded.decode().unwrap().into();
-            assert_eq!(whole, record);
-            assert_eq!(
-                encoded.session_file().unwrap(),
-                SessionFile {
-                    source: whole.session.source,
-                    session_path: whole.session.session_path,
-                    file: whole.file,
-                }
-            );
-            let bytes = encoded.bytes();
-            let shorter = Encoded::<records::SessionRecord>::raw(&bytes[..bytes.len() - 1]);
-            assert!(shorter.session_file().is_err());
-            let mut longer = bytes.to_vec();
-            longer.push(0);
-            assert!(
-                Encoded::<records::SessionRecord>::raw(&longer)
-                    .session_file()
-                    .is_err()
-            );
         }
     }
 
@@ -560,10 +368,10 @@ mod tests {
     #[test]
     fn the_value_wrappers_keep_the_byte_slice_type_name() {
         let bytes = <&[u8] as Value>::type_name();
-        assert!(<Bincode<records::Project> as Value>::type_name() == bytes);
+        assert!(<Bincode<Tuple> as Value>::type_name() == bytes);
         assert!(<PackedLines as Value>::type_name() == bytes);
         assert_eq!(
-            <Bincode<records::Project> as Value>::fixed_width(),
+            <Bincode<Tuple> as Value>::fixed_width(),
             <&[u8] as Value>::fixed_width()
         );
     }

@@ -1,7 +1,5 @@
 //! What can go wrong opening, reading or writing the store.
 
-use super::codec::{CodecError, EncodeError};
-
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("cannot create the store directory {path}: {source}")]
@@ -112,4 +110,20 @@ impl<T, E: Into<redb::Error>> OrStore<T> for Result<T, E> {
 
 pub(super) fn ended() -> StoreError {
     StoreError::Inconsistent("the transaction has already ended".to_owned())
+}
+
+/// Why stored bytes could not be decoded: the store is corrupt or from another build.
+#[derive(Debug, thiserror::Error)]
+#[error("stored {what} record cannot be decoded: {detail}")]
+pub struct CodecError {
+    pub(super) what: &'static str,
+    pub(super) detail: String,
+}
+
+/// Why a record could not be encoded (nothing of it is stored).
+#[derive(Debug, thiserror::Error)]
+#[error("the {what} record cannot be encoded: {detail}")]
+pub struct EncodeError {
+    pub(super) what: &'static str,
+    pub(super) detail: String,
 }

@@ -7,7 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
-use super::StoreError;
+use super::error::StoreError;
 
 thread_local! {
     /// How many [`guard`]s are active on this thread: a panic inside one is reported as a
@@ -73,6 +73,15 @@ pub(crate) fn guard<T>(
             })
         }
     }
+}
+
+/// Drops a redb value inside the guard: after redb panicked once, its destructors may
+/// panic too (a poisoned lock), and that must not abort the process.
+pub(super) fn guarded_drop<T>(shown: &str, value: T) {
+    let _ = guard(shown, move || {
+        drop(value);
+        Ok(())
+    });
 }
 
 /// Gives redb's corruption and disk-full errors the store's path and their own kind.

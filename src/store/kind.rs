@@ -1,7 +1,7 @@
 //! The kinds of the store's errors ([`Kind`]): decided from the variant and the OS error
 //! redb carries, which its error type does not expose as a source.
 
-use super::{OpenError, StoreError};
+use super::error::{OpenError, StoreError};
 use crate::util::kind::Kind;
 
 impl StoreError {

@@ -4,9 +4,12 @@
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
 use super::codec::Encoded;
+use super::error::CodecError;
 use super::error::OrStore;
+use super::error::{OpenError, StoreError};
 use super::schema::{self, META, SCHEMA_VERSION};
-use super::{DocumentRecord, OpenError, StoreError, codec, records};
+use super::types::DocumentRecord;
+use super::{records, writer};
 
 /// One upgrade step: from `from` to `from + 1`.
 struct Step {
@@ -83,7 +86,7 @@ fn record_workspace_contract(txn: &WriteTransaction) -> Result<(), StoreError> {
     if imported {
         txn.open_table(META)
             .store()?
-            .insert(super::contract::CONTRACT_KEY, 2)
+            .insert(schema::CONTRACT_KEY, 2)
             .store()?;
     }
     Ok(())
@@ -98,7 +101,7 @@ fn file_ctime(txn: &WriteTransaction) -> Result<(), StoreError> {
     for item in table.iter().store()? {
         let (key, value) = item.store()?;
         let (project_key, session_ref) = key.value();
-        let record = codec::upgrade_session_v1(&value.value())?;
+        let record = upgrade_session_v1(&value.value())?;
         if let records::FileState::Indexed(file) = &record.file {
             referenced.insert(file.file_id);
         }
@@ -118,6 +121,53 @@ fn file_ctime(txn: &WriteTransaction) -> Result<(), StoreError> {
         .retain(|(file_id, _), _| referenced.contains(&file_id))
         .store()?;
     Ok(())
+}
+
+/// A `SessionRecord` as schema 1 stored it: the file record had no ctime and inode.
+#[derive(serde::Deserialize)]
+struct SessionRecordV1 {
+    session: records::Session,
+    file: FileStateV1,
+}
+
+#[derive(serde::Deserialize)]
+enum FileStateV1 {
+    Missing,
+    Indexed(FileRecordV1),
+}
+
+#[derive(serde::Deserialize)]
+struct FileRecordV1 {
+    file_id: u64,
+    size: u64,
+    mtime_ns: u64,
+    lines: u64,
+    digest: [u8; 32],
+}
+
+/// A schema-1 `SessionRecord` in the current layout. The file record gets ctime and
+/// inode 0, which no file has, so the next import re-hashes the file once and keeps its
+/// line table when the lines are the same.
+fn upgrade_session_v1(
+    old: &Encoded<'_, records::SessionRecord>,
+) -> Result<records::SessionRecord, CodecError> {
+    let old: SessionRecordV1 = old.decode_as("schema 1 session")?;
+    let file = match old.file {
+        FileStateV1::Missing => records::FileState::Missing,
+        FileStateV1::Indexed(f) => records::FileState::Indexed(records::FileRecord {
+            file_id: f.file_id,
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+            lines: f.lines,
+            digest: f.digest,
+            ctime_ns: 0,
+            inode: 0,
+        }),
+    };
+    Ok(records::SessionRecord {
+        session: old.session,
+        file,
+    })
 }
 
 /// Versions 1 and 2 stored a document as its bytes alone.
@@ -156,7 +206,7 @@ pub(super) fn ensure_current(
     if read_version(db).map_err(db_error)? == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    let txn = super::open::begin_write_within(db, shown, crate::util::wait::bounded(lock_wait))
+    let txn = writer::begin_write_within(db, shown, crate::util::wait::bounded(lock_wait))
         .map_err(OpenError::Store)?;
     let found = {
         let table = txn.open_table(META).map_err(|e| db_error(e.into()))?;
@@ -226,6 +276,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::codec;
     use crate::store::reader::Tables;
     use redb::ReadableTableMetadata;
 
@@ -383,7 +434,7 @@ mod tests {
             let recorded = reader
                 .table(META)
                 .unwrap()
-                .get(crate::store::contract::CONTRACT_KEY)
+                .get(crate::store::schema::CONTRACT_KEY)
                 .unwrap()
                 .map(|v| v.value());
             assert_eq!(recorded, imported.then_some(2), "imported: {imported}");

@@ -5,17 +5,18 @@
 //! are serialised by redb across processes. A killed process leaves no lock behind (the
 //! kernel drops its byte-range locks) and no torn state (redb's commits are atomic).
 //!
-//! The map: [`open`](self::open) opens the file ([`Store`]); [`reader`](self::reader) reads a
-//! snapshot ([`Reader`], [`Lookup`]); [`writer`](self::writer) writes one transaction
-//! ([`Writer`]); [`types`](self::types) holds the values handed out, [`records`](self::records)
-//! their stored twins, [`schema`] every table, [`codec`] the bytes; [`guard`](self::guard) runs every
-//! redb call; [`migrate`](self::migrate) upgrades older schemas; [`error`](self::error) says
-//! what failed.
+//! The map, from the ground up (each file uses only those before it):
+//! [`error`](self::error) says what failed, [`types`](self::types) holds the values handed
+//! out, `backend` is the file redb runs on; [`guard`](self::guard) runs every redb call;
+//! [`codec`] makes the bytes, [`records`](self::records) the stored twins of the types,
+//! [`schema`] every table; [`writer`](self::writer) begins and writes one transaction
+//! ([`Writer`]); [`reader`](self::reader) reads a snapshot ([`Reader`], [`Lookup`]);
+//! [`migrate`](self::migrate) upgrades older schemas; [`open`](self::open) opens the file
+//! ([`Store`]) and [`citations`] keeps the agents' citations; [`verify`] checks it all.
 
 mod backend;
 pub mod citations;
 pub mod codec;
-pub mod contract;
 mod error;
 #[cfg(test)]
 mod format_tests;
@@ -37,6 +38,6 @@ pub use open::{
 pub use reader::{Lookup, Reader};
 pub use schema::SCHEMA_VERSION;
 pub use types::{
-    DocumentRecord, FileRecord, FileState, ProjectRecord, SessionRecord, Totals, WorkspaceRecord,
+    DocumentRecord, FileRecord, FileState, ProjectRecord, SessionRecord, WorkspaceRecord,
 };
 pub use writer::Writer;

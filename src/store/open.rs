@@ -1,5 +1,5 @@
 //! Opening the store file: the checks on it before redb sees it, the writable and the
-//! read-only open, reopening after an I/O error, and the start of every transaction.
+//! read-only open, reopening after an I/O error, and handing out readers and writers.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -7,10 +7,11 @@ use std::sync::{Arc, RwLock};
 use redb::backends::FileBackend;
 use redb::{ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 
-use super::error::OrStore;
-use super::{
-    Lookup, OpenError, Reader, SCHEMA_VERSION, StoreError, Writer, backend, guard, migrate,
-};
+use super::error::{OpenError, OrStore, StoreError};
+use super::reader::{Lookup, Reader};
+use super::schema::SCHEMA_VERSION;
+use super::writer::{self, Writer};
+use super::{backend, guard, migrate};
 
 /// Page cache per process: enough for the hot tables, small enough that several servers
 /// and a large import stay well under their memory budget.
@@ -55,7 +56,7 @@ impl std::ops::Deref for Writable {
 impl Drop for Writable {
     fn drop(&mut self) {
         let held = self.gate.hold_for_writing(&self.shown);
-        guarded_drop(&self.shown, self.db.take());
+        guard::guarded_drop(&self.shown, self.db.take());
         drop(held);
     }
 }
@@ -245,7 +246,7 @@ impl Store {
             Db::Write(db)
         };
         if let Some(old) = slot.replace(Arc::new(fresh)) {
-            guarded_drop(&self.shown, old);
+            guard::guarded_drop(&self.shown, old);
         }
         Ok(())
     }
@@ -284,8 +285,11 @@ impl Store {
                     path: self.shown.to_string(),
                 });
             };
-            let mut txn =
-                begin_write_within(db, &self.shown, crate::util::wait::bounded(self.lock_wait))?;
+            let mut txn = writer::begin_write_within(
+                db,
+                &self.shown,
+                crate::util::wait::bounded(self.lock_wait),
+            )?;
             // Saves the allocator state with each commit, so that the next open after a
             // crash does not have to walk the whole file to repair it.
             txn.set_quick_repair(true);
@@ -296,38 +300,6 @@ impl Store {
                 stores_document: false,
             })
         })
-    }
-}
-
-/// Begins a write transaction, waiting while another (in any process) is open, at most
-/// `timeout`: a writer that is stopped (SIGSTOP, a debugger) or stuck must not stop every
-/// other writer for ever.
-pub(super) fn begin_write_within(
-    db: &Database,
-    shown: &str,
-    timeout: std::time::Duration,
-) -> Result<redb::WriteTransaction, StoreError> {
-    let mut poll = crate::util::wait::Poll::new(timeout);
-    let mut said = false;
-    loop {
-        match db.try_begin_write() {
-            Err(redb::TransactionError::WouldBlock) => {}
-            other => return other.store(),
-        }
-        if !said && poll.waited() >= std::time::Duration::from_millis(500) {
-            tracing::warn!(
-                store = shown,
-                "waiting for another write transaction on the store to end; giving up after {} s",
-                crate::util::wait::secs(poll.timeout())
-            );
-            said = true;
-        }
-        if !poll.sleep() {
-            return Err(StoreError::Busy {
-                path: shown.to_owned(),
-                waited_secs: crate::util::wait::secs(poll.waited()),
-            });
-        }
     }
 }
 
@@ -399,7 +371,7 @@ impl Drop for Store {
             Ok(slot) => slot.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         };
-        guarded_drop(&self.shown, db);
+        guard::guarded_drop(&self.shown, db);
     }
 }
 
@@ -622,13 +594,4 @@ fn open_error(shown: &str, e: StoreError) -> OpenError {
         },
         other => OpenError::Store(other),
     }
-}
-
-/// Drops a redb value inside the guard: after redb panicked once, its destructors may
-/// panic too (a poisoned lock), and that must not abort the process.
-pub(super) fn guarded_drop<T>(shown: &str, value: T) {
-    let _ = guard::guard(shown, move || {
-        drop(value);
-        Ok(())
-    });
 }

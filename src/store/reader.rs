@@ -5,15 +5,19 @@ use std::sync::Arc;
 
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-use super::codec::{self, Bincode, LINES_PER_BLOCK, Record};
+use super::codec::{Bincode, LINES_PER_BLOCK, Record};
+use super::error::StoreError;
 use super::error::{OrStore, ended};
-use super::open::guarded_drop;
+use super::guard;
+use super::guard::guarded_drop;
+use super::records::SessionFile;
 use super::schema::*;
-use super::{
-    DocumentRecord, FileState, ProjectRecord, SessionRecord, StoreError, Totals, WorkspaceRecord,
-    Writer, contract, guard,
+use super::types::{
+    DocumentRecord, FileState, ProjectRecord, SessionRecord, Totals, WorkspaceRecord,
 };
+use super::writer::Writer;
 use crate::util::lines::LineEntry;
+use crate::workspace::contract::Contract;
 
 /// The record stored under `key` in `table`, decoded and converted to its twin `D`;
 /// `None` when there is none.
@@ -52,8 +56,27 @@ pub trait Lookup: Tables {
     }
 
     /// The prompt-diary contract of the imported workspace (0.2.10 when none is recorded).
-    fn contract(&self) -> Result<crate::workspace::contract::Contract, StoreError> {
-        contract::recorded(self)
+    /// A value this build does not serve is a damaged store.
+    fn contract(&self) -> Result<Contract, StoreError> {
+        guard::guard(self.shown(), || {
+            let value = self
+                .table(META)?
+                .get(CONTRACT_KEY)
+                .store()?
+                .map(|v| v.value());
+            match value {
+                None => Ok(Contract::V0_2_10),
+                Some(n) => i64::try_from(n)
+                    .ok()
+                    .and_then(Contract::from_workspace_schema)
+                    .ok_or_else(|| StoreError::Damaged {
+                        path: self.shown().to_owned(),
+                        detail: format!(
+                            "the recorded workspace schema_version {n} is not one this build serves"
+                        ),
+                    }),
+            }
+        })
     }
 
     /// Whether a workspace was imported, without decoding it.
@@ -80,12 +103,12 @@ pub trait Lookup: Tables {
         })
     }
 
-    /// A session's file and how to read it ([`codec::SessionFile`]), without its turns.
+    /// A session's file and how to read it ([`SessionFile`]), without its turns.
     fn session_file(
         &self,
         project_key: &str,
         session_ref: &str,
-    ) -> Result<Option<codec::SessionFile>, StoreError> {
+    ) -> Result<Option<SessionFile>, StoreError> {
         guard::guard(self.shown(), || {
             let table = self.table(SESSIONS)?;
             let value = table.get((project_key, session_ref)).store()?;

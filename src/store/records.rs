@@ -15,10 +15,14 @@
 //! fixture store `tests/fixtures/store-v7.redb` pins every one of these layouts
 //! (`format_tests`).
 
+use std::marker::PhantomData;
+
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::codec::Record;
-use super::{citations, types};
+use super::codec::{Encoded, Record};
+use super::error::CodecError;
+use super::types;
 use crate::workspace;
 
 /// The `workspace` table's record: [`types::WorkspaceRecord`].
@@ -106,7 +110,7 @@ pub struct Document {
 }
 
 /// One citation of the `citations` table's records (a line's citations, in order):
-/// [`citations::StoredCitation`].
+/// [`types::StoredCitation`].
 #[derive(Serialize, Deserialize)]
 pub struct Citation {
     turn_ref: Option<String>,
@@ -119,7 +123,7 @@ pub struct Citation {
     check: Check,
 }
 
-/// [`citations::StoredCheck`], inside [`Citation`].
+/// [`types::StoredCheck`], inside [`Citation`].
 #[derive(Serialize, Deserialize)]
 pub struct Check {
     status: String,
@@ -129,7 +133,7 @@ pub struct Check {
     detail: Option<String>,
 }
 
-/// The `citation_scans` table's record: [`citations::CitationScan`].
+/// The `citation_scans` table's record: [`types::CitationScan`].
 #[derive(Serialize, Deserialize)]
 pub struct Scan {
     digest: [u8; 32],
@@ -221,7 +225,7 @@ twins!(FileRecord <-> types::FileRecord {
     inode,
 });
 twins!(Document <-> types::DocumentRecord { bytes, sha256 });
-twins!(Citation <-> citations::StoredCitation {
+twins!(Citation <-> types::StoredCitation {
     turn_ref,
     content_index,
     offset,
@@ -231,8 +235,8 @@ twins!(Citation <-> citations::StoredCitation {
     context,
     check,
 });
-twins!(Check <-> citations::StoredCheck { status, cwd, sha256, file_lines, detail });
-twins!(Scan <-> citations::CitationScan { digest, lines, citations });
+twins!(Check <-> types::StoredCheck { status, cwd, sha256, file_lines, detail });
+twins!(Scan <-> types::CitationScan { digest, lines, citations });
 
 impl From<types::FileState> for FileState {
     fn from(value: types::FileState) -> Self {
@@ -248,6 +252,145 @@ impl From<FileState> for types::FileState {
         match value {
             FileState::Missing => types::FileState::Missing,
             FileState::Indexed(file) => types::FileState::Indexed(file.into()),
+        }
+    }
+}
+
+/// What a read needs of a stored `SessionRecord`: how to read its file, and the file
+/// record. Decoded in place, stepping over the turns (a long session has thousands)
+/// without building them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFile {
+    pub source: String,
+    pub session_path: String,
+    pub file: types::FileState,
+}
+
+/// [`SessionRecord`]'s layout with borrowed strings and the turns skipped. It
+/// must follow `SessionRecord` and `Session` field for field (a test
+/// decodes both ways).
+#[derive(Deserialize)]
+struct SessionRecordView<'a> {
+    #[serde(borrow)]
+    session: SessionView<'a>,
+    file: FileState,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)] // Fields are read to step over them.
+struct SessionView<'a> {
+    session_ref: &'a str,
+    source: &'a str,
+    source_session_id: &'a str,
+    session_path: &'a str,
+    target: Span,
+    #[serde(borrow)]
+    turns: Skipped<TurnView<'a>>,
+    index_line: u64,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct TurnView<'a> {
+    turn_ref: &'a str,
+    span: Span,
+}
+
+/// A sequence read element by element and thrown away.
+struct Skipped<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Each<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Each<T> {
+            type Value = Skipped<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<T>()?.is_some() {}
+                Ok(Skipped(PhantomData))
+            }
+        }
+        deserializer.deserialize_seq(Each(PhantomData))
+    }
+}
+
+impl Encoded<'_, SessionRecord> {
+    /// What a read needs of the record ([`SessionFile`]), without building its turns.
+    pub fn session_file(&self) -> Result<SessionFile, CodecError> {
+        let view: SessionRecordView<'_> = self.decode_view()?;
+        Ok(SessionFile {
+            source: view.session.source.to_owned(),
+            session_path: view.session.session_path.to_owned(),
+            file: view.file.into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_file_is_read_from_a_whole_session_record() {
+        use crate::store::types::{FileRecord, FileState, SessionRecord};
+        use crate::workspace::{Session, Span, Turn};
+        let span = |start, end| Span { start, end };
+        let session = Session {
+            session_ref: "S0001".into(),
+            source: "claude-code".into(),
+            source_session_id: "x".into(),
+            session_path: "sessions/claude-code/é.jsonl".into(),
+            target: span(1, 9),
+            turns: (1..=300)
+                .map(|t| Turn {
+                    turn_ref: format!("T{t:04}"),
+                    span: span(t, t + 1),
+                })
+                .collect(),
+            index_line: 3,
+        };
+        let files = [
+            FileState::Missing,
+            FileState::Indexed(FileRecord {
+                file_id: 7,
+                size: 1 << 40,
+                mtime_ns: u64::MAX,
+                lines: 9,
+                digest: [5; 32],
+                ctime_ns: 1 << 62,
+                inode: 12345,
+            }),
+        ];
+        for file in files {
+            let record = SessionRecord {
+                session: session.clone(),
+                file: file.clone(),
+            };
+            let encoded = Encoded::encode(&super::SessionRecord::from(record.clone())).unwrap();
+            let whole: SessionRecord = encoded.decode().unwrap().into();
+            assert_eq!(whole, record);
+            assert_eq!(
+                encoded.session_file().unwrap(),
+                SessionFile {
+                    source: whole.session.source,
+                    session_path: whole.session.session_path,
+                    file: whole.file,
+                }
+            );
+            let bytes = encoded.bytes();
+            let shorter = Encoded::<super::SessionRecord>::raw(&bytes[..bytes.len() - 1]);
+            assert!(shorter.session_file().is_err());
+            let mut longer = bytes.to_vec();
+            longer.push(0);
+            assert!(
+                Encoded::<super::SessionRecord>::raw(&longer)
+                    .session_file()
+                    .is_err()
+            );
         }
     }
 }

@@ -16,8 +16,14 @@ use super::records;
 pub const SCHEMA_VERSION: u64 = 7;
 
 /// Store-level counters: `schema_version`, `next_file_id`, and `workspace_schema` (the
-/// imported workspace's contract, see [`super::contract`]).
+/// imported workspace's contract, key [`CONTRACT_KEY`]).
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// `meta` key: which prompt-diary contract the imported workspace uses, recorded as the
+/// workspace `schema_version` that selected it (2 or 7). A store without the record holds
+/// a prompt-diary 0.2.10 workspace: stores before schema step 6 only ever imported those
+/// (the step writes the record for them).
+pub const CONTRACT_KEY: &str = "workspace_schema";
 
 /// The imported workspace: key [`WORKSPACE_KEY`] → [`records::Workspace`].
 pub const WORKSPACE: TableDefinition<&str, Bincode<records::Workspace>> =

@@ -89,3 +89,60 @@ pub struct Totals {
     pub documents: u64,
     pub document_bytes: u64,
 }
+
+/// One citation as stored, without its line (the key holds it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCitation {
+    /// The turn whose span holds the line, when one does.
+    pub turn_ref: Option<String>,
+    /// The message's position in the record's `content` list (`None`: a message that is
+    /// not in a list).
+    pub content_index: Option<u64>,
+    /// Byte offset and length of the citation in the decoded message text.
+    pub offset: u64,
+    pub len: u64,
+    pub kind: String,
+    pub reference: String,
+    pub context: Option<String>,
+    pub check: StoredCheck,
+}
+
+/// The verification result of one citation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCheck {
+    /// `ok`, `missing_file`, `line_out_of_range`, `outside_project` or `unchecked`.
+    pub status: String,
+    /// The directory the path was resolved against (the citing line's `cwd`).
+    pub cwd: Option<String>,
+    /// SHA-256 of the cited file, when it was read.
+    pub sha256: Option<[u8; 32]>,
+    /// Physical lines of the cited file, when it was read.
+    pub file_lines: Option<u64>,
+    /// Why a citation is `unchecked` (not a file citation, no `cwd`, not a regular file).
+    pub detail: Option<String>,
+}
+
+/// One citation with its line, as the read API returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitationRecord {
+    pub line: u64,
+    pub citation: StoredCitation,
+}
+
+/// Every citation of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCitations {
+    pub project_key: String,
+    pub session_ref: String,
+    /// In line order, then order of position within the line.
+    pub citations: Vec<CitationRecord>,
+}
+
+/// Which line table a session's citations were taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CitationScan {
+    pub digest: [u8; 32],
+    pub lines: u64,
+    /// How many citations the scan stored.
+    pub citations: u64,
+}

@@ -10,9 +10,12 @@ use redb::{Database, ReadableTable};
 use sha2::{Digest, Sha256};
 
 use super::error::OrStore;
+use super::error::{OpenError, StoreError};
+use super::open::Store;
 use super::reader::Tables;
 use super::schema::{DOCUMENTS, LINE_BLOCKS, PROJECTS, SESSIONS, WORKSPACE};
-use super::{DocumentRecord, FileState, ProjectRecord, SessionRecord, Store, StoreError, guard};
+use super::types::{DocumentRecord, FileState, ProjectRecord, SessionRecord};
+use super::{backend, citations, guard};
 
 /// What `verify` looked at, and every problem it found (empty: the store is whole).
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
@@ -47,7 +50,7 @@ pub fn verify<G>(
     let mut out = Verified::default();
     remove_stale_copies(path);
     let held = match hold_writers().and_then(|writers| {
-        super::backend::hold_shared(path, lock_wait)
+        backend::hold_shared(path, lock_wait)
             .map(|gate| (writers, gate))
             .map_err(|e| format!("the store's gate: {e}; a writer is opening or closing it"))
     }) {
@@ -60,7 +63,7 @@ pub fn verify<G>(
     let opened = Store::open_read_only(path, lock_wait);
     let copy = match &opened {
         // The copy would be repaired like the file will be; checking it proves nothing.
-        Err(super::OpenError::NeedsRepair { .. }) => None,
+        Err(OpenError::NeedsRepair { .. }) => None,
         _ => Some(make_copy(path)),
     };
     drop(held);
@@ -71,7 +74,7 @@ pub fn verify<G>(
             }
         }
         Err(e) => {
-            out.unclean = matches!(e, super::OpenError::NeedsRepair { .. });
+            out.unclean = matches!(e, OpenError::NeedsRepair { .. });
             out.problems.push(e.to_string());
         }
     }
@@ -235,10 +238,7 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
             Ok(())
         }),
     );
-    table_result(
-        "citations",
-        super::citations::check(&reader, &|p| problem(p)),
-    );
+    table_result("citations", citations::check(&reader, &|p| problem(p)));
     out.problems.extend(problems.into_inner());
     Ok(())
 }

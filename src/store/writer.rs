@@ -1,20 +1,53 @@
-//! Writing: one write transaction ([`Writer`]) and a file's line table as it is stored
-//! ([`LineSink`]).
+//! Writing: beginning a write transaction ([`begin_write_within`]), one write transaction
+//! ([`Writer`]) and a file's line table as it is stored ([`LineSink`]).
 
 use std::sync::Arc;
 
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 use sha2::{Digest, Sha256};
 
 use super::codec::{Bincode, Encoded, LINES_PER_BLOCK, LineBlock, PackedLines, Record};
+use super::error::StoreError;
 use super::error::{OrStore, ended};
-use super::open::guarded_drop;
+use super::guard::guarded_drop;
 use super::records;
 use super::schema::*;
-use super::{
-    DocumentRecord, ProjectRecord, SessionRecord, StoreError, WorkspaceRecord, backend, guard,
-};
+use super::types::{DocumentRecord, ProjectRecord, SessionRecord, WorkspaceRecord};
+use super::{backend, guard};
 use crate::util::lines::LineEntry;
+use crate::workspace::contract::Contract;
+
+/// Begins a write transaction, waiting while another (in any process) is open, at most
+/// `timeout`: a writer that is stopped (SIGSTOP, a debugger) or stuck must not stop every
+/// other writer for ever.
+pub(super) fn begin_write_within(
+    db: &Database,
+    shown: &str,
+    timeout: std::time::Duration,
+) -> Result<redb::WriteTransaction, StoreError> {
+    let mut poll = crate::util::wait::Poll::new(timeout);
+    let mut said = false;
+    loop {
+        match db.try_begin_write() {
+            Err(redb::TransactionError::WouldBlock) => {}
+            other => return other.store(),
+        }
+        if !said && poll.waited() >= std::time::Duration::from_millis(500) {
+            tracing::warn!(
+                store = shown,
+                "waiting for another write transaction on the store to end; giving up after {} s",
+                crate::util::wait::secs(poll.timeout())
+            );
+            said = true;
+        }
+        if !poll.sleep() {
+            return Err(StoreError::Busy {
+                path: shown.to_owned(),
+                waited_secs: crate::util::wait::secs(poll.waited()),
+            });
+        }
+    }
+}
 
 /// One write transaction: nothing is visible to anyone until [`Writer::commit`].
 pub struct Writer {
@@ -176,6 +209,16 @@ impl Writer {
 
     pub fn remove_document(&mut self, rel_path: &str) -> Result<(), StoreError> {
         self.remove(DOCUMENTS, rel_path)
+    }
+
+    /// Records the contract of the workspace this transaction imports.
+    pub fn put_contract(&mut self, contract: Contract) -> Result<(), StoreError> {
+        let schema = u64::try_from(contract.workspace_schema()).unwrap_or_default();
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(META).store()?;
+            table.insert(CONTRACT_KEY, schema).store()?;
+            Ok(())
+        })
     }
 
     /// Makes everything written visible, durably, as one step.
