@@ -1,11 +1,12 @@
-//! Command-line parsing. clap types stop here: [`parse`] returns a plain [`Config`].
+//! Command-line parsing. clap types stop here: [`parse`] returns a plain [`Config`]
+//! (`dump`'s [`DumpTarget`] is its own subcommand, so its help stands beside what it shows).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::cli::dump::{DumpTarget, LineView};
+use crate::cli::dump::DumpTarget;
 use crate::tool_output::settings::Settings as ToolOutputSettings;
 use crate::workspace::{WorkspaceRoot, python_path_display};
 
@@ -302,70 +303,7 @@ struct DumpArgs {
     #[arg(long)]
     stats: bool,
     #[command(subcommand)]
-    what: Option<DumpCommand>,
-}
-
-#[derive(Debug, Subcommand)]
-enum DumpCommand {
-    /// Tables and their entry counts (the default)
-    Tables,
-    /// One project and its sessions
-    Project {
-        /// Project key, the directory name under projects/ (e.g. Demo-0123456789ab)
-        project_key: String,
-    },
-    /// One session: its index row, turns and file record
-    Session {
-        /// Project key, the directory name under projects/
-        project_key: String,
-        /// Session reference from sessions.index.jsonl (e.g. S0001)
-        session_ref: String,
-    },
-    /// One turn of a session
-    Turn {
-        /// Project key, the directory name under projects/
-        project_key: String,
-        /// Session reference from sessions.index.jsonl (e.g. S0001)
-        session_ref: String,
-        /// Turn reference within the session (e.g. T0001)
-        turn_ref: String,
-    },
-    /// The line index (offset, length, SHA-256) of a range of a session's lines
-    Lines {
-        /// Project key, the directory name under projects/
-        project_key: String,
-        /// Session reference from sessions.index.jsonl (e.g. S0001)
-        session_ref: String,
-        /// First line, 1-based
-        start_line: u64,
-        /// Last line, inclusive; at most the session's line count
-        end_line: u64,
-        /// Also show each line's text (at most 100 lines, as a full read)
-        #[arg(long, conflicts_with = "compact")]
-        text: bool,
-        /// Also show each line's compact record, as `read_session_lines` returns it
-        /// (trimmed tool entries with their handles)
-        #[arg(long)]
-        compact: bool,
-    },
-    /// The tool-output handles of a session's trimmed tool entries, with sizes and tool
-    /// names (what `tool_output`, `tool_output_read` and `tool_output_grep` take)
-    Handles {
-        /// Project key, the directory name under projects/
-        project_key: String,
-        /// Session reference from sessions.index.jsonl (e.g. S0001)
-        session_ref: String,
-        /// Only this line, 1-based
-        line: Option<u64>,
-    },
-    /// Agent citation counts per turn, session, project and workspace, by type and by
-    /// verification status
-    Citations {
-        /// Only this project (the directory name under projects/)
-        project_key: Option<String>,
-        /// Only this session of the project (e.g. S0001)
-        session_ref: Option<String>,
-    },
+    what: Option<DumpTarget>,
 }
 
 /// Everything a run needs, free of clap.
@@ -535,60 +473,9 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
         },
         CliCommand::Dump(DumpArgs { json, stats, what }) => Command::Dump {
             json,
-            target: match what.unwrap_or(DumpCommand::Tables) {
+            target: match what {
                 _ if stats => DumpTarget::Stats,
-                DumpCommand::Tables => DumpTarget::Tables,
-                DumpCommand::Project { project_key } => DumpTarget::Project { project_key },
-                DumpCommand::Session {
-                    project_key,
-                    session_ref,
-                } => DumpTarget::Session {
-                    project_key,
-                    session_ref,
-                },
-                DumpCommand::Turn {
-                    project_key,
-                    session_ref,
-                    turn_ref,
-                } => DumpTarget::Turn {
-                    project_key,
-                    session_ref,
-                    turn_ref,
-                },
-                DumpCommand::Lines {
-                    project_key,
-                    session_ref,
-                    start_line,
-                    end_line,
-                    text,
-                    compact,
-                } => DumpTarget::Lines {
-                    project_key,
-                    session_ref,
-                    start_line,
-                    end_line,
-                    show: match (text, compact) {
-                        (true, _) => LineView::Text,
-                        (_, true) => LineView::Compact,
-                        _ => LineView::Index,
-                    },
-                },
-                DumpCommand::Handles {
-                    project_key,
-                    session_ref,
-                    line,
-                } => DumpTarget::Handles {
-                    project_key,
-                    session_ref,
-                    line,
-                },
-                DumpCommand::Citations {
-                    project_key,
-                    session_ref,
-                } => DumpTarget::Citations {
-                    project_key,
-                    session_ref,
-                },
+                what => what.unwrap_or(DumpTarget::Tables),
             },
         },
     };

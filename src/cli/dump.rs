@@ -21,43 +21,88 @@ pub enum DumpError {
     Range(String),
 }
 
-/// What `dump` shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `dump` shows: its subcommands, with their help (`Stats` is the `--stats` flag).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum DumpTarget {
+    /// Tables and their entry counts (the default)
     Tables,
-    /// Sizes and counts (`stats`).
+    #[command(skip)]
     Stats,
+    /// One project and its sessions
     Project {
+        /// Project key, the directory name under projects/ (e.g. Demo-0123456789ab)
         project_key: String,
     },
+    /// One session: its index row, turns and file record
     Session {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
     },
+    /// One turn of a session
     Turn {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
+        /// Turn reference within the session (e.g. T0001)
         turn_ref: String,
     },
+    /// The line index (offset, length, SHA-256) of a range of a session's lines
     Lines {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
+        /// First line, 1-based
         start_line: u64,
+        /// Last line, inclusive; at most the session's line count
         end_line: u64,
-        /// What each line shows besides its index entry.
-        show: LineView,
+        // What each line shows besides its index entry.
+        #[command(flatten)]
+        show: LineFlags,
     },
-    /// Citation counts of the workspace, one project, or one session of it (`citations`).
-    Citations {
-        project_key: Option<String>,
-        session_ref: Option<String>,
-    },
-    /// The tool-output handles of a session, or of one of its lines.
+    /// The tool-output handles of a session's trimmed tool entries, with sizes and tool
+    /// names (what `tool_output`, `tool_output_read` and `tool_output_grep` take)
     Handles {
+        /// Project key, the directory name under projects/
         project_key: String,
+        /// Session reference from sessions.index.jsonl (e.g. S0001)
         session_ref: String,
+        /// Only this line, 1-based
         line: Option<u64>,
     },
+    /// Agent citation counts per turn, session, project and workspace, by type and by
+    /// verification status
+    Citations {
+        /// Only this project (the directory name under projects/)
+        project_key: Option<String>,
+        /// Only this session of the project (e.g. S0001)
+        session_ref: Option<String>,
+    },
+}
+
+/// The flags of `dump lines` that choose its [`LineView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::Args)]
+pub struct LineFlags {
+    /// Also show each line's text (at most 100 lines, as a full read)
+    #[arg(long, conflicts_with = "compact")]
+    pub text: bool,
+    /// Also show each line's compact record, as `read_session_lines` returns it
+    /// (trimmed tool entries with their handles)
+    #[arg(long)]
+    pub compact: bool,
+}
+
+impl LineFlags {
+    pub fn view(self) -> LineView {
+        match (self.text, self.compact) {
+            (true, _) => LineView::Text,
+            (_, true) => LineView::Compact,
+            _ => LineView::Index,
+        }
+    }
 }
 
 /// What `dump lines` adds to each line's index entry (offset, length, SHA-256).
@@ -176,6 +221,7 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
             end_line,
             show,
         } => {
+            let show = show.view();
             let record = session(reader, project_key, session_ref)?;
             let FileState::Indexed(file) = &record.file else {
                 return Err(not_found("indexed file for session", session_ref));
@@ -189,13 +235,13 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
                     json!({"line": n, "offset": e.offset, "len": e.len, "raw_bytes": e.decoded_len, "sha256": lines::hex(&e.sha256)})
                 })
                 .collect();
-            if *show != LineView::Index {
+            if show != LineView::Index {
                 let request = ReadRequest {
                     project_key: project_key.clone(),
                     session_ref: session_ref.clone(),
                     start_line: i64::try_from(*start_line).unwrap_or(i64::MAX).into(),
                     end_line: i64::try_from(*end_line).unwrap_or(i64::MAX).into(),
-                    mode: if *show == LineView::Text {
+                    mode: if show == LineView::Text {
                         Mode::Full
                     } else {
                         Mode::Compact
@@ -203,7 +249,7 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
                 };
                 add_records(
                     &mut lines,
-                    *show,
+                    show,
                     read::session_lines::read_session_lines(store, root, &request),
                 )?;
             }

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::documents::problems::{Problem, Problems, as_list, as_object};
+use crate::documents::problems::{Problem, Problems, as_list, as_object, objects};
 use crate::util::pyjson::{self, Map, Value, py_repr};
 use crate::workspace::Span;
 use crate::workspace::contract::Rules;
@@ -207,6 +207,15 @@ impl Chain {
     }
 }
 
+/// An outcome's `category` and `summary` at `base`, as the evidence chain and the work item
+/// check them (in that order).
+pub(crate) fn outcome_fields(problems: &mut Problems, base: &str, o: &Map) -> (Value, Value) {
+    let category =
+        problems.controlled_field(base, o, "category", "outcome category", OUTCOME_CATEGORIES);
+    let summary = problems.text_field(base, o, "summary");
+    (category, summary)
+}
+
 /// The chain-only parse: every structural error, in prompt-diary's order,
 /// by the rules of the workspace's contract. Where the server quotes the trigger, the
 /// trigger is only `citations` and is checked first; its `quoted_messages` are filled in
@@ -225,17 +234,8 @@ pub fn parse_chain_for(rules: Rules, chain: &Value) -> Result<Chain, Vec<Problem
 
     let mut outcomes = Vec::new();
     let mut outcome_spans = Vec::new();
-    for (i, o) in as_list(c.get("outcomes")).iter().enumerate() {
-        let o = as_object(Some(o));
-        let base = format!("{p}.outcomes[{i}]");
-        let category = ck.problems.controlled_field(
-            &base,
-            o,
-            "category",
-            "outcome category",
-            OUTCOME_CATEGORIES,
-        );
-        let summary = ck.problems.text_field(&base, o, "summary");
+    for (base, o) in objects(c.get("outcomes"), &format!("{p}.outcomes")) {
+        let (category, summary) = outcome_fields(&mut ck.problems, &base, o);
         let (citations, spans) = ck.citations(&base, o);
         outcomes.push(object(vec![
             ("category", category),

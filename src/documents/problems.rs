@@ -157,6 +157,18 @@ pub fn as_list(v: Option<&Value>) -> &[Value] {
     }
 }
 
+/// Each element of the list `v` (leniently coerced) as an object, with the path its
+/// problems are reported at (`{path}[i]`).
+pub fn objects<'a>(
+    v: Option<&'a Value>,
+    path: &'a str,
+) -> impl Iterator<Item = (String, &'a Map)> + 'a {
+    as_list(v)
+        .iter()
+        .enumerate()
+        .map(move |(i, o)| (format!("{path}[{i}]"), as_object(Some(o))))
+}
+
 /// A non-blank string (Python whitespace), returned verbatim.
 pub fn non_empty(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !pyjson::is_blank(s))

@@ -8,8 +8,9 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
+use crate::documents::evidence::outcome_fields;
 use crate::documents::problems::{
-    Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty,
+    Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty, objects,
 };
 use crate::util::pyjson::{self, Map, Value, py_repr};
 use crate::workspace::contract::Rules;
@@ -20,7 +21,6 @@ pub const WORK_ITEM_KINDS: &[&str] = &[
     "evidence_gap_item",
     "excluded_with_reason",
 ];
-pub const OUTCOME_CATEGORIES: &[&str] = crate::documents::evidence::OUTCOME_CATEGORIES;
 pub const TERMINAL_STATES: &[&str] = crate::documents::evidence::TERMINAL_STATES;
 pub const CONFIDENCE: &[&str] = &["high", "medium", "low"];
 /// A material work item's task-level status against its final effective scope.
@@ -185,17 +185,8 @@ pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<P
         object(vec![("summary", summary), ("main_actions", actions)])
     });
     let mut outcomes = Vec::new();
-    for (i, o) in as_list(w.get("outcomes")).iter().enumerate() {
-        let o = as_object(Some(o));
-        let base = format!("{p}.outcomes[{i}]");
-        let category = ck.problems.controlled_field(
-            &base,
-            o,
-            "category",
-            "outcome category",
-            OUTCOME_CATEGORIES,
-        );
-        let summary = ck.problems.text_field(&base, o, "summary");
+    for (base, o) in objects(w.get("outcomes"), &format!("{p}.outcomes")) {
+        let (category, summary) = outcome_fields(&mut ck.problems, &base, o);
         let evidence = ck.refs(&base, o, &mut refs);
         let confidence =
             ck.problems

@@ -578,116 +578,22 @@ mod tests {
         (errors.into_message(tool), lines)
     }
 
-    /// Each report is the text prompt-diary 0.2.20's own server (FastMCP, pydantic 2.14.4,
-    /// pydantic-core 2.50.5, the same as 0.2.10 installs) answered for these arguments,
-    /// captured over stdio after `Error executing tool <name>: `.
+    /// Each report is the text prompt-diary 0.2.20's own server answered for these
+    /// arguments (`testdata/argument_reports.txt` says how it was captured).
     #[test]
     fn reports_are_prompt_diary_s_byte_for_byte() {
-        let cases = [
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": null, "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "abc", "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='abc', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1.5, "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nstart_line\n  Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_from_float",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": true, "end_line": [1, "x"]}"#,
-                "1 validation error for read_session_linesArguments\nend_line\n  Input should be a valid integer [type=int_type, input_value=[1, 'x'], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1e+30, "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": -9.223372036854776e+18, "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nstart_line\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=-9.223372036854776e+18, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "1__0", "end_line": "4."}"#,
-                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='1__0', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing\nend_line\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='4.', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": "[1]", "end_line": "null"}"#,
-                "2 validation errors for read_session_linesArguments\nstart_line\n  Input should be a valid integer [type=int_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type\nend_line\n  Input should be a valid integer [type=int_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": 1000000000000000000000000000000, "session_ref": null, "start_line": 1, "end_line": 3}"#,
-                "2 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1000000000000000000000000000000, input_type=int]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": {"k": 1000000000000000000000000000000, "f": 0.1, "s": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, "session_ref": "S0001", "start_line": 1, "end_line": 3}"#,
-                "1 validation error for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value={'k': 1000000000000000000...xxxxxxxxxxxxxxxxxxxxxx'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "Full"}"#,
-                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value='Full', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "mode": "null"}"#,
-                "1 validation error for read_session_linesArguments\nmode\n  Input should be 'compact' or 'full' [type=literal_error, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/literal_error",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {}}"#,
-                "1 validation error for read_session_linesArguments\ncursor.line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": {"line": 1000000000000000000000000000000, "offset": 1e+30}}"#,
-                "1 validation error for read_session_linesArguments\ncursor.offset\n  Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size, input_value=1e+30, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/int_parsing_size",
-            ),
-            (
-                "read_session_lines",
-                r#"{"project_key": "P", "session_ref": "S0001", "start_line": 1, "end_line": 3, "cursor": "x"}"#,
-                "1 validation error for read_session_linesArguments\ncursor\n  Input should be a dictionary or an instance of ReadCursor [type=dataclass_type, input_value='x', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/dataclass_type",
-            ),
-            (
-                "read_session_lines",
-                r#"{"x": [1.5, null, true, {"k": 1000000000000000000000000000000}], "project_key": 1.5}"#,
-                "4 validation errors for read_session_linesArguments\nproject_key\n  Input should be a valid string [type=string_type, input_value=1.5, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/string_type\nsession_ref\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={'x': [1.5, None, True, {...0}], 'project_key': 1.5}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
-            ),
-            (
-                "read_session_lines",
-                r#"{}"#,
-                "4 validation errors for read_session_linesArguments\nproject_key\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nsession_ref\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nstart_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nend_line\n  Field required [type=missing, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing",
-            ),
-            (
-                "write_engagement",
-                r#"{"overall_reading": "[1]", "observations": "{}", "limits": "5"}"#,
-                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value={}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value='5', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
-            ),
-            (
-                "write_engagement",
-                r#"{"overall_reading": null, "observations": "null", "limits": -0.0}"#,
-                "3 validation errors for write_engagementArguments\noverall_reading\n  Input should be a valid dictionary [type=dict_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\nobservations\n  Input should be a valid list [type=list_type, input_value=None, input_type=NoneType]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type\nlimits\n  Input should be a valid list [type=list_type, input_value=-0.0, input_type=float]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
-            ),
-            (
-                "write_engagement",
-                r#"{"limits": "éééééééééééééééééééééééééééééééééééééééé"}"#,
-                "3 validation errors for write_engagementArguments\noverall_reading\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nobservations\n  Field required [type=missing, input_value={'limits': 'éééééé...ééééééééééé'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/missing\nlimits\n  Input should be a valid list [type=list_type, input_value='éééééééééééé...ééééééééééé', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.14/v/list_type",
-            ),
-        ];
-        for (tool, args, expect) in cases {
+        let cases = include_str!("testdata/argument_reports.txt");
+        let mut checked = 0;
+        for case in cases.split("\n== ").skip(1) {
+            let mut parts = case.trim_end_matches('\n').splitn(3, '\n');
+            let (Some(tool), Some(args), Some(expect)) = (parts.next(), parts.next(), parts.next())
+            else {
+                panic!("a case needs a tool, its arguments and a report: {case:?}");
+            };
             assert_eq!(run(tool, args).0.as_deref(), Some(expect), "{args}");
+            checked += 1;
         }
+        assert_eq!(checked, 20, "cases read from testdata/argument_reports.txt");
     }
 
     /// What prompt-diary 0.2.10 and 0.2.20 accepted for a line number, and the number their

@@ -23,6 +23,8 @@ use crate::tool_output::{Mode, text_tools};
 use crate::util::stop_flag::Stop;
 use crate::util::text::echo_cut;
 
+const TOOL_OUTPUT_SCHEMA: &str = include_str!("schemas/tool_output.json");
+
 impl Server {
     /// What `handle` names, found by the service.
     async fn lookup(&self, handle: &str) -> Result<Result<Lookup, String>, ErrorData> {
@@ -35,31 +37,9 @@ impl Server {
     }
 }
 
-/// The input schema, exactly as published.
+/// The input schema, exactly as published (kept as data, as prompt-diary's are).
 pub fn tool_output_schema() -> Arc<JsonObject> {
-    let schema = serde_json::json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["handle", "extract"],
-        "properties": {
-            "handle": {
-                "type": "string",
-                "minLength": 1,
-                "description": "UUID handle of the stored tool output (provided in the tool-result message: tool_output(handle = \"<uuid>\", ...))."
-            },
-            "extract": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Provide precise, detailed instructions about what you need from the tool output (be specific, include keys/fields/sections if known)."
-            },
-            "mode": {
-                "type": "string",
-                "enum": ["auto", "full-chunked", "read-grep", "truncate"],
-                "description": "Optional override. auto=module decides; full-chunked=LLM chunk+reduce; read-grep=dynamic sub-agent with Read/Grep; truncate=keeps top and bottom, truncates in the middle."
-            }
-        }
-    });
-    object_schema(schema)
+    Arc::new(serde_json::from_str(TOOL_OUTPUT_SCHEMA).unwrap_or_default())
 }
 
 /// The checked arguments, or the message naming every problem.

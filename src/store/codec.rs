@@ -98,41 +98,50 @@ impl<'a, T: Record> Encoded<'a, T> {
     }
 }
 
-impl<T: Record> Value for Bincode<T> {
-    type SelfType<'a>
-        = Encoded<'a, T>
-    where
-        Self: 'a;
-    type AsBytes<'a>
-        = &'a [u8]
-    where
-        Self: 'a;
+/// redb's `Value` for a value type whose values are their stored bytes, viewed as `$view`
+/// (the bytes borrowed as `$data` and wrapped by `$wrap`; `$get` gives them back). Its type
+/// name is `&[u8]`, as the tables were created.
+macro_rules! bytes_value {
+    ([$($generics:tt)*] $value:ty => $view:ty, |$data:ident| $wrap:expr, |$v:ident| $get:expr) => {
+        impl<$($generics)*> Value for $value {
+            type SelfType<'a>
+                = $view
+            where
+                Self: 'a;
+            type AsBytes<'a>
+                = &'a [u8]
+            where
+                Self: 'a;
 
-    fn fixed_width() -> Option<usize> {
-        None
-    }
+            fn fixed_width() -> Option<usize> {
+                None
+            }
 
-    fn from_bytes<'a>(data: &'a [u8]) -> Encoded<'a, T>
-    where
-        Self: 'a,
-    {
-        Encoded {
-            bytes: Cow::Borrowed(data),
-            record: PhantomData,
+            fn from_bytes<'a>($data: &'a [u8]) -> $view
+            where
+                Self: 'a,
+            {
+                $wrap
+            }
+
+            fn as_bytes<'a, 'b: 'a>($v: &'a Self::SelfType<'b>) -> &'a [u8]
+            where
+                Self: 'b,
+            {
+                $get
+            }
+
+            fn type_name() -> TypeName {
+                <&[u8] as Value>::type_name()
+            }
         }
-    }
-
-    fn as_bytes<'a, 'b: 'a>(value: &'a Encoded<'b, T>) -> &'a [u8]
-    where
-        Self: 'b,
-    {
-        &value.bytes
-    }
-
-    fn type_name() -> TypeName {
-        <&[u8] as Value>::type_name()
-    }
+    };
 }
+
+bytes_value!([T: Record] Bincode<T> => Encoded<'a, T>, |data| Encoded {
+    bytes: Cow::Borrowed(data),
+    record: PhantomData,
+}, |value| &value.bytes);
 
 /// `value` in a layout of its own (an older one), for tests that plant old records.
 #[cfg(test)]
@@ -194,38 +203,7 @@ impl LineBlock<'_> {
     }
 }
 
-impl Value for PackedLines {
-    type SelfType<'a>
-        = LineBlock<'a>
-    where
-        Self: 'a;
-    type AsBytes<'a>
-        = &'a [u8]
-    where
-        Self: 'a;
-
-    fn fixed_width() -> Option<usize> {
-        None
-    }
-
-    fn from_bytes<'a>(data: &'a [u8]) -> LineBlock<'a>
-    where
-        Self: 'a,
-    {
-        LineBlock(Cow::Borrowed(data))
-    }
-
-    fn as_bytes<'a, 'b: 'a>(value: &'a LineBlock<'b>) -> &'a [u8]
-    where
-        Self: 'b,
-    {
-        &value.0
-    }
-
-    fn type_name() -> TypeName {
-        <&[u8] as Value>::type_name()
-    }
-}
+bytes_value!([] PackedLines => LineBlock<'a>, |data| LineBlock(Cow::Borrowed(data)), |value| &value.0);
 
 /// Packs line entries: offset, len, decoded_len (u64 LE each), SHA-256, one after another.
 pub fn encode_lines(entries: &[LineEntry]) -> Vec<u8> {

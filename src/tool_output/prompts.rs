@@ -31,12 +31,28 @@ pub fn nonce() -> String {
     format!("{:016x}", h.finish())
 }
 
-fn output_format(nonce: &str, available: &str) -> String {
+/// The `SOURCE TOOL` section's lines naming the producing tool and its arguments.
+fn source_lines(source: &Source) -> String {
+    format!(
+        "SOURCE TOOL\n\
+         - Name: {}\n\
+         - Arguments (verbatim JSON): {}",
+        source.tool_name, source.tool_args_json
+    )
+}
+
+/// The `OUTPUT FORMAT` section: the final-report wrapper, then `first` (a rule of the
+/// prompt's own, or nothing) and what to answer when nothing relevant is found in `place`.
+fn output_format(nonce: &str, first: &str, place: &str) -> String {
     format!(
         "OUTPUT FORMAT (required)\n\
          - Emit exactly one XML final-report wrapper:\n  \
-         <ai-agent-{nonce}-FINAL format=\"text\"> ... </ai-agent-{nonce}-FINAL>\n"
-    ) + available
+         <ai-agent-{nonce}-FINAL format=\"text\"> ... </ai-agent-{nonce}-FINAL>\n\
+         {first}\
+         - If no relevant data exists, output inside the wrapper:\n  \
+         NO RELEVANT DATA FOUND\n  \
+         <short description of what kind of information is available {place}>"
+    )
 }
 
 /// The map system prompt for chunk `index` (1-based) of `total`.
@@ -52,9 +68,7 @@ pub fn map_system(
     format!(
         "You are an internal extraction agent. You must extract information from a document chunk.\n\
          \n\
-         SOURCE TOOL\n\
-         - Name: {name}\n\
-         - Arguments (verbatim JSON): {args}\n\
+         {source}\n\
          \n\
          DOCUMENT STATS\n\
          - Bytes: {bytes}\n\
@@ -69,17 +83,14 @@ pub fn map_system(
          {extract}\n\
          \n\
          {format}",
-        name = source.tool_name,
-        args = source.tool_args_json,
+        source = source_lines(source),
         bytes = stats.bytes,
         lines = stats.lines,
         tokens = stats.tokens,
         format = output_format(
             nonce,
-            "- Put your extracted result inside the wrapper.\n\
-             - If no relevant data exists, output inside the wrapper:\n  \
-             NO RELEVANT DATA FOUND\n  \
-             <short description of what kind of information is available in this chunk>"
+            "- Put your extracted result inside the wrapper.\n",
+            "in this chunk"
         ),
     )
 }
@@ -101,9 +112,7 @@ pub fn reduce_system(source: &Source, extract: &str, outputs: &[String], nonce: 
     format!(
         "You are an internal extraction agent. You must synthesize multiple chunk extractions into one final answer.\n\
          \n\
-         SOURCE TOOL\n\
-         - Name: {name}\n\
-         - Arguments (verbatim JSON): {args}\n\
+         {source}\n\
          \n\
          WHAT TO EXTRACT\n\
          {extract}\n\
@@ -112,14 +121,8 @@ pub fn reduce_system(source: &Source, extract: &str, outputs: &[String], nonce: 
          {chunk_outputs}\n\
          \n\
          {format}",
-        name = source.tool_name,
-        args = source.tool_args_json,
-        format = output_format(
-            nonce,
-            "- If no relevant data exists, output inside the wrapper:\n  \
-             NO RELEVANT DATA FOUND\n  \
-             <short description of what kind of information is available across the chunks>"
-        ),
+        source = source_lines(source),
+        format = output_format(nonce, "", "across the chunks"),
     )
 }
 
@@ -137,9 +140,7 @@ pub fn read_grep_system(source: &Source, handle: &str, extract: &str, nonce: &st
          IMPORTANT: The handle is the filename.\n\
          Use the filename exactly as given when calling Read or Grep.\n\
          \n\
-         SOURCE TOOL\n\
-         - Name: {name}\n\
-         - Arguments (verbatim JSON): {args}\n\
+         {source}\n\
          - Handle/filename: {handle}\n\
          - Root directory: {READ_GREP_ROOT}\n\
          \n\
@@ -147,14 +148,8 @@ pub fn read_grep_system(source: &Source, handle: &str, extract: &str, nonce: &st
          {extract}\n\
          \n\
          {format}",
-        name = source.tool_name,
-        args = source.tool_args_json,
-        format = output_format(
-            nonce,
-            "- If no relevant data exists, output inside the wrapper:\n  \
-             NO RELEVANT DATA FOUND\n  \
-             <short description of what kind of information is available in the file>"
-        ),
+        source = source_lines(source),
+        format = output_format(nonce, "", "in the file"),
     )
 }
 

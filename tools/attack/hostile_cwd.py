@@ -218,6 +218,19 @@ def part_cwd(binary: Path, work: Path) -> list[str]:
     return fails
 
 
+def timed(binary: Path, ws: Path, command: str) -> float:
+    """Runs `command` (killed after 600 s), prints how it ended, and returns its seconds."""
+    t0 = time.time()
+    try:
+        code = cli(binary, ws, command, timeout=600).returncode
+    except subprocess.TimeoutExpired:
+        code = None
+    took = time.time() - t0
+    print(f"{command}: exit {code} in {took:.1f} s" if code is not None else
+          f"{command}: still running after {took:.0f} s (killed)")
+    return took
+
+
 def part_amplify(binary: Path, work: Path, n: int, mib: int) -> list[str]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -237,21 +250,8 @@ def part_amplify(binary: Path, work: Path, n: int, mib: int) -> list[str]:
     _, _, path = claude_session(ws)
     plant(path, [(str(proj), refs)])
     print(f"session line: {n} spellings of one {mib} MiB file, {sum(len(r) + 16 for r in refs)} bytes of text")
-    t0 = time.time()
-    try:
-        done = cli(binary, ws, "import", timeout=600)
-        took = time.time() - t0
-        print(f"import: exit {done.returncode} in {took:.1f} s")
-    except subprocess.TimeoutExpired:
-        took = time.time() - t0
-        print(f"import: still running after {took:.0f} s (killed)")
-    t0 = time.time()
-    try:
-        done = cli(binary, ws, "verify-citations", timeout=600)
-        took2 = time.time() - t0
-        print(f"verify-citations: exit {done.returncode} in {took2:.1f} s")
-    except subprocess.TimeoutExpired:
-        took2 = time.time() - t0
+    took = timed(binary, ws, "import")
+    timed(binary, ws, "verify-citations")
     per = took / max(n, 1)
     print(f"≈{per * 1000:.0f} ms per spelling; {n * mib} MiB hashed for one {mib} MiB file")
     return [f"amplify: {n} spellings of one {mib} MiB file made import take {took:.1f} s"] if took > 30 else []

@@ -25,8 +25,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Raw, arguments, cli, indexes, make_workspace, parse, rss_mb  # noqa: E402
@@ -412,39 +414,71 @@ def cases(port: int) -> list[Case]:
     ]
 
 
-def cancel_storm(binary: Path, ws: Path, handle: str, port: int, work: Path, n: int = 200) -> list[str]:
-    """`n` calls to an endpoint that never answers, each cancelled at once; then a ping must
-    be answered quickly, and the endpoint's connections must be dropped."""
-    fails = []
-    env = {"EVIDENCE_STORE_MODEL_URL": f"http://127.0.0.1:{port}/hang/v1", "EVIDENCE_STORE_MODEL": "m",
-           "EVIDENCE_STORE_MODEL_TIMEOUT_SECS": "600", "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": "600",
-           "RUST_LOG": "warn"}
-    with open(work / "cancel_storm.stderr", "wb") as err:
+def hang_env(port: int, deadline: int = 600, log: str = "warn") -> dict:
+    """serve's environment with its model at the endpoint that never answers."""
+    return {"EVIDENCE_STORE_MODEL_URL": f"http://127.0.0.1:{port}/hang/v1", "EVIDENCE_STORE_MODEL": "m",
+            "EVIDENCE_STORE_MODEL_TIMEOUT_SECS": "600", "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": str(deadline),
+            "RUST_LOG": log}
+
+
+@contextmanager
+def serving(binary: Path, ws: Path, env: dict, stderr: Path, close_timeout: float,
+            fails: list[str] | None = None, name: str = "") -> Iterator[Raw]:
+    """An initialized serve with `env`, its stderr in the file `stderr`, closed at the end; one
+    that does not exit within `close_timeout` s of EOF is a failure in `fails` (when given)."""
+    with open(stderr, "wb") as err:
         raw = Raw(binary, ws, env=env, stderr=err)
         try:
             raw.initialize()
-            t0 = time.time()
-            for i in range(n):
-                rid = raw.request("tools/call", {"name": "tool_output",
-                                                 "arguments": {"handle": handle, "extract": "x", "mode": "full-chunked"}})
-                raw.cancel(rid, "storm")
-            sent = time.time() - t0
-            t1 = time.time()
-            ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=60)
-            took = time.time() - t1
-            time.sleep(2)
-            with STATE.lock:
-                open_now = STATE.open_conns
-            print(f"  [cancel_storm] {n} cancelled calls sent in {sent:.1f} s; ping {'answered' if ping else 'UNANSWERED'}"
-                  f" in {took:.2f} s; endpoint connections open 2 s later: {open_now}, peak {STATE.peak_conns}; "
-                  f"threads/RSS {rss_mb(raw.proc.pid)}")
-            if ping is None or took > 5:
-                fails.append(f"cancel_storm: ping took {took:.1f} s after {n} cancelled calls")
-            if open_now > 2:
-                fails.append(f"cancel_storm: {open_now} endpoint connections still open 2 s after the cancels")
+            yield raw
         finally:
-            if raw.close(timeout=30) is None:
-                fails.append("cancel_storm: serve did not exit within 30 s of EOF")
+            if raw.close(timeout=close_timeout) is None and fails is not None:
+                fails.append(f"{name}: serve did not exit within {close_timeout:.0f} s of EOF")
+
+
+def model_call(raw: Raw, handle: str) -> int:
+    """Sends one tool_output call that goes to the model; its request id."""
+    return raw.request("tools/call", {"name": "tool_output",
+                                      "arguments": {"handle": handle, "extract": "x", "mode": "full-chunked"}})
+
+
+def open_conns() -> int:
+    with STATE.lock:
+        return STATE.open_conns
+
+
+def wait_open(n: int, seconds: float) -> None:
+    """Waits, at most `seconds`, until `n` requests are open at the endpoint."""
+    end = time.time() + seconds
+    while time.time() < end and open_conns() < n:
+        time.sleep(0.05)
+
+
+def ping(raw: Raw, timeout: float = 60) -> dict | None:
+    return raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=timeout)
+
+
+def cancel_storm(binary: Path, ws: Path, handle: str, port: int, work: Path, n: int = 200) -> list[str]:
+    """`n` calls to an endpoint that never answers, each cancelled at once; then a ping must
+    be answered quickly, and the endpoint's connections must be dropped."""
+    fails: list[str] = []
+    with serving(binary, ws, hang_env(port), work / "cancel_storm.stderr", 30, fails, "cancel_storm") as raw:
+        t0 = time.time()
+        for _ in range(n):
+            raw.cancel(model_call(raw, handle), "storm")
+        sent = time.time() - t0
+        t1 = time.time()
+        answer = ping(raw)
+        took = time.time() - t1
+        time.sleep(2)
+        open_now = open_conns()
+        print(f"  [cancel_storm] {n} cancelled calls sent in {sent:.1f} s; ping {'answered' if answer else 'UNANSWERED'}"
+              f" in {took:.2f} s; endpoint connections open 2 s later: {open_now}, peak {STATE.peak_conns}; "
+              f"threads/RSS {rss_mb(raw.proc.pid)}")
+        if answer is None or took > 5:
+            fails.append(f"cancel_storm: ping took {took:.1f} s after {n} cancelled calls")
+        if open_now > 2:
+            fails.append(f"cancel_storm: {open_now} endpoint connections still open 2 s after the cancels")
     return fails
 
 
@@ -452,49 +486,32 @@ def cancel_in_flight(binary: Path, ws: Path, handle: str, port: int, work: Path,
     """Rounds of 16 calls that reach an endpoint which never answers, all cancelled once
     they are waiting there: each cancel must drop its model request (the endpoint's
     connection closes) and give its slot back, so the next round and a ping get in."""
-    fails = []
-    env = {"EVIDENCE_STORE_MODEL_URL": f"http://127.0.0.1:{port}/hang/v1", "EVIDENCE_STORE_MODEL": "m",
-           "EVIDENCE_STORE_MODEL_TIMEOUT_SECS": "600", "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": "600",
-           "RUST_LOG": "warn"}
-    with open(work / "cancel_in_flight.stderr", "wb") as err:
-        raw = Raw(binary, ws, env=env, stderr=err)
-        try:
-            raw.initialize()
-            worst_ping, worst_open, peak = 0.0, 0, 0
-            for r in range(rounds):
-                ids = [raw.request("tools/call", {"name": "tool_output", "arguments": {
-                    "handle": handle, "extract": "x", "mode": "full-chunked"}}) for _ in range(16)]
-                end = time.time() + 10
-                while time.time() < end:
-                    with STATE.lock:
-                        if STATE.open_conns >= 16:
-                            break
-                    time.sleep(0.05)
-                with STATE.lock:
-                    peak = max(peak, STATE.open_conns)
-                for rid in ids:
-                    raw.cancel(rid, "storm")
-                t1 = time.time()
-                ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=60)
-                took = time.time() - t1
-                worst_ping = max(worst_ping, took if ping else 999)
-                with STATE.lock:
-                    now_open = STATE.open_conns
-                print(f"    round {r + 1}: {now_open} endpoint requests open after the cancels, ping "
-                      f"{'answered' if ping else 'UNANSWERED'} in {took:.2f} s", flush=True)
-                time.sleep(1)
-                with STATE.lock:
-                    worst_open = max(worst_open, STATE.open_conns)
-            print(f"  [cancel_in_flight] {rounds} rounds of 16 in-flight calls cancelled: peak endpoint connections "
-                  f"{peak}, still open 1 s after a round's cancel at most {worst_open}; slowest ping {worst_ping:.2f} s; "
-                  f"threads/RSS {rss_mb(raw.proc.pid)}")
-            if worst_ping > 5:
-                fails.append(f"cancel_in_flight: a ping took {worst_ping:.1f} s after a round of cancels")
-            if worst_open > 2:
-                fails.append(f"cancel_in_flight: {worst_open} endpoint requests still open 1 s after their cancel")
-        finally:
-            if raw.close(timeout=30) is None:
-                fails.append("cancel_in_flight: serve did not exit within 30 s of EOF")
+    fails: list[str] = []
+    stderr = work / "cancel_in_flight.stderr"
+    with serving(binary, ws, hang_env(port), stderr, 30, fails, "cancel_in_flight") as raw:
+        worst_ping, worst_open, peak = 0.0, 0, 0
+        for r in range(rounds):
+            ids = [model_call(raw, handle) for _ in range(16)]
+            wait_open(16, 10)
+            peak = max(peak, open_conns())
+            for rid in ids:
+                raw.cancel(rid, "storm")
+            t1 = time.time()
+            answer = ping(raw)
+            took = time.time() - t1
+            worst_ping = max(worst_ping, took if answer else 999)
+            now_open = open_conns()
+            print(f"    round {r + 1}: {now_open} endpoint requests open after the cancels, ping "
+                  f"{'answered' if answer else 'UNANSWERED'} in {took:.2f} s", flush=True)
+            time.sleep(1)
+            worst_open = max(worst_open, open_conns())
+        print(f"  [cancel_in_flight] {rounds} rounds of 16 in-flight calls cancelled: peak endpoint connections "
+              f"{peak}, still open 1 s after a round's cancel at most {worst_open}; slowest ping {worst_ping:.2f} s; "
+              f"threads/RSS {rss_mb(raw.proc.pid)}")
+        if worst_ping > 5:
+            fails.append(f"cancel_in_flight: a ping took {worst_ping:.1f} s after a round of cancels")
+        if worst_open > 2:
+            fails.append(f"cancel_in_flight: {worst_open} endpoint requests still open 1 s after their cancel")
     return fails
 
 
@@ -505,52 +522,33 @@ def cancel_full(binary: Path, ws: Path, handle: str, port: int, work: Path, dead
     cancels or the ping, and both wait for the calls' deadline."""
     fails = []
     for n in (15, 16):
-        env = {"EVIDENCE_STORE_MODEL_URL": f"http://127.0.0.1:{port}/hang/v1", "EVIDENCE_STORE_MODEL": "m",
-               "EVIDENCE_STORE_MODEL_TIMEOUT_SECS": "600", "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": str(deadline),
-               "RUST_LOG": "warn"}
-        with open(work / f"cancel_full_{n}.stderr", "wb") as err:
-            raw = Raw(binary, ws, env=env, stderr=err)
-            try:
-                raw.initialize()
-                ids = [raw.request("tools/call", {"name": "tool_output", "arguments": {
-                    "handle": handle, "extract": "x", "mode": "full-chunked"}}) for _ in range(n)]
-                end = time.time() + 15
-                while time.time() < end:
-                    with STATE.lock:
-                        if STATE.open_conns >= n:
-                            break
-                    time.sleep(0.05)
-                with STATE.lock:
-                    waiting = STATE.open_conns
-                t0 = time.time()
-                for rid in ids:
-                    raw.cancel(rid, "client timeout")
-                ping = raw.call("tools/call", {"name": "prompt_diary_ping", "arguments": {}}, timeout=deadline + 30)
-                took = time.time() - t0
-                time.sleep(0.5)
-                with STATE.lock:
-                    left = STATE.open_conns
-                print(f"  [cancel_full] {n} calls waiting at the endpoint ({waiting} seen there), all cancelled: ping "
-                      f"{'answered' if ping else 'UNANSWERED'} {took:.1f} s later (deadline {deadline} s); "
-                      f"endpoint requests still open: {left}", flush=True)
-                if ping is None or took > 5:
-                    fails.append(f"cancel_full: with {n} calls in flight, cancelling them all left a ping waiting "
-                                 f"{took:.1f} s (the calls' deadline is {deadline} s)")
-            finally:
-                raw.close(timeout=deadline + 30)
+        stderr = work / f"cancel_full_{n}.stderr"
+        with serving(binary, ws, hang_env(port, deadline), stderr, deadline + 30) as raw:
+            ids = [model_call(raw, handle) for _ in range(n)]
+            wait_open(n, 15)
+            waiting = open_conns()
+            t0 = time.time()
+            for rid in ids:
+                raw.cancel(rid, "client timeout")
+            answer = ping(raw, timeout=deadline + 30)
+            took = time.time() - t0
+            time.sleep(0.5)
+            left = open_conns()
+            print(f"  [cancel_full] {n} calls waiting at the endpoint ({waiting} seen there), all cancelled: ping "
+                  f"{'answered' if answer else 'UNANSWERED'} {took:.1f} s later (deadline {deadline} s); "
+                  f"endpoint requests still open: {left}", flush=True)
+            if answer is None or took > 5:
+                fails.append(f"cancel_full: with {n} calls in flight, cancelling them all left a ping waiting "
+                             f"{took:.1f} s (the calls' deadline is {deadline} s)")
         time.sleep(1)
     return fails
 
 
 def eof_mid_call(binary: Path, ws: Path, handle: str, port: int, deadline: int = 20) -> list[str]:
     """End of input with a model call in flight: `serve` exits within its 5 s grace."""
-    env = {"EVIDENCE_STORE_MODEL_URL": f"http://127.0.0.1:{port}/hang/v1", "EVIDENCE_STORE_MODEL": "m",
-           "EVIDENCE_STORE_MODEL_TIMEOUT_SECS": "600", "EVIDENCE_STORE_TOOL_OUTPUT_DEADLINE_SECS": str(deadline),
-           "RUST_LOG": "off"}
-    raw = Raw(binary, ws, env=env)
+    raw = Raw(binary, ws, env=hang_env(port, deadline, log="off"))
     raw.initialize()
-    raw.request("tools/call", {"name": "tool_output", "arguments": {"handle": handle, "extract": "x",
-                                                                    "mode": "full-chunked"}})
+    model_call(raw, handle)
     time.sleep(1)
     t0 = time.time()
     code = raw.close(timeout=deadline + 30)

@@ -99,6 +99,17 @@ class Ctx:
         return self.tool(raw, "write_evidence", {"project_key": self.project, "session_ref": r["session_ref"],
                                                  "evidence_chain": chain(r["turns"][turn], self.schema, "hostile")})
 
+    def serve_and_write(self) -> None:
+        """One server that writes evidence for the first turn, then exits."""
+        raw = self.serve()
+        self.write_evidence(raw)
+        raw.close()
+
+    def card(self) -> Path:
+        """The first session's evidence card, its directory made."""
+        (p_dir(self) / "evidence").mkdir(exist_ok=True)
+        return p_dir(self) / "evidence" / f"{self.rows[0]['session_ref']}.json"
+
     def finish(self) -> None:
         after = tree(self.out)
         if after != self.before:
@@ -117,37 +128,26 @@ def p_dir(c: Ctx) -> Path:
 def s_evidence_dir_symlink(c: Ctx) -> None:
     shutil.rmtree(p_dir(c) / "evidence", ignore_errors=True)
     os.symlink(c.out, p_dir(c) / "evidence")
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    c.serve_and_write()
     c.run("export")
 
 
 def s_card_symlink(c: Ctx) -> None:
-    (p_dir(c) / "evidence").mkdir(exist_ok=True)
-    os.symlink(c.out / "victim.json", p_dir(c) / "evidence" / f"{c.rows[0]['session_ref']}.json")
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    os.symlink(c.out / "victim.json", c.card())
+    c.serve_and_write()
     c.run("import")
     c.run("export")
 
 
 def s_card_symlink_dangling(c: Ctx) -> None:
-    (p_dir(c) / "evidence").mkdir(exist_ok=True)
-    os.symlink(c.out / "new.json", p_dir(c) / "evidence" / f"{c.rows[0]['session_ref']}.json")
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    os.symlink(c.out / "new.json", c.card())
+    c.serve_and_write()
     c.run("export")
 
 
 def s_card_fifo(c: Ctx) -> None:
-    (p_dir(c) / "evidence").mkdir(exist_ok=True)
-    os.mkfifo(p_dir(c) / "evidence" / f"{c.rows[0]['session_ref']}.json")
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    os.mkfifo(c.card())
+    c.serve_and_write()
     c.run("import")
     c.run("export")
 
@@ -206,9 +206,7 @@ def s_store_dir_symlink(c: Ctx) -> None:
     shutil.rmtree(c.ws / ".evidence-store")
     os.symlink(c.out, c.ws / ".evidence-store")
     c.run("import")
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    c.serve_and_write()
     c.run("export")
 
 
@@ -232,9 +230,7 @@ def s_lock_symlink(c: Ctx) -> None:
     lock = c.ws / ".evidence-store" / "documents.lock"
     lock.unlink(missing_ok=True)
     os.symlink(c.out / "victim.json", lock)
-    raw = c.serve()
-    c.write_evidence(raw)
-    raw.close()
+    c.serve_and_write()
     c.run("export")
     c.run("build")
 
