@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use evidence_store::harness::{
-    Mode, ReadRequest, Service, Sink, TextForm, WorkspaceRoot, compact_line, hash_line,
+    Mode, Paging, ReadRequest, Service, Sink, TextForm, WorkspaceRoot, compact_line, hash_line,
     parse_borrowed,
 };
 
@@ -25,7 +25,7 @@ const WIDTH: i64 = 2000;
 /// in pieces as they are printed.
 fn server_path(service: &Service, request: &ReadRequest) -> usize {
     let mut bytes = Counted(0);
-    service.read(request, None, &mut bytes);
+    service.read(request, Paging::Unpaged, &mut bytes);
     bytes.0
 }
 
@@ -46,7 +46,7 @@ impl Sink for Counted {
 /// The read's whole text.
 fn text_path(service: &Service, request: &ReadRequest) -> String {
     let mut text = String::new();
-    service.read(request, None, &mut text);
+    service.read(request, Paging::Unpaged, &mut text);
     text
 }
 

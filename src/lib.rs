@@ -36,6 +36,7 @@ pub mod harness {
 
     /// The read path without the transport: `tests/it/read_text.rs` compares its printed
     /// text with its records, `benches/read_path.rs` times it.
+    pub use crate::read::pages::Paging;
     pub use crate::read::{Mode, ReadRequest, Sink, TextForm};
     pub use crate::service::Service;
     pub use crate::workspace::WorkspaceRoot;

@@ -15,7 +15,7 @@ use crate::documents::report::{self, Context, IndexedTurn, ProjectContext, Writt
 use crate::documents::synthesis::{self, CommittedChain, TurnKey, WorkItemAppended};
 use crate::documents::{self, DocumentError};
 use crate::import::{self, ImportError, ImportOptions, Quiet};
-use crate::read::pages::{self, RawCursor};
+use crate::read::pages::{self, Paging};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Lookup, Writer};
 use crate::store::{OpenError, Store, StoreError};
@@ -461,31 +461,22 @@ impl Service {
     }
 
     /// `read_session_lines`, the one read entry point: its answer's text handed to `sink`.
-    /// Under the paged contract one page from `cursor`, made whole
-    /// ([`pages::read_session_page`]); otherwise the records printed in pieces as they
-    /// are made ([`read::session_lines::read_session_pieces`]; `cursor` is not part of
-    /// that contract).
-    pub fn read(
-        &self,
-        request: &ReadRequest,
-        cursor: Option<RawCursor>,
-        sink: &mut impl read::Sink,
-    ) {
-        // Decided before the start is retried, as the adapter decided the arguments.
-        let paged = self.contract().rules().paged_reads;
+    /// Paged (`paging` as the caller read the arguments under the served contract), one
+    /// page, made whole ([`pages::read_session_page`]); unpaged, the records printed in
+    /// pieces as they are made ([`read::session_lines::read_session_pieces`]).
+    pub fn read(&self, request: &ReadRequest, paging: Paging, sink: &mut impl read::Sink) {
         let store = match self.readable() {
             Ok(store) => store,
             Err(problem) => {
                 let answer = unavailable(&problem);
-                let text = if paged {
-                    pages::invalid_text(&answer)
-                } else {
-                    answer.to_pretty_json()
+                let text = match paging {
+                    Paging::Page(_) => pages::invalid_text(&answer),
+                    Paging::Unpaged => answer.to_pretty_json(),
                 };
                 return read::whole(sink, text);
             }
         };
-        if paged {
+        if let Paging::Page(cursor) = paging {
             read::whole(
                 sink,
                 pages::read_session_page(store, &self.root.path, request, cursor),

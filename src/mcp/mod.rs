@@ -32,7 +32,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler,
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::read::pages::RawCursor;
+use crate::read::pages::{Paging, RawCursor};
 use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
 use crate::util::stop_flag::Stop;
@@ -495,13 +495,16 @@ impl Server {
             },
         };
         // The paged contract takes a cursor (and answers one page, sent whole).
+        // Decided once, here: the service answers under the same decision.
         let paged = self.service.get().await?.contract().rules().paged_reads;
-        let cursor = if paged {
-            errors
-                .cursor()
-                .map(|(line, offset)| RawCursor { line, offset })
+        let paging = if paged {
+            Paging::Page(
+                errors
+                    .cursor()
+                    .map(|(line, offset)| RawCursor { line, offset }),
+            )
         } else {
-            None
+            Paging::Unpaged
         };
         if let Some(refusal) = refuse("read_session_lines", errors) {
             return Ok(refusal);
@@ -518,7 +521,7 @@ impl Server {
             Some((text, mut sender)) => {
                 let service = self.service.get().await?;
                 tokio::task::spawn_blocking(move || {
-                    service.read(&request, None, &mut sender);
+                    service.read(&request, Paging::Unpaged, &mut sender);
                     sender.finish();
                 });
                 text
@@ -526,7 +529,7 @@ impl Server {
             None => {
                 self.call(move |service| {
                     let mut text = String::new();
-                    service.read(&request, cursor, &mut text);
+                    service.read(&request, paging, &mut text);
                     text
                 })
                 .await?

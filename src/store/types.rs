@@ -2,7 +2,6 @@
 //! is (none is `Serialize`): each has a twin in [`super::records`] that is the stored
 //! layout, so a field added here does not compile until its twin places it.
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::workspace::{Metadata, Session};
@@ -79,7 +78,7 @@ impl DocumentRecord {
 }
 
 /// What [`Reader::totals`] counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     pub sessions_indexed: u64,
     pub sessions_missing: u64,

@@ -1,7 +1,7 @@
 //! The test hooks: the only code below `cli/` that reads the environment.
 //!
 //! Integration tests run the real binary, so the hooks they need are read at run time,
-//! each from its own variable, here and nowhere else (`tests/layers.rs` fails on an
+//! each from its own variable, here and nowhere else (`tests/it/layers.rs` fails on an
 //! environment read anywhere else below `cli/`). Configuration is not read here: the CLI
 //! reads it and passes it down. Every hook but `EVIDENCE_STORE_COUNT_SCANS` is read by
 //! debug builds only; a release build never fails, pauses or fakes anything on purpose.

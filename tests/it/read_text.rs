@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::{LARGE_SESSION_LINES, LARGE_SESSION_PATH, PROJECT, Workspace};
-use evidence_store::harness::{Mode, ReadRequest, Service, Sink, TextForm, WorkspaceRoot};
+use evidence_store::harness::{Mode, Paging, ReadRequest, Service, Sink, TextForm, WorkspaceRoot};
 
 fn service(ws: &Workspace) -> Service {
     let root = WorkspaceRoot {
@@ -29,7 +29,7 @@ fn request(session_ref: &str, start_line: i64, end_line: i64, mode: Mode) -> Rea
 /// The chunked text equals the printed records; returns it.
 fn check(service: &Service, req: &ReadRequest) -> String {
     let mut got = String::new();
-    service.read(req, None, &mut got);
+    service.read(req, Paging::Unpaged, &mut got);
     let expect = serde_json::to_string_pretty(&service.read_records(req)).expect("encodes");
     if got != expect {
         let at = got
@@ -49,7 +49,7 @@ fn check(service: &Service, req: &ReadRequest) -> String {
     }
     // The same read as a transport sends it: the content of the JSON string holding it.
     let mut content = JsonContent(String::new());
-    service.read(req, None, &mut content);
+    service.read(req, Paging::Unpaged, &mut content);
     let content = content.0;
     let quoted = serde_json::to_string(&expect).expect("encodes");
     assert!(

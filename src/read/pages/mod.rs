@@ -14,7 +14,7 @@
 
 mod read;
 
-pub use read::{RawCursor, invalid_text, read_session_page};
+pub use read::{Paging, RawCursor, invalid_text, read_session_page};
 
 use crate::util::pyjson::write_string_content;
 

@@ -28,6 +28,15 @@ pub struct RawCursor {
     pub offset: i64,
 }
 
+/// How a read answers, decided once, where the arguments are read: the whole range (the
+/// unpaged contract, which takes no cursor), or one page from a cursor (from the range's
+/// start when absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paging {
+    Unpaged,
+    Page(Option<RawCursor>),
+}
+
 /// One page of `req` from `cursor` (the range's start when absent), as the tool's text:
 /// `{"next_cursor":…,"records":[…]}`, or the invalid result, both compact with sorted
 /// keys.
