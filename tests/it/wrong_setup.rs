@@ -83,33 +83,74 @@ async fn serve_outside_a_workspace_says_so_and_creates_nothing() {
     assert_eq!(tree(cwd.root()), Vec::<String>::new(), "nothing created");
 }
 
+/// `serve` on `root`, spoken to until its `prompt_diary_ping` is answered, then its input
+/// closed. The ping waits for the start, so whatever the start says on stderr has been
+/// said by then (with no client at all the process may end before its start does).
+/// Returns stdout's lines and stderr.
+fn serve_until_a_ping(root: &Path) -> (Vec<String>, String) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let log = tempfile::NamedTempFile::new().expect("temp file");
+    let mut child = Command::new(BIN)
+        .arg("--workspace")
+        .arg(root)
+        .arg("serve")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log.reopen().expect("log"))
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "prompt_diary_ping", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{message}").expect("write");
+    }
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let line = line.expect("read");
+        let answered = line.contains(r#""id":1"#);
+        lines.push(line);
+        if answered {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = common::exit_or_hang(&mut child, std::time::Duration::from_secs(60));
+    assert!(status.is_some(), "serve exits at the end of its input");
+    let stderr = std::fs::read_to_string(log.path()).expect("stderr");
+    (lines, stderr)
+}
+
 /// A client shows a server on a wrong workspace as connected: `serve` says so on stderr
 /// as it starts, whatever `RUST_LOG` says, and names the fix.
 #[test]
 fn serve_on_a_wrong_workspace_warns_on_stderr_at_start() {
     let cwd = Workspace::empty();
-    let out = Command::new(BIN)
-        .args(["--workspace"])
-        .arg(cwd.root())
-        .arg("serve")
-        .env("RUST_LOG", "off")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("serve runs");
-    assert!(out.stdout.is_empty(), "stdout carries only MCP messages");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (stdout, stderr) = serve_until_a_ping(cwd.root());
+    assert!(
+        stdout.iter().any(|l| l.contains(r#""id":1"#)),
+        "the ping is answered: {stdout:?}"
+    );
+    for line in &stdout {
+        let message: serde_json::Value =
+            serde_json::from_str(line).expect("stdout carries only MCP messages");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
     insta::assert_snapshot!("serve_on_a_wrong_workspace", cwd.redact(&stderr));
     // A valid workspace starts without it.
     let ws = Workspace::example();
-    let out = Command::new(BIN)
-        .args(["--workspace"])
-        .arg(ws.root())
-        .arg("serve")
-        .env("RUST_LOG", "off")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("serve runs");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("WARNING"));
+    let (stdout, stderr) = serve_until_a_ping(ws.root());
+    assert!(
+        stdout
+            .iter()
+            .any(|l| l.contains(r#""id":1"#) && l.contains(r#"\"status\": \"ok\""#)),
+        "the ping is answered ok: {stdout:?}"
+    );
+    assert!(!stderr.contains("WARNING"), "{stderr}");
 }
 
 #[test]
