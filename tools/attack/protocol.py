@@ -123,8 +123,10 @@ def main() -> int:
         except (BrokenPipeError, OSError):
             failures.append(f"{name}: the server closed its input")
             break
-        if frame.startswith(b'{"jsonrpc": "2.0", "id": "c'):
-            raw.wait(json.loads(frame)["id"], 60)  # a tool call: its own answer first
+        # The server answers requests concurrently, so a ping sent now could be answered
+        # before this frame is: wait for the answers owed first. A late answer beyond
+        # them still shows, in this case's count or the next one's.
+        raw.wait_lines(before + owed, 60)
         marker = raw.request("ping")
         got = raw.wait(marker, 60)
         took = time.time() - started
@@ -147,7 +149,8 @@ def main() -> int:
     raw.send_bytes(dup * 3)
     marker = raw.request("ping")
     raw.wait(marker, 60)
-    time.sleep(2)
+    raw.wait_lines(before + 4, 60)  # the ping's answer and the three owed
+    raw.wait(raw.request("ping"), 60)  # one more round trip, for a fourth answer to show
     with raw.cond:
         dups = [line for line in raw.lines[before:] if b'"dup"' in line]
     print(f"same id three times in flight: {len(dups)} answers")

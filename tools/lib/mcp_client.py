@@ -146,6 +146,17 @@ class Client:
                 self.cond.wait(left)
             return self.answers.get(key)
 
+    def wait_lines(self, count: int, timeout: float = 60.0) -> bool:
+        """Waits until at least `count` lines have come from the server (False on timeout or EOF)."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while len(self.lines) < count and not self.eof:
+                left = deadline - time.time()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+            return len(self.lines) >= count
+
     def call(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict | None:
         try:
             rid = self.request(method, params)
