@@ -18,7 +18,7 @@ use crate::import::{self, ImportError, ImportOptions, Quiet};
 use crate::read::pages::{self, Paging};
 use crate::read::{self, ReadRequest, ReadResult};
 use crate::store::{Lookup, Writer};
-use crate::store::{OpenError, Store, StoreError};
+use crate::store::{OpenError, OwnStoreError, Store, StoreError};
 use crate::tool_output::handles;
 use crate::tool_output::lookup;
 use crate::tool_output::service::ToolOutput;
@@ -96,8 +96,8 @@ pub enum StartError {
     #[error(transparent)]
     Load(#[from] LoadError),
     /// The workspace's own store is not a file of its own.
-    #[error("{0}")]
-    OwnStore(String),
+    #[error(transparent)]
+    OwnStore(OwnStoreError),
     #[error(transparent)]
     Open(#[from] OpenError),
     /// Neither a writable nor (on read-only media) a read-only open succeeded.

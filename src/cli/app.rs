@@ -85,6 +85,17 @@ fn kind(e: &(dyn std::error::Error + 'static)) -> Kind {
     }
 }
 
+/// Why `verify` cannot hold this workspace's writers off (the store is then not judged).
+#[derive(Debug, thiserror::Error)]
+enum WritersNotHeld {
+    #[error(transparent)]
+    Busy(crate::documents::LockBusy),
+    /// What is at the document lock's name is not a lock file of its own; `reason` is
+    /// the message's own last part.
+    #[error("{rel} cannot be used: {reason}")]
+    NotOwnLock { rel: String, reason: std::io::Error },
+}
+
 fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
     let config = config.clone();
     match &config.command {
@@ -106,17 +117,25 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
                 }
                 match crate::documents::lock(root, &config.locks) {
                     Ok(lock) => Ok(Some(lock)),
-                    Err(e @ crate::documents::DocumentError::Busy(_)) => Err(e.to_string()),
+                    Err(crate::documents::DocumentError::Busy(e)) => Err(WritersNotHeld::Busy(e)),
                     // Not the lock file of its own (a hard link, a FIFO): never written.
                     Err(crate::documents::DocumentError::Unwritable { rel, source })
                         if crate::util::fsutil::not_own_file(&source).is_some() =>
                     {
-                        Err(format!("{rel} cannot be used: {source}"))
+                        Err(WritersNotHeld::NotOwnLock {
+                            rel,
+                            reason: source,
+                        })
                     }
                     Err(_) => Ok(None),
                 }
             };
-            let verified = verify::verify(&config.store, config.locks.timeout, hold_writers);
+            let verified = verify::verify(
+                &config.store,
+                &std::env::temp_dir(),
+                config.locks.timeout,
+                hold_writers,
+            );
             status.clear();
             print!(
                 "{}",
@@ -288,8 +307,7 @@ fn check_store_inside(config: &Config) -> anyhow::Result<()> {
         _ => true,
     };
     if checked_here {
-        crate::store::check_own_store(&config.workspace.path, &config.store)
-            .map_err(anyhow::Error::msg)?;
+        crate::store::check_own_store(&config.workspace.path, &config.store)?;
     }
     Ok(())
 }

@@ -121,7 +121,7 @@ fn import_and_export(
 ) -> anyhow::Result<()> {
     let shown = root.path.display();
     let status = Status::new(format!("importing {shown}"));
-    crate::store::check_own_store(&root.path, store_path).map_err(anyhow::Error::msg)?;
+    crate::store::check_own_store(&root.path, store_path)?;
     let store = Store::open(store_path, locks.timeout)?;
     let options = ImportOptions {
         rehash: false,

@@ -52,10 +52,11 @@ pub fn watch() -> std::io::Result<()> {
 }
 
 /// Scratch files that killed runs left beside the store (a rebuild's, a `verify`'s copy):
-/// removed by the next command of any kind, when the process that made them is gone.
+/// removed by the next command of any kind, when the process that made them is gone
+/// (a `verify` on read-only media copies the store to the temp directory).
 pub(crate) fn remove_abandoned_scratch(store: &Path) {
     crate::import::rebuild::remove_abandoned_scratch(store);
-    crate::store::verify::remove_stale_copies(store);
+    crate::store::verify::remove_stale_copies(store, &std::env::temp_dir());
 }
 
 /// The line and exit code (128 + the signal) of a command a signal stopped: what state

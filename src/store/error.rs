@@ -49,6 +49,17 @@ pub enum OpenError {
     Store(#[from] StoreError),
 }
 
+/// Why the workspace's own store is refused: its real location is outside the workspace.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnStoreError {
+    /// `reason` is the message's own last part, not a cause printed after it.
+    #[error("the store {path} cannot be used: {reason}")]
+    Outside {
+        path: String,
+        reason: std::io::Error,
+    },
+}
+
 /// A failure reading or writing an open store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

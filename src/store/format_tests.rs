@@ -492,8 +492,9 @@ fn the_schema_7_fixture_verifies() {
     drop(store);
     let verified = verify::verify(
         &dir.path().join("store.redb"),
+        dir.path(),
         crate::util::wait::DEFAULT_TIMEOUT,
-        || Ok(()),
+        || Ok::<_, std::convert::Infallible>(()),
     );
     assert_eq!(verified.problems, Vec::<String>::new());
     assert_eq!(verified.cannot_check, None);

@@ -31,7 +31,7 @@ mod types;
 pub mod verify;
 mod writer;
 
-pub use error::{OpenError, StoreError};
+pub use error::{OpenError, OwnStoreError, StoreError};
 pub use open::{
     Store, WORKSPACE_STORE, check_own_store, on_read_only_media, open_by_a_writer, remove_if_unused,
 };

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use redb::backends::FileBackend;
 use redb::{ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 
-use super::error::{OpenError, OrStore, StoreError};
+use super::error::{OpenError, OrStore, OwnStoreError, StoreError};
 use super::reader::{Lookup, Reader};
 use super::schema::SCHEMA_VERSION;
 use super::writer::{self, Writer};
@@ -85,15 +85,17 @@ pub const WORKSPACE_STORE: &str = ".evidence-store/store.redb";
 /// symlink planted at `.evidence-store` or at the store file (dangling or not) would make
 /// this program create or take over a store elsewhere. A store at any other path was
 /// named with `--store`, the user's choice, and is not checked.
-pub fn check_own_store(root: &Path, store_path: &Path) -> Result<(), String> {
+pub fn check_own_store(root: &Path, store_path: &Path) -> Result<(), OwnStoreError> {
     if store_path != root.join(WORKSPACE_STORE) {
         return Ok(());
     }
     match crate::util::fsutil::check_confined(root, WORKSPACE_STORE) {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
-            "the store {} cannot be used: {e}",
-            store_path.display()
-        )),
+        Err(reason) if reason.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(OwnStoreError::Outside {
+                path: store_path.display().to_string(),
+                reason,
+            })
+        }
         // Anything else (no workspace there, say) is for the opening to report.
         _ => Ok(()),
     }

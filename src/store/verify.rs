@@ -34,6 +34,50 @@ pub struct Verified {
     pub cannot_check: Option<String>,
 }
 
+/// Why `verify` cannot judge the store (recorded as [`Verified::cannot_check`]).
+#[derive(Debug, thiserror::Error)]
+enum Unchecked<E> {
+    /// The writers could not be held off: `hold_writers`' own error.
+    #[error(transparent)]
+    Writers(E),
+    #[error("the store's gate: {0}; a writer is opening or closing it")]
+    Gate(backend::LockWaitTimedOut),
+}
+
+/// Why no private copy of the store could be made for redb's integrity check.
+/// Each I/O error is the message's own last part, not a cause printed after it.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    #[error("cannot copy the store for redb's integrity check: {0}")]
+    Read(std::io::Error),
+    #[error("cannot copy the store for redb's integrity check: not a regular file")]
+    NotRegular,
+    /// No directory took the copy: each one tried, and why.
+    #[error("cannot copy the store for redb's integrity check ({})", tried_text(.tried))]
+    NoPlace {
+        tried: Vec<(PathBuf, std::io::Error)>,
+    },
+}
+
+fn tried_text(tried: &[(PathBuf, std::io::Error)]) -> String {
+    tried
+        .iter()
+        .map(|(dir, e)| format!("{}: {e}", dir.display()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What redb's integrity check found wrong with the copy.
+#[derive(Debug, thiserror::Error)]
+enum IntegrityProblem {
+    #[error(
+        "redb integrity check: the file needed repair (a writer was killed, or one is running)"
+    )]
+    NeededRepair,
+    #[error("redb integrity check: {0}")]
+    Failed(StoreError),
+}
+
 /// Verifies the store at `path` without writing to it. `hold_writers` is called first,
 /// and what it returns is kept, with the store's gate ([`super::backend::Gate`]), while
 /// the store's header is read and the file is copied for redb's check: what a writer
@@ -41,22 +85,26 @@ pub struct Verified {
 /// would otherwise be seen half done, and be reported as damage, or as a killed writer,
 /// the store does not have. When they cannot be held, or no copy can be made, the store
 /// is not judged: [`Verified::cannot_check`] says why.
-/// `lock_wait` bounds each wait for a lock another process holds.
-pub fn verify<G>(
+/// `scratch` is where the copy goes when the store's own directory does not take it (the
+/// store on read-only media). `lock_wait` bounds each wait for a lock another process holds.
+pub fn verify<G, E: std::error::Error + 'static>(
     path: &Path,
+    scratch: &Path,
     lock_wait: std::time::Duration,
-    hold_writers: impl FnOnce() -> Result<G, String>,
+    hold_writers: impl FnOnce() -> Result<G, E>,
 ) -> Verified {
     let mut out = Verified::default();
-    remove_stale_copies(path);
-    let held = match hold_writers().and_then(|writers| {
-        backend::hold_shared(path, lock_wait)
-            .map(|gate| (writers, gate))
-            .map_err(|e| format!("the store's gate: {e}; a writer is opening or closing it"))
-    }) {
+    remove_stale_copies(path, scratch);
+    let held = match hold_writers()
+        .map_err(Unchecked::Writers)
+        .and_then(|writers| {
+            backend::hold_shared(path, lock_wait)
+                .map(|gate| (writers, gate))
+                .map_err(Unchecked::Gate)
+        }) {
         Ok(held) => held,
         Err(why) => {
-            out.cannot_check = Some(why);
+            out.cannot_check = Some(why.to_string());
             return out;
         }
     };
@@ -64,7 +112,7 @@ pub fn verify<G>(
     let copy = match &opened {
         // The copy would be repaired like the file will be; checking it proves nothing.
         Err(OpenError::NeedsRepair { .. }) => None,
-        _ => Some(make_copy(path)),
+        _ => Some(make_copy(path, scratch)),
     };
     drop(held);
     match opened {
@@ -78,10 +126,14 @@ pub fn verify<G>(
             out.problems.push(e.to_string());
         }
     }
-    match copy.map(|copy| redb_check(path, copy)) {
-        None | Some(Ok(Ok(()))) => {}
-        Some(Ok(Err(problem))) => out.problems.push(problem),
-        Some(Err(why)) => out.cannot_check = Some(why),
+    match copy {
+        None => {}
+        Some(Ok(copy)) => {
+            if let Err(problem) = redb_check(path, copy) {
+                out.problems.push(problem.to_string());
+            }
+        }
+        Some(Err(why)) => out.cannot_check = Some(why.to_string()),
     }
     out
 }
@@ -244,24 +296,19 @@ fn walk(store: &Store, out: &mut Verified) -> Result<(), StoreError> {
 }
 
 /// redb's integrity check, on a private copy of the file (the check repairs what it can,
-/// so it never runs on the store itself). `Ok(Err(_))` is a problem found; `Err(_)` says
-/// why the check could not be made.
-fn redb_check(path: &Path, copy: Result<Copy, String>) -> Result<Result<(), String>, String> {
-    let copy = copy?;
+/// so it never runs on the store itself); the copy is removed when it is done.
+fn redb_check(path: &Path, copy: Copy) -> Result<(), IntegrityProblem> {
     let shown = path.display().to_string();
     let checked = guard::guard(&shown, || {
         let mut db = Database::open(&copy.0).store()?;
         db.check_integrity().store()
     });
     drop(copy);
-    Ok(match checked {
+    match checked {
         Ok(true) => Ok(()),
-        Ok(false) => Err(
-            "redb integrity check: the file needed repair (a writer was killed, or one is running)"
-                .to_owned(),
-        ),
-        Err(e) => Err(format!("redb integrity check: {e}")),
-    })
+        Ok(false) => Err(IntegrityProblem::NeededRepair),
+        Err(e) => Err(IntegrityProblem::Failed(e)),
+    }
 }
 
 /// The private copy, removed when dropped.
@@ -274,8 +321,8 @@ impl Drop for Copy {
 }
 
 /// Where copies are made: beside the store (its directory is the workspace's own, writable
-/// wherever the store is), else in the temp directory (the store on read-only media).
-fn copy_dirs(path: &Path) -> Vec<PathBuf> {
+/// wherever the store is), else in `scratch` (the store on read-only media).
+fn copy_dirs(path: &Path, scratch: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(dir) = path.parent() {
         dirs.push(if dir.as_os_str().is_empty() {
@@ -284,7 +331,7 @@ fn copy_dirs(path: &Path) -> Vec<PathBuf> {
             dir.to_path_buf()
         });
     }
-    dirs.push(std::env::temp_dir());
+    dirs.push(scratch.to_path_buf());
     dirs
 }
 
@@ -314,11 +361,12 @@ fn copy_owner(store_name: &str, name: &str) -> Option<u32> {
 
 /// Removes copies a killed `verify` left: only names of our pattern for this store, only
 /// when the process that made them no longer exists (a running `verify`'s copy stays).
-pub fn remove_stale_copies(path: &Path) {
+/// `scratch` is the other directory [`verify`] makes copies in.
+pub fn remove_stale_copies(path: &Path, scratch: &Path) {
     let Some(store_name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
-    for dir in copy_dirs(path) {
+    for dir in copy_dirs(path, scratch) {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -342,26 +390,22 @@ pub fn remove_stale_copies(path: &Path) {
 }
 
 /// Copies the store to a new file of our own name, in the first directory that takes it.
-fn make_copy(path: &Path) -> Result<Copy, String> {
+fn make_copy(path: &Path, scratch: &Path) -> Result<Copy, CopyError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let cannot =
-        |e: std::io::Error| format!("cannot copy the store for redb's integrity check: {e}");
     // Non-blocking and then checked: copying a FIFO would wait for a writer forever.
     let mut source = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(cannot)?;
-    if !source.metadata().map_err(cannot)?.is_file() {
-        return Err(
-            "cannot copy the store for redb's integrity check: not a regular file".to_owned(),
-        );
+        .map_err(CopyError::Read)?;
+    if !source.metadata().map_err(CopyError::Read)?.is_file() {
+        return Err(CopyError::NotRegular);
     }
     let store_name = path
         .file_name()
         .map_or_else(|| "store".to_owned(), |n| n.to_string_lossy().into_owned());
     let mut tried = Vec::new();
-    for dir in copy_dirs(path) {
+    for dir in copy_dirs(path, scratch) {
         let target = dir.join(copy_name(&store_name, std::process::id()));
         let made = std::fs::OpenOptions::new()
             .write(true)
@@ -371,22 +415,19 @@ fn make_copy(path: &Path) -> Result<Copy, String> {
         let mut file = match made {
             Ok(file) => file,
             Err(e) => {
-                tried.push(format!("{}: {e}", dir.display()));
+                tried.push((dir, e));
                 continue;
             }
         };
         let copy = Copy(target);
         use std::io::Seek;
-        source.rewind().map_err(cannot)?;
+        source.rewind().map_err(CopyError::Read)?;
         match std::io::copy(&mut source, &mut file) {
             Ok(_) => return Ok(copy),
-            Err(e) => tried.push(format!("{}: {e}", dir.display())),
+            Err(e) => tried.push((dir, e)),
         }
     }
-    Err(format!(
-        "cannot copy the store for redb's integrity check ({})",
-        tried.join("; ")
-    ))
+    Err(CopyError::NoPlace { tried })
 }
 
 #[cfg(test)]
@@ -407,5 +448,88 @@ mod copy_tests {
             copy_owner("store.redb", ".store.redb.1.2.3.evidence-store.tmp"),
             None
         );
+    }
+
+    #[test]
+    fn copies_go_beside_the_store_then_to_the_scratch_directory() {
+        let scratch = Path::new("/scratch");
+        assert_eq!(
+            copy_dirs(Path::new("/ws/.evidence-store/store.redb"), scratch),
+            [PathBuf::from("/ws/.evidence-store"), scratch.to_path_buf()]
+        );
+        assert_eq!(
+            copy_dirs(Path::new("store.redb"), scratch),
+            [PathBuf::from("."), scratch.to_path_buf()]
+        );
+    }
+
+    #[test]
+    fn stale_copies_in_the_scratch_directory_are_removed_and_live_ones_kept() {
+        let beside = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        // Above any pid_max: no such process.
+        let dead = scratch.path().join(copy_name("store.redb", 4_000_000_000));
+        let live = scratch
+            .path()
+            .join(copy_name("store.redb", std::process::id()));
+        let other = scratch.path().join(copy_name("other.redb", 4_000_000_000));
+        for file in [&dead, &live, &other] {
+            std::fs::write(file, b"").unwrap();
+        }
+        remove_stale_copies(&beside.path().join("store.redb"), scratch.path());
+        assert!(!dead.exists(), "a dead verify's copy is removed");
+        assert!(live.exists(), "a running verify's copy stays");
+        assert!(other.exists(), "another store's copy stays");
+    }
+
+    #[test]
+    fn a_failed_copy_says_why_in_its_old_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_file = make_copy(dir.path(), dir.path()).err().unwrap();
+        assert_eq!(
+            not_file.to_string(),
+            "cannot copy the store for redb's integrity check: not a regular file"
+        );
+        let missing = make_copy(&dir.path().join("missing.redb"), dir.path())
+            .err()
+            .unwrap();
+        assert_eq!(
+            missing.to_string(),
+            "cannot copy the store for redb's integrity check: No such file or directory (os error 2)"
+        );
+        let nowhere = CopyError::NoPlace {
+            tried: vec![
+                (
+                    PathBuf::from("/ws"),
+                    std::io::Error::from_raw_os_error(libc::EROFS),
+                ),
+                (
+                    PathBuf::from("/tmp"),
+                    std::io::Error::from_raw_os_error(libc::ENOSPC),
+                ),
+            ],
+        };
+        assert_eq!(
+            nowhere.to_string(),
+            "cannot copy the store for redb's integrity check (/ws: Read-only file system (os error 30); \
+             /tmp: No space left on device (os error 28))"
+        );
+        assert_eq!(
+            IntegrityProblem::NeededRepair.to_string(),
+            "redb integrity check: the file needed repair (a writer was killed, or one is running)"
+        );
+    }
+
+    #[test]
+    fn writers_not_held_leave_the_store_unchecked_with_their_own_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let verified = verify(
+            &dir.path().join("store.redb"),
+            dir.path(),
+            crate::util::wait::DEFAULT_TIMEOUT,
+            || Err::<(), _>(std::io::Error::other("the lock is held")),
+        );
+        assert_eq!(verified.cannot_check.as_deref(), Some("the lock is held"));
+        assert!(verified.problems.is_empty());
     }
 }

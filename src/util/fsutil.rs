@@ -544,9 +544,16 @@ pub fn resolve_lenient(path: &Path) -> PathBuf {
             _ => break,
         }
     }
-    // Nothing exists (not even the root): fall back to a lexical absolute path.
-    let base = std::env::current_dir().unwrap_or_default();
-    base.join(path)
+    // Nothing exists (a relative path whose first part is missing, or the empty path:
+    // the current directory): fall back to a lexical absolute path, as written when the
+    // current directory is unknown.
+    let lexical = if path.as_os_str().is_empty() {
+        std::path::absolute(".")
+    } else {
+        std::path::absolute(path)
+    };
+    lexical
+        .unwrap_or_else(|_| path.to_path_buf())
         .components()
         .filter(|c| !matches!(c, Component::CurDir))
         .collect()
@@ -870,6 +877,16 @@ pub mod fault {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn a_path_with_nothing_existing_resolves_lexically_against_the_current_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            resolve_lenient(Path::new("no-such-dir-here/./a/../b/")).as_os_str(),
+            cwd.join("no-such-dir-here/a/../b").as_os_str()
+        );
+        assert_eq!(resolve_lenient(Path::new("")).as_os_str(), cwd.as_os_str());
+    }
 
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {
