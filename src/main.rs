@@ -110,27 +110,8 @@ fn main() -> ExitCode {
     match evidence_store::cli::app::run(config) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("evidence-store: {}", chain_text(&err));
+            eprintln!("evidence-store: {}", evidence_store::cli::chain_text(&err));
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes joined by `: `, each cause once: a cause whose text the
-/// message it caused already contains (the core's messages embed their source) is
-/// not printed again.
-fn chain_text(err: &anyhow::Error) -> String {
-    let mut out = String::new();
-    let mut previous = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if !previous.contains(&text) {
-            if !out.is_empty() {
-                out.push_str(": ");
-            }
-            out.push_str(&text);
-        }
-        previous = text;
-    }
-    out
 }

@@ -96,7 +96,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         crate::cli::signals::remove_abandoned_scratch(store);
         if let Err(e) = import_and_export(root, store, config.citations, &config.locks) {
             if crate::util::stop::requested().is_none() {
-                eprintln!("evidence-store: {e:#}");
+                eprintln!("evidence-store: {}", crate::cli::chain_text(&e));
             }
             failed = true;
         }

@@ -250,6 +250,27 @@ fn after_the_command_the_workspace_is_imported_then_exported() {
     );
 }
 
+/// An error after the command is printed as the other commands print theirs: each cause
+/// once, even where the message already says its cause.
+#[test]
+fn a_failure_after_the_command_says_its_cause_once() {
+    let ws = Workspace::example();
+    ws.ok(&["import"]);
+    let root = ws.root().display().to_string();
+    let lock = format!("{root}/.evidence-store/documents.lock");
+    let script = format!("rm -f {lock}; mkdir {lock}");
+    let out = run(
+        ws.root(),
+        None,
+        &["--workspace", &root, "--", "sh", "-c", &script],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    insta::assert_snapshot!(
+        "run_whose_lock_is_not_a_file_after_the_command",
+        stderr_in(&ws, &out)
+    );
+}
+
 /// SIGTERM sent to `run` goes to the command (which dies of it: 128 + 15), and `run`
 /// itself survives to clean up. If `run` did not pass it on, `sleep` would finish and
 /// the exit code would be 0.
