@@ -1071,6 +1071,85 @@ mod tests {
         );
     }
 
+    /// Every refused sub-agent tool call is answered with its error, word for word, so the
+    /// model can correct itself.
+    #[test]
+    fn refused_sub_agent_tool_calls_are_answered_with_their_exact_text() {
+        let tools = crate::tool_output::text_tools::Tools::new(crate::util::stop_flag::Stop::new());
+        let answer = |name: &str, arguments: Value| {
+            let call = ToolCall {
+                id: "x".into(),
+                name: name.into(),
+                arguments,
+            };
+            run_tool(&call, "H", "a\nb\n", &tools, 1000)
+        };
+        let crate::tool_output::text_tools::PatternError::Syntax(parser) =
+            crate::tool_output::text_tools::compile("(").unwrap_err()
+        else {
+            panic!("a syntax error")
+        };
+        for (name, args, expect) in [
+            (
+                "Read",
+                json!([1]),
+                "ERROR: the arguments of Read must be a JSON object".to_string(),
+            ),
+            (
+                "Read",
+                json!({}),
+                "ERROR: file is required; the only file is \"H\"".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "G"}),
+                "ERROR: no file named \"G\"; the only file is \"H\"".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "H", "start_line": "1"}),
+                "ERROR: start_line must be a non-negative integer".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "H", "end_line": -1}),
+                "ERROR: end_line must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H"}),
+                "ERROR: pattern is required".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "context_lines": 1.5}),
+                "ERROR: context_lines must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "max_matches": null, "context_lines": null}),
+                "1: a\n".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "max_matches": true}),
+                "ERROR: max_matches must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "("}),
+                format!("ERROR: bad pattern: {parser}"),
+            ),
+            (
+                "Glob",
+                json!({"file": "H"}),
+                "ERROR: unknown tool \"Glob\"; only Read and Grep exist".into(),
+            ),
+        ] {
+            assert_eq!(answer(name, args.clone()), expect, "{name} {args}");
+        }
+    }
+
     #[test]
     fn read_grep_without_a_final_report_fails() {
         let m = Scripted::new(true, vec![say("done, I think")]);

@@ -639,10 +639,12 @@ mod tests {
             t.grep("a\nxb\nc\n", "x", 1, 5, 1000).unwrap(),
             "1- a\n2: xb\n3- c\n"
         );
-        assert!(
-            t.grep("a", "(", 0, 5, 1000)
-                .unwrap_err()
-                .starts_with("bad pattern")
+        let Err(PatternError::Syntax(parser)) = compile("(") else {
+            panic!("a syntax error")
+        };
+        assert_eq!(
+            t.grep("a", "(", 0, 5, 1000).unwrap_err().to_string(),
+            format!("bad pattern: {parser}")
         );
         let long = format!("{}NEEDLE{}", "a".repeat(1000), "b".repeat(1000));
         let got = t.grep(&long, "NEEDLE", 0, 5, 1000).unwrap();
