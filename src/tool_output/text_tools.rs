@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, meta};
 
-use super::engine::TextTools;
+use super::engine::{BadPattern, TextTools};
 
 /// Most bytes a grep pattern may compile to (the regex crate's default is 10 MiB, which let
 /// a 100-fold repetition of Unicode word classes through).
@@ -579,7 +579,7 @@ impl TextTools for Tools {
         context_lines: usize,
         max_matches: usize,
         cap: usize,
-    ) -> Result<String, String> {
+    ) -> Result<String, BadPattern> {
         // A stopped call compiles nothing more (a costly pattern takes a while to).
         if self.stop.is_set() {
             return Ok(format!(
@@ -589,7 +589,7 @@ impl TextTools for Tools {
         }
         let compiled = match compile(pattern) {
             Ok(p) => p,
-            Err(PatternError::Syntax(e)) => return Err(format!("bad pattern: {e}")),
+            Err(PatternError::Syntax(e)) => return Err(BadPattern(e)),
             Err(PatternError::TooCostly(limit)) => return Ok(too_costly(limit, text)),
         };
         let opts = GrepOptions {
