@@ -1563,14 +1563,33 @@ mod tests {
         );
         let out = run(&text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
         let reason = out.fallback.unwrap();
-        assert!(
-            reason.starts_with(
+        let cut_to = reason
+            .strip_prefix(
                 "read-grep: turn 2: model endpoint answered HTTP 400: the request exceeds the \
-                 available context size (after a retry with the prompt cut to "
-            ),
+                 available context size (after a retry with the prompt cut to ",
+            )
+            .and_then(|rest| rest.strip_suffix(" bytes)"));
+        assert!(
+            cut_to.is_some_and(|n| n.parse::<usize>().is_ok()),
             "{reason}"
         );
         assert_eq!(m.seen.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_model_error_in_a_read_grep_turn_is_the_reason_word_for_word() {
+        let m = Scripted::new(
+            true,
+            vec![Err(ModelError::Status {
+                status: 500,
+                body: "boom".into(),
+            })],
+        );
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("read-grep: turn 1: model endpoint answered HTTP 500: boom")
+        );
     }
 
     #[test]
