@@ -19,6 +19,8 @@ pub enum DumpError {
     NotFound(String),
     #[error("{0}")]
     Range(String),
+    #[error(transparent)]
+    Handles(#[from] handles::ListError),
 }
 
 /// What `dump` shows: its subcommands, with their help (`Stats` is the `--stats` flag).
@@ -133,8 +135,7 @@ pub fn dump(store: &Store, root: &Path, target: &DumpTarget) -> Result<Value, Du
                 project_key,
                 session_ref,
                 line.map(|l| (l, l)),
-            )?
-            .map_err(DumpError::Range)?;
+            )??;
             Ok(json!(listed))
         }
         DumpTarget::Stats => stats(store),

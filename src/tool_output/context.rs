@@ -142,16 +142,23 @@ impl Budget {
         Some(self.bytes)
     }
 
+    /// The bytes the prompt was cut to for the one retry, once it was retried.
+    pub fn retried_at(&self) -> Option<usize> {
+        self.retried.then_some(self.bytes)
+    }
+
     /// What a failure after the retry adds to its reason.
     pub fn retry_note(&self) -> String {
-        if self.retried {
-            format!(
-                " (after a retry with the prompt cut to {} bytes)",
-                self.bytes
-            )
-        } else {
-            String::new()
-        }
+        retry_note(self.retried_at())
+    }
+}
+
+/// What a failure adds to its reason after a retry with the prompt cut to `retried_at`
+/// bytes (nothing without a retry).
+pub fn retry_note(retried_at: Option<usize>) -> String {
+    match retried_at {
+        Some(bytes) => format!(" (after a retry with the prompt cut to {bytes} bytes)"),
+        None => String::new(),
     }
 }
 

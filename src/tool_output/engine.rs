@@ -91,8 +91,7 @@ impl EngineConfig {
 }
 
 /// Deterministic Read and Grep over one payload's text, as the sub-agent (and the calling
-/// agent) use them. Answers are plain text within `cap` bytes; a bad pattern is an error
-/// message.
+/// agent) use them. Answers are plain text within `cap` bytes; a bad pattern is an error.
 pub trait TextTools: Send + Sync {
     fn read(&self, text: &str, start_line: u64, end_line: u64, cap: usize) -> String;
     fn grep(
@@ -102,7 +101,7 @@ pub trait TextTools: Send + Sync {
         context_lines: usize,
         max_matches: usize,
         cap: usize,
-    ) -> Result<String, String>;
+    ) -> Result<String, BadPattern>;
 
     /// Whether the call's deadline has stopped these tools. Their stop and the run's
     /// timeout read one deadline on two clocks: a run that ends in a failure once the
@@ -111,6 +110,11 @@ pub trait TextTools: Send + Sync {
         false
     }
 }
+
+/// Why a Grep searched nothing: its pattern is not valid; the parser's message says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad pattern: {0}")]
+pub struct BadPattern(pub String);
 
 /// One extraction request over a resolved payload.
 #[derive(Debug, Clone)]
@@ -605,13 +609,29 @@ pub fn read_grep_tools() -> Vec<ToolDef> {
     ]
 }
 
-fn uint(args: &Value, key: &str) -> Result<Option<u64>, String> {
+/// Why a sub-agent tool call was not run; the model is answered `ERROR: ` and this.
+#[derive(Debug, thiserror::Error)]
+enum ToolCallError<'a> {
+    #[error("the arguments of {0} must be a JSON object")]
+    NotAnObject(&'a str),
+    #[error("file is required; the only file is {handle:?}")]
+    NoFile { handle: &'a str },
+    #[error("no file named {given:?}; the only file is {handle:?}")]
+    OtherFile { given: &'a str, handle: &'a str },
+    #[error("{0} must be a non-negative integer")]
+    NotUint(&'static str),
+    #[error("pattern is required")]
+    NoPattern,
+    #[error("unknown tool {0:?}; only Read and Grep exist")]
+    UnknownTool(&'a str),
+    #[error(transparent)]
+    BadPattern(#[from] BadPattern),
+}
+
+fn uint(args: &Value, key: &'static str) -> Result<Option<u64>, ToolCallError<'static>> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("{key} must be a non-negative integer")),
+        Some(v) => v.as_u64().map(Some).ok_or(ToolCallError::NotUint(key)),
     }
 }
 
@@ -623,46 +643,51 @@ fn run_tool(
     tools: &dyn TextTools,
     cap: usize,
 ) -> String {
+    call_tool(call, handle, text, tools, cap).unwrap_or_else(|e| format!("ERROR: {e}"))
+}
+
+/// The answer of one sub-agent tool call, or why it was not run.
+fn call_tool<'a>(
+    call: &'a ToolCall,
+    handle: &'a str,
+    text: &str,
+    tools: &dyn TextTools,
+    cap: usize,
+) -> Result<String, ToolCallError<'a>> {
     let args = &call.arguments;
     if !args.is_object() {
-        return format!(
-            "ERROR: the arguments of {} must be a JSON object",
-            call.name
-        );
+        return Err(ToolCallError::NotAnObject(&call.name));
     }
     match args.get("file").and_then(Value::as_str) {
         // A model may write the handle as a file name, with an extension.
         Some(f) if f == handle || crate::read::handle::strip_extension(f) == handle => {}
-        Some(f) => {
-            return format!("ERROR: no file named {f:?}; the only file is {handle:?}");
-        }
-        None => return format!("ERROR: file is required; the only file is {handle:?}"),
+        Some(given) => return Err(ToolCallError::OtherFile { given, handle }),
+        None => return Err(ToolCallError::NoFile { handle }),
     }
-    let result = match call.name.as_str() {
-        "Read" => (|| {
+    match call.name.as_str() {
+        "Read" => {
             let start = uint(args, "start_line")?.unwrap_or(1).max(1);
             let end =
                 uint(args, "end_line")?.unwrap_or(start.saturating_add(READ_DEFAULT_LINES - 1));
             Ok(tools.read(text, start, end, cap))
-        })(),
-        "Grep" => (|| {
+        }
+        "Grep" => {
             let pattern = args
                 .get("pattern")
                 .and_then(Value::as_str)
-                .ok_or_else(|| "pattern is required".to_string())?;
+                .ok_or(ToolCallError::NoPattern)?;
             let context = uint(args, "context_lines")?.unwrap_or(0);
             let max = uint(args, "max_matches")?.unwrap_or(50).max(1);
-            tools.grep(
+            Ok(tools.grep(
                 text,
                 pattern,
                 usize::try_from(context).unwrap_or(usize::MAX),
                 usize::try_from(max).unwrap_or(usize::MAX),
                 cap,
-            )
-        })(),
-        other => Err(format!("unknown tool {other:?}; only Read and Grep exist")),
-    };
-    result.unwrap_or_else(|e| format!("ERROR: {e}"))
+            )?)
+        }
+        other => Err(ToolCallError::UnknownTool(other)),
+    }
 }
 
 /// What the sub-agent is told when tools are no longer offered.
@@ -748,6 +773,15 @@ async fn read_grep(
     }
 }
 
+/// Why a read-grep turn got no reply: the model's error, after the one retry with a
+/// prompt cut to `retried_at` bytes when there was one.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}{}", context::retry_note(*.retried_at))]
+struct TurnError {
+    error: ModelError,
+    retried_at: Option<usize>,
+}
+
 /// One read-grep turn: `messages` cut to fit the model's context (the oldest tool results
 /// first, each saying so), sent as `bare`'s conversation, and sent once more, cut to a
 /// smaller budget, after a context error.
@@ -757,7 +791,7 @@ async fn fitted_turn(
     bare: Request,
     messages: &mut [Message],
     budget: &mut Budget,
-) -> Result<super::model::Reply, String> {
+) -> Result<super::model::Reply, TurnError> {
     let fixed = context::fixed_bytes(&bare);
     loop {
         let cut = context::fit_conversation(messages, fixed, budget.bytes());
@@ -781,7 +815,12 @@ async fn fitted_turn(
                 n_ctx,
                 ..
             }) if budget.shrink(sent, n_prompt_tokens, n_ctx).is_some() => {}
-            Err(e) => return Err(format!("{e}{}", budget.retry_note())),
+            Err(error) => {
+                return Err(TurnError {
+                    error,
+                    retried_at: budget.retried_at(),
+                });
+            }
         }
     }
 }
@@ -811,9 +850,9 @@ mod tests {
             _c: usize,
             _m: usize,
             _cap: usize,
-        ) -> Result<String, String> {
+        ) -> Result<String, BadPattern> {
             if pattern == "(" {
-                return Err("bad pattern".into());
+                return Err(BadPattern("unclosed group".into()));
             }
             Ok(text
                 .lines()
@@ -1066,9 +1105,88 @@ mod tests {
                 "2: ERROR one\n4: ERROR two\n",
                 "ERROR: no file named \"other\"; the only file is \"H\"",
                 "2: ERROR one\n",
-                "ERROR: bad pattern",
+                "ERROR: bad pattern: unclosed group",
             ]
         );
+    }
+
+    /// Every refused sub-agent tool call is answered with its error, word for word, so the
+    /// model can correct itself.
+    #[test]
+    fn refused_sub_agent_tool_calls_are_answered_with_their_exact_text() {
+        let tools = crate::tool_output::text_tools::Tools::new(crate::util::stop_flag::Stop::new());
+        let answer = |name: &str, arguments: Value| {
+            let call = ToolCall {
+                id: "x".into(),
+                name: name.into(),
+                arguments,
+            };
+            run_tool(&call, "H", "a\nb\n", &tools, 1000)
+        };
+        let crate::tool_output::text_tools::PatternError::Syntax(parser) =
+            crate::tool_output::text_tools::compile("(").unwrap_err()
+        else {
+            panic!("a syntax error")
+        };
+        for (name, args, expect) in [
+            (
+                "Read",
+                json!([1]),
+                "ERROR: the arguments of Read must be a JSON object".to_string(),
+            ),
+            (
+                "Read",
+                json!({}),
+                "ERROR: file is required; the only file is \"H\"".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "G"}),
+                "ERROR: no file named \"G\"; the only file is \"H\"".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "H", "start_line": "1"}),
+                "ERROR: start_line must be a non-negative integer".into(),
+            ),
+            (
+                "Read",
+                json!({"file": "H", "end_line": -1}),
+                "ERROR: end_line must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H"}),
+                "ERROR: pattern is required".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "context_lines": 1.5}),
+                "ERROR: context_lines must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "max_matches": null, "context_lines": null}),
+                "1: a\n".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "a", "max_matches": true}),
+                "ERROR: max_matches must be a non-negative integer".into(),
+            ),
+            (
+                "Grep",
+                json!({"file": "H", "pattern": "("}),
+                format!("ERROR: bad pattern: {parser}"),
+            ),
+            (
+                "Glob",
+                json!({"file": "H"}),
+                "ERROR: unknown tool \"Glob\"; only Read and Grep exist".into(),
+            ),
+        ] {
+            assert_eq!(answer(name, args.clone()), expect, "{name} {args}");
+        }
     }
 
     #[test]
@@ -1445,14 +1563,33 @@ mod tests {
         );
         let out = run(&text, Mode::ReadGrep, EngineConfig::default(), Some(&m));
         let reason = out.fallback.unwrap();
-        assert!(
-            reason.starts_with(
+        let cut_to = reason
+            .strip_prefix(
                 "read-grep: turn 2: model endpoint answered HTTP 400: the request exceeds the \
-                 available context size (after a retry with the prompt cut to "
-            ),
+                 available context size (after a retry with the prompt cut to ",
+            )
+            .and_then(|rest| rest.strip_suffix(" bytes)"));
+        assert!(
+            cut_to.is_some_and(|n| n.parse::<usize>().is_ok()),
             "{reason}"
         );
         assert_eq!(m.seen.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_model_error_in_a_read_grep_turn_is_the_reason_word_for_word() {
+        let m = Scripted::new(
+            true,
+            vec![Err(ModelError::Status {
+                status: 500,
+                body: "boom".into(),
+            })],
+        );
+        let out = run("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m));
+        assert_eq!(
+            out.fallback.as_deref(),
+            Some("read-grep: turn 1: model endpoint answered HTTP 500: boom")
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::read::compact::{self, Entry, EntryKind};
 use crate::read::handle::{self, Handle};
 use crate::read::sparse;
 use crate::read::{Found, Located};
-use crate::read::{Mode, ReadRequest};
+use crate::read::{Mode, ReadRequest, ReadResult};
 use crate::session::{ReadBackError, SessionFile};
 use crate::store::{Lookup, Reader, Store, StoreError};
 use crate::util::lines::LineEntry;
@@ -62,6 +62,44 @@ pub struct Payload {
     pub tool_name: String,
     /// That tool's input as compaction renders it, or `null` when it was not found.
     pub tool_input: String,
+}
+
+/// Why a session's file cannot be used now: a read of the session is refused with this
+/// answer (its first message says why, and what to do).
+#[derive(Debug, thiserror::Error)]
+#[error("{}", crate::read::first_message(.0))]
+pub struct Refused(Box<ReadResult>);
+
+/// Why a stored line cannot be read back from its session file now.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error(
+        "the session file changed since it was imported; run `evidence-store import`, \
+         then read the lines again for current handles"
+    )]
+    Changed,
+    #[error("the session file could not be read: {}", crate::session::strerror(.0))]
+    Io(std::io::Error),
+}
+
+impl From<ReadBackError> for LineError {
+    fn from(e: ReadBackError) -> LineError {
+        match e {
+            ReadBackError::Changed => LineError::Changed,
+            ReadBackError::Io(e) => LineError::Io(e),
+        }
+    }
+}
+
+/// Why the handles of a session cannot be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("lines {first}-{last} are not lines of the session (it has {lines})")]
+    Range { first: u64, last: u64, lines: u64 },
+    #[error(transparent)]
+    Line(#[from] LineError),
 }
 
 /// A session whose key a handle names.
@@ -119,7 +157,7 @@ fn locate(
     root: &Path,
     project_key: &str,
     session_ref: &str,
-) -> Result<Result<Found, String>, StoreError> {
+) -> Result<Result<Found, Refused>, StoreError> {
     let req = ReadRequest {
         project_key: project_key.to_owned(),
         session_ref: session_ref.to_owned(),
@@ -129,7 +167,7 @@ fn locate(
     };
     Ok(match crate::read::locate(reader, root, &req)? {
         Located::Found(found) => Ok(found),
-        Located::Answer(answer) => Err(crate::read::first_message(&answer)),
+        Located::Answer(answer) => Err(Refused(Box::new(answer))),
     })
 }
 
@@ -143,10 +181,10 @@ fn resolve_in(
 ) -> Result<Resolved, StoreError> {
     let found = match locate(reader, root, &c.project_key, &c.session_ref)? {
         Ok(found) => found,
-        Err(detail) => {
+        Err(refused) => {
             return Ok(Resolved::Stale {
                 tool_name: "unknown".into(),
-                detail,
+                detail: refused.to_string(),
             });
         }
     };
@@ -194,10 +232,10 @@ fn resolve_in(
     }
     let text = match read_one(&found.file, entry) {
         Ok(text) => text,
-        Err(detail) => {
+        Err(e) => {
             return Ok(Resolved::Stale {
                 tool_name: "unknown".into(),
-                detail,
+                detail: e.to_string(),
             });
         }
     };
@@ -242,19 +280,8 @@ fn near(real: &str, given: &str) -> bool {
 }
 
 /// One line's text, checked against its stored digest; `Err` says why not.
-fn read_one(file: &SessionFile, entry: &LineEntry) -> Result<String, String> {
-    match file.read_text(entry) {
-        Ok(text) => Ok(text),
-        Err(ReadBackError::Changed) => Err(
-            "the session file changed since it was imported; run `evidence-store import`, \
-             then read the lines again for current handles"
-                .into(),
-        ),
-        Err(ReadBackError::Io(e)) => Err(format!(
-            "the session file could not be read: {}",
-            crate::session::strerror(&e)
-        )),
-    }
+fn read_one(file: &SessionFile, entry: &LineEntry) -> Result<String, LineError> {
+    Ok(file.read_text(entry)?)
 }
 
 /// The name and input of the tool use with `call_id` on or before `line` (the same line
@@ -313,19 +340,20 @@ pub fn session_handles(
     project_key: &str,
     session_ref: &str,
     lines: Option<(u64, u64)>,
-) -> Result<Result<Vec<Listed>, String>, StoreError> {
+) -> Result<Result<Vec<Listed>, ListError>, StoreError> {
     let reader = store.reader()?;
     let contract = reader.contract()?;
     let found = match locate(&reader, root, project_key, session_ref)? {
         Ok(found) => found,
-        Err(why) => return Ok(Err(why)),
+        Err(why) => return Ok(Err(why.into())),
     };
     let (first, last) = lines.unwrap_or((1, found.lines));
     if first == 0 || last > found.lines || first > last {
-        return Ok(Err(format!(
-            "lines {first}-{last} are not lines of the session (it has {})",
-            found.lines
-        )));
+        return Ok(Err(ListError::Range {
+            first,
+            last,
+            lines: found.lines,
+        }));
     }
     let key = handle::session_key(project_key, session_ref);
     // Tool names by call id, from every line read so far and, for a result whose use
@@ -337,7 +365,7 @@ pub fn session_handles(
     for (line, entry) in (first..).zip(&entries) {
         let text = match read_one(file, entry) {
             Ok(text) => text,
-            Err(why) => return Ok(Err(why)),
+            Err(why) => return Ok(Err(why.into())),
         };
         let all: Vec<Entry> = tool_entries(&text, &found.source, contract);
         for e in &all {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, meta};
 
-use super::engine::TextTools;
+use super::engine::{BadPattern, TextTools};
 
 /// Most bytes a grep pattern may compile to (the regex crate's default is 10 MiB, which let
 /// a 100-fold repetition of Unicode word classes through).
@@ -579,7 +579,7 @@ impl TextTools for Tools {
         context_lines: usize,
         max_matches: usize,
         cap: usize,
-    ) -> Result<String, String> {
+    ) -> Result<String, BadPattern> {
         // A stopped call compiles nothing more (a costly pattern takes a while to).
         if self.stop.is_set() {
             return Ok(format!(
@@ -589,7 +589,7 @@ impl TextTools for Tools {
         }
         let compiled = match compile(pattern) {
             Ok(p) => p,
-            Err(PatternError::Syntax(e)) => return Err(format!("bad pattern: {e}")),
+            Err(PatternError::Syntax(e)) => return Err(BadPattern(e)),
             Err(PatternError::TooCostly(limit)) => return Ok(too_costly(limit, text)),
         };
         let opts = GrepOptions {
@@ -639,10 +639,12 @@ mod tests {
             t.grep("a\nxb\nc\n", "x", 1, 5, 1000).unwrap(),
             "1- a\n2: xb\n3- c\n"
         );
-        assert!(
-            t.grep("a", "(", 0, 5, 1000)
-                .unwrap_err()
-                .starts_with("bad pattern")
+        let Err(PatternError::Syntax(parser)) = compile("(") else {
+            panic!("a syntax error")
+        };
+        assert_eq!(
+            t.grep("a", "(", 0, 5, 1000).unwrap_err().to_string(),
+            format!("bad pattern: {parser}")
         );
         let long = format!("{}NEEDLE{}", "a".repeat(1000), "b".repeat(1000));
         let got = t.grep(&long, "NEEDLE", 0, 5, 1000).unwrap();

@@ -285,6 +285,21 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
         "{}",
         text(&got)
     );
+    // Word for word: why a session or its line cannot be read is told as it always was.
+    const CHANGED: &str = "the session file changed since it was imported; run \
+                           `evidence-store import`, then read the lines again for current handles";
+    assert_eq!(
+        text(&got),
+        format!("tool_output_read: the handle {result_h} is stale: {CHANGED}.")
+    );
+    assert_eq!(
+        ws.fails(&["dump", "handles", PROJECT, "S0010"]),
+        format!("evidence-store: {CHANGED}\n")
+    );
+    assert_eq!(
+        ws.fails(&["dump", "handles", PROJECT, "S0001", "99"]),
+        "evidence-store: lines 99-99 are not lines of the session (it has 8)\n"
+    );
     ws.ok(&["import"]);
     let b = connect(&ws).await;
     let got = call(
@@ -302,6 +317,27 @@ async fn changed_unknown_and_bad_requests_are_answered_clearly() {
     let new = handles(&records(&b).await);
     assert_eq!(new[0], old[0], "the unchanged line keeps its handle");
     assert_ne!(new[1].2, result_h);
+    std::fs::remove_file(ws.path(SESSION)).expect("remove");
+    const MISSING: &str = "session file for session_ref 'S0010' is missing from the prepared \
+                           workspace; ensure the prepared workspace still contains the copied \
+                           session file";
+    assert_eq!(
+        ws.fails(&["dump", "handles", PROJECT, "S0010"]),
+        format!("evidence-store: {MISSING}\n")
+    );
+    let got = call(
+        &b,
+        "tool_output_read",
+        json!({"handle": new[1].2, "start_line": 1, "end_line": 1}),
+    )
+    .await;
+    assert_eq!(
+        text(&got),
+        format!(
+            "tool_output_read: the handle {} is stale: {MISSING}.",
+            new[1].2
+        )
+    );
 }
 
 #[tokio::test]
