@@ -35,7 +35,7 @@ use tokio::sync::OnceCell;
 use crate::read::pages::{Paging, RawCursor};
 use crate::read::{Mode, ReadRequest};
 use crate::service::Service;
-use crate::util::stop_flag::Stop;
+use crate::util::stop_flag::{Stop, StopReason};
 use args::{Arg, ArgErrors, Call};
 
 const MODE_DESCRIPTION: &str = "Output verbosity. 'compact' (default) returns bounded structured records. \
@@ -236,8 +236,8 @@ impl Server {
         let (stop, ended) = (stop.clone(), self.ended.clone());
         Watch(tokio::spawn(async move {
             tokio::select! {
-                () = cancelled => stop.set("cancelled"),
-                () = ended.wait() => stop.set("end of input"),
+                () = cancelled => stop.set(StopReason::Cancelled),
+                () = ended.wait() => stop.set(StopReason::EndOfInput),
                 () = stop.wait() => {}
             }
         }))

@@ -40,7 +40,7 @@ use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::util::stop_flag::Stop;
+use crate::util::stop_flag::{Stop, StopReason};
 
 /// Most requests taken from stdin and not yet answered; the reader waits while this many
 /// are unanswered.
@@ -235,7 +235,7 @@ impl Gate {
         state.held.retain(|held| held_request_id(held) != Some(&id));
         state.streams.remove(&id);
         if let Some(stop) = state.stream_stops.remove(&id) {
-            stop.set("cancelled");
+            stop.set(StopReason::Cancelled);
         }
         if state.running.contains_key(&id) {
             state.cancelled.insert(id);
@@ -755,7 +755,7 @@ impl Reader {
         // a client that never answers, a stuck file): the client is gone, so the rest is
         // cancelled, what is still held never starts, and `serve` exits non-zero.
         let left = self.gate.wait_until_idle_within(EOF_WAIT);
-        self.gate.ended.set("end of input");
+        self.gate.ended.set(StopReason::EndOfInput);
         self.gate.end_input();
         if let Ok(dispatcher) = dispatcher {
             let _ = dispatcher.join();

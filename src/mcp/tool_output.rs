@@ -129,7 +129,9 @@ impl Server {
         let body = match work.await {
             Ok(Some(body)) => body,
             Ok(None) => {
-                let reason = stop.reason().unwrap_or("stopped");
+                let reason = stop
+                    .reason()
+                    .map_or_else(|| "stopped".to_owned(), |r| r.to_string());
                 tracing::info!(handle, reason, "tool_output stopped");
                 return Err(ErrorData::invalid_request(
                     format!("the request was stopped: {reason}"),

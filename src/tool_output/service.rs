@@ -195,7 +195,7 @@ impl ToolOutput {
         let ms = started.elapsed().as_millis();
         match searched.halted {
             Some(text_tools::Halt::Asked) => {
-                let reason = stop.reason();
+                let reason = stop.reason().map(tracing::field::display);
                 tracing::info!(handle, ms, reason, "tool_output_grep stopped on request");
             }
             Some(text_tools::Halt::Budget) => {

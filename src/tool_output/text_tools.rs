@@ -19,7 +19,7 @@
 //! lines. On a longer line every match gets its own window of about [`WINDOW`] bytes, tagged
 //! `line@byte`, within `max_matches`.
 
-use crate::util::stop_flag::Stop;
+use crate::util::stop_flag::{Stop, StopReason};
 use crate::util::text::{ceil_char_boundary, floor_char_boundary};
 
 use std::cell::Cell;
@@ -584,7 +584,9 @@ impl TextTools for Tools {
         if self.stop.is_set() {
             return Ok(format!(
                 "[not searched: the call was stopped ({})]\n",
-                self.stop.reason().unwrap_or("stopped")
+                self.stop
+                    .reason()
+                    .map_or_else(|| "stopped".to_owned(), |r| r.to_string())
             ));
         }
         let compiled = match compile(pattern) {
@@ -603,7 +605,7 @@ impl TextTools for Tools {
         if let Some(halt) = searched.halted {
             tracing::info!(
                 ?halt,
-                reason = self.stop.reason(),
+                reason = self.stop.reason().map(tracing::field::display),
                 "read-grep sub-agent's Grep stopped"
             );
         }
@@ -611,7 +613,7 @@ impl TextTools for Tools {
     }
 
     fn past_deadline(&self) -> bool {
-        self.stop.reason() == Some("deadline reached")
+        self.stop.reason() == Some(StopReason::DeadlineReached)
     }
 }
 
@@ -897,7 +899,7 @@ mod tests {
         );
         // A stopped call (cancelled, or the input ended): the search and a read stop.
         let stop = Stop::new();
-        stop.set("cancelled");
+        stop.set(StopReason::Cancelled);
         let tools = Tools::new(stop.clone());
         let got = tools.grep(&text, "y", 0, 5, 2000).unwrap();
         assert_eq!(got, "[not searched: the call was stopped (cancelled)]\n");

@@ -8,6 +8,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+/// Why a call was stopped. Code decides by the variant; the words are for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StopReason {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("end of input")]
+    EndOfInput,
+    #[error("deadline reached")]
+    DeadlineReached,
+}
+
 /// A stop flag shared by one call's async side and its work on the blocking pool.
 #[derive(Debug, Clone, Default)]
 pub struct Stop(Arc<Inner>);
@@ -16,7 +27,7 @@ pub struct Stop(Arc<Inner>);
 struct Inner {
     set: AtomicBool,
     /// Why it was set first.
-    reason: OnceLock<&'static str>,
+    reason: OnceLock<StopReason>,
     notify: Notify,
     /// Past this instant the flag reads as set.
     deadline: Option<Instant>,
@@ -38,7 +49,7 @@ impl Stop {
     }
 
     /// Sets the flag; the first reason given is kept.
-    pub fn set(&self, reason: &'static str) {
+    pub fn set(&self, reason: StopReason) {
         let _ = self.0.reason.set(reason);
         if !self.0.set.swap(true, Ordering::SeqCst) {
             self.0.notify.notify_waiters();
@@ -50,12 +61,12 @@ impl Stop {
         self.0.set.load(Ordering::Relaxed) || self.left() == Some(Duration::ZERO)
     }
 
-    /// Why the flag was set: the first [`Stop::set`]'s reason, else "deadline reached"
-    /// once it has passed.
-    pub fn reason(&self) -> Option<&'static str> {
+    /// Why the flag was set: the first [`Stop::set`]'s reason, else the deadline once it
+    /// has passed.
+    pub fn reason(&self) -> Option<StopReason> {
         match self.0.reason.get() {
-            Some(r) => Some(r),
-            None if self.left() == Some(Duration::ZERO) => Some("deadline reached"),
+            Some(r) => Some(*r),
+            None if self.left() == Some(Duration::ZERO) => Some(StopReason::DeadlineReached),
             None => None,
         }
     }
@@ -95,12 +106,12 @@ mod tests {
         rt.block_on(async {
             let waited = tokio::spawn(async move { waiter.wait().await });
             tokio::task::yield_now().await;
-            stop.set("cancelled");
-            stop.set("end of input");
+            stop.set(StopReason::Cancelled);
+            stop.set(StopReason::EndOfInput);
             waited.await.expect("woken");
         });
         assert!(stop.is_set());
-        assert_eq!(stop.reason(), Some("cancelled"));
+        assert_eq!(stop.reason(), Some(StopReason::Cancelled));
         // Already set: a new wait ends at once.
         rt.block_on(stop.wait());
     }
@@ -109,7 +120,8 @@ mod tests {
     fn a_passed_deadline_reads_as_set() {
         let stop = Stop::within(Duration::ZERO);
         assert!(stop.is_set());
-        assert_eq!(stop.reason(), Some("deadline reached"));
+        assert_eq!(stop.reason(), Some(StopReason::DeadlineReached));
+        assert_eq!(StopReason::DeadlineReached.to_string(), "deadline reached");
         let stop = Stop::within(Duration::from_secs(u64::MAX));
         assert!(!stop.is_set());
         assert_eq!(stop.left(), None);
