@@ -107,7 +107,7 @@ type FileId = (u64, u64, u64, i64, i64);
 /// projects never holds many descriptors.
 #[derive(Default)]
 pub struct Checker {
-    project: Option<(String, Result<Project, String>)>,
+    project: Option<(String, Result<Project, NoProject>)>,
     paths: HashMap<(PathBuf, PathBuf), Resolved>,
     files: HashMap<FileId, ([u8; 32], u64)>,
 }
@@ -154,7 +154,7 @@ impl Checker {
                 }
                 None => Resolved::Status(Status::OutsideProject),
             },
-            Some(Err(why)) => Resolved::Unchecked(why.clone()),
+            Some(Err(why)) => Resolved::Unchecked(why.to_string()),
             None => Resolved::Unchecked("no project directory".to_owned()),
         };
         match resolved {
@@ -170,37 +170,67 @@ impl Checker {
     }
 }
 
+/// Why a working directory is no project directory: every citation written in it is
+/// `unchecked` with this as the reason.
+#[derive(Debug, thiserror::Error)]
+enum NoProject {
+    #[error("the working directory {cwd} is not absolute")]
+    NotAbsolute { cwd: String },
+    #[error(
+        "the working directory {cwd} is the filesystem root; files are checked only inside a project directory"
+    )]
+    Root { cwd: String },
+    #[error(
+        "the working directory {cwd} is under {system}, a system directory; files are checked only inside a project directory"
+    )]
+    System { cwd: String, system: &'static str },
+    #[error("the working directory {cwd} is not a directory")]
+    NotDirectory { cwd: String },
+    #[error("the working directory {cwd} cannot be opened: {error}")]
+    Unopenable { cwd: String, error: std::io::Error },
+    #[error(
+        "the working directory {cwd} is on a proc or sysfs filesystem; files are checked only inside a project directory"
+    )]
+    PseudoFilesystem { cwd: String },
+}
+
 /// Why `dir` (absolute, without `.` or `..`) is no project directory, if it is none.
-fn system_dir(cwd: &str, dir: &Path) -> Option<String> {
+fn system_dir(cwd: &str, dir: &Path) -> Option<NoProject> {
     if dir.parent().is_none() {
-        return Some(format!(
-            "the working directory {cwd} is the filesystem root; files are checked only inside a project directory"
-        ));
+        return Some(NoProject::Root {
+            cwd: cwd.to_owned(),
+        });
     }
     SYSTEM_DIRS
         .iter()
         .find(|system| dir.starts_with(system))
-        .map(|system| {
-            format!(
-                "the working directory {cwd} is under {system}, a system directory; files are checked only inside a project directory"
-            )
+        .map(|system| NoProject::System {
+            cwd: cwd.to_owned(),
+            system,
         })
 }
 
 /// The working directory, opened and held, when it can be a project directory.
-fn project_dir(cwd: &str) -> Result<Project, String> {
+fn project_dir(cwd: &str) -> Result<Project, NoProject> {
     let path = Path::new(cwd);
     if !path.is_absolute() {
-        return Err(format!("the working directory {cwd} is not absolute"));
+        return Err(NoProject::NotAbsolute {
+            cwd: cwd.to_owned(),
+        });
     }
     // As written: a system directory is refused before anything in it is opened.
     let written = lexical(path);
     if let Some(why) = system_dir(cwd, &written) {
         return Err(why);
     }
-    let dir = HeldDir::open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENOTDIR) => format!("the working directory {cwd} is not a directory"),
-        _ => format!("the working directory {cwd} cannot be opened: {e}"),
+    let dir = HeldDir::open(path).map_err(|error| match error.raw_os_error() {
+        Some(libc::ENOTDIR) => NoProject::NotDirectory {
+            cwd: cwd.to_owned(),
+        },
+        _ => NoProject::Unopenable {
+            cwd: cwd.to_owned(),
+            error,
+        },
     })?;
     // Where it really is (a symlink to a system directory is one too).
     if let Some(why) = system_dir(cwd, dir.real_path()) {
@@ -208,9 +238,9 @@ fn project_dir(cwd: &str) -> Result<Project, String> {
     }
     match rustix::fs::fstatfs(dir.as_fd()) {
         Ok(fs) if [libc::PROC_SUPER_MAGIC, libc::SYSFS_MAGIC].contains(&(fs.f_type as _)) => {
-            Err(format!(
-                "the working directory {cwd} is on a proc or sysfs filesystem; files are checked only inside a project directory"
-            ))
+            Err(NoProject::PseudoFilesystem {
+                cwd: cwd.to_owned(),
+            })
         }
         _ => Ok(Project {
             dir,
@@ -632,5 +662,80 @@ mod tests {
             let detail = got.detail.unwrap_or_default();
             assert!(detail.contains(says), "{cwd}: {detail}");
         }
+    }
+
+    /// The reason a refused working directory gives, whole, for each way it is refused.
+    #[test]
+    fn refused_working_directories_give_their_reason_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let file = dir.path().join("file").display().to_string();
+        let missing = dir.path().join("missing").display().to_string();
+        let only = "files are checked only inside a project directory";
+        let mut checker = Checker::default();
+        for (cwd, says) in [
+            (
+                "proj",
+                "the working directory proj is not absolute".to_owned(),
+            ),
+            (
+                "/",
+                format!("the working directory / is the filesystem root; {only}"),
+            ),
+            (
+                "/etc/../proc/1",
+                format!(
+                    "the working directory /etc/../proc/1 is under /proc, a system directory; {only}"
+                ),
+            ),
+            (
+                &file,
+                format!("the working directory {file} is not a directory"),
+            ),
+            (
+                &missing,
+                format!(
+                    "the working directory {missing} cannot be opened: No such file or directory (os error 2)"
+                ),
+            ),
+        ] {
+            let got = checker.check("file", "a.py:1", Some(cwd));
+            assert_eq!(got.status, Status::Unchecked, "{cwd}");
+            assert_eq!(got.detail.as_deref(), Some(says.as_str()), "{cwd}");
+        }
+    }
+
+    /// Each refusal is told apart by its kind, not by its words.
+    #[test]
+    fn refused_working_directories_are_told_apart_by_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let file = dir.path().join("file");
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            project_dir("proj"),
+            Err(NoProject::NotAbsolute { .. })
+        ));
+        assert!(matches!(project_dir("/"), Err(NoProject::Root { .. })));
+        assert!(matches!(
+            project_dir("/sys/kernel"),
+            Err(NoProject::System { system: "/sys", .. })
+        ));
+        assert!(matches!(
+            project_dir(file.to_str().unwrap()),
+            Err(NoProject::NotDirectory { .. })
+        ));
+        assert!(matches!(
+            project_dir(missing.to_str().unwrap()),
+            Err(NoProject::Unopenable { error, .. }) if error.kind() == std::io::ErrorKind::NotFound
+        ));
+        assert!(project_dir(dir.path().to_str().unwrap()).is_ok());
+        let pseudo = NoProject::PseudoFilesystem {
+            cwd: "/mnt/p".into(),
+        };
+        assert_eq!(
+            pseudo.to_string(),
+            "the working directory /mnt/p is on a proc or sysfs filesystem; files are checked only inside a project directory"
+        );
     }
 }

@@ -57,6 +57,26 @@ pub enum ReceiptError {
     Unwritable { rel: String, source: io::Error },
 }
 
+/// Why a session gets no receipts now (its old ones are kept); the export reports it.
+#[derive(Debug, thiserror::Error)]
+enum NoReceipts {
+    #[error("its session file is missing")]
+    FileMissing,
+    #[error("{rel}: it changed since it was imported ({what}); run `evidence-store import`")]
+    FileChanged { rel: String, what: &'static str },
+    #[error("{rel}: {error}")]
+    Unopenable {
+        rel: String,
+        error: crate::session::OpenError,
+    },
+    #[error("{rel}: {error}")]
+    Unreadable { rel: String, error: io::Error },
+    #[error("{rel} changed since it was imported (line {line}); run `evidence-store import`")]
+    LineChanged { rel: String, line: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Writes every receipt the store's citations call for under `root`, removes stale ones
 /// of ours, and reports what it did. Runs under the document lock on one read snapshot.
 pub fn export_receipts(
@@ -131,10 +151,10 @@ fn session_receipts(
     key: &str,
     record: &SessionRecord,
     found: &[CitationRecord],
-) -> Result<Vec<(String, Receipt)>, String> {
+) -> Result<Vec<(String, Receipt)>, NoReceipts> {
     let session = &record.session;
     let FileState::Indexed(file) = &record.file else {
-        return Err("its session file is missing".to_owned());
+        return Err(NoReceipts::FileMissing);
     };
     let mut by_turn: BTreeMap<&str, Vec<&CitationRecord>> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
@@ -154,11 +174,15 @@ fn session_receipts(
     // those of the turn that carry a citation, repeated or not.
     let counted = super::stored::counted(found);
     let rel = crate::session::rel_path(key, &session.session_path);
-    let handle = crate::session::open_imported(root, &rel, file).map_err(|e| match e {
-        crate::session::OpenError::Changed(what) => {
-            format!("{rel}: it changed since it was imported ({what}); run `evidence-store import`")
-        }
-        e => format!("{rel}: {e}"),
+    let handle = crate::session::open_imported(root, &rel, file).map_err(|error| match error {
+        crate::session::OpenError::Changed(what) => NoReceipts::FileChanged {
+            rel: rel.clone(),
+            what,
+        },
+        error => NoReceipts::Unopenable {
+            rel: rel.clone(),
+            error,
+        },
     })?;
     let mut out = Vec::new();
     for turn_ref in order {
@@ -170,9 +194,7 @@ fn session_receipts(
             .unwrap_or(0)
             .min(file.lines);
         let entries = if first <= last {
-            reader
-                .lines(file.file_id, first, last)
-                .map_err(|e| e.to_string())?
+            reader.lines(file.file_id, first, last)?
         } else {
             Vec::new()
         };
@@ -184,12 +206,16 @@ fn session_receipts(
             .collect();
         wanted.dedup();
         let numbered: Vec<(u64, &LineEntry)> = (first..).zip(&entries).collect();
-        let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, String> {
+        let checked = |line: u64, entry: &LineEntry| -> Result<Vec<u8>, NoReceipts> {
             handle.read_back(entry).map_err(|e| match e {
-                crate::session::ReadBackError::Io(e) => format!("{rel}: {e}"),
-                crate::session::ReadBackError::Changed => format!(
-                    "{rel} changed since it was imported (line {line}); run `evidence-store import`"
-                ),
+                crate::session::ReadBackError::Io(error) => NoReceipts::Unreadable {
+                    rel: rel.clone(),
+                    error,
+                },
+                crate::session::ReadBackError::Changed => NoReceipts::LineChanged {
+                    rel: rel.clone(),
+                    line,
+                },
             })
         };
         // Only the lines each field needs are read: from the turn's start up to its first

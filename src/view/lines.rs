@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::read::compact::{self, CompactRecord, EntryKind};
 use crate::read::handle::{self, Handle};
-use crate::read::{self, Found, Located, Mode, ReadRequest};
+use crate::read::{self, Found, Located, Mode, ReadRequest, ReadResult};
 use crate::session::ReadBackError;
 use crate::store::{Reader, StoreError};
 use crate::util::lines as line_util;
@@ -15,10 +15,16 @@ use crate::view::{TEXT_CUT, cut};
 
 /// One session's file, open for the lines the page shows, or why it cannot be read.
 pub struct SessionLines {
-    found: Result<Found, String>,
+    found: Result<Found, Unreadable>,
     key: u32,
     paged: bool,
 }
+
+/// Why a session's lines cannot be read: the read layer's answer refusing the read,
+/// shown as its first message and hint.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", read::first_message(.0))]
+pub struct Unreadable(ReadResult);
 
 /// One shown line.
 pub struct Line {
@@ -62,7 +68,7 @@ impl SessionLines {
         };
         let found = match read::locate(reader, root, &request)? {
             Located::Found(found) => Ok(found),
-            Located::Answer(answer) => Err(read::first_message(&answer)),
+            Located::Answer(answer) => Err(Unreadable(answer)),
         };
         Ok(SessionLines {
             found,
@@ -72,8 +78,8 @@ impl SessionLines {
     }
 
     /// The session's number of lines, or why it cannot be read.
-    pub fn count(&self) -> Result<u64, &str> {
-        self.found.as_ref().map(|f| f.lines).map_err(String::as_str)
+    pub fn count(&self) -> Result<u64, &Unreadable> {
+        self.found.as_ref().map(|f| f.lines)
     }
 
     /// Lines `first..=last` (both within the session), each read and checked alone.
@@ -84,7 +90,7 @@ impl SessionLines {
                 return Ok((first..=last)
                     .map(|n| Line {
                         n,
-                        body: Body::Unreadable(why.clone()),
+                        body: Body::Unreadable(why.to_string()),
                     })
                     .collect());
             }

@@ -252,7 +252,7 @@ fn session_head(project: &ProjectDay, s: &SessionRecord, lines: &SessionLines) -
             span.muted { (s.session.source) " · " code { (s.session.session_path) } " · " (file_text(s)) }
         }
         @if let Err(why) = lines.count() {
-            p.cut { "Its lines cannot be read: " (why) }
+            p.cut { "Its lines cannot be read: " (why.to_string()) }
         }
     }
 }
@@ -299,8 +299,13 @@ fn field(text: &str) -> Markup {
     }
 }
 
+/// A cited `lines` that is no span `a-b` with `1 <= a <= b`: its text, cut as shown.
+#[derive(Debug, thiserror::Error)]
+#[error("cites {0}, which is not a line span")]
+struct NotASpan(String);
+
 /// The spans `"a-b"` of a part's `citations`.
-fn spans(part: &Map<String, Value>) -> Vec<Result<(u64, u64), String>> {
+fn spans(part: &Map<String, Value>) -> Vec<Result<(u64, u64), NotASpan>> {
     part.get("citations")
         .and_then(Value::as_array)
         .into_iter()
@@ -311,7 +316,7 @@ fn spans(part: &Map<String, Value>) -> Vec<Result<(u64, u64), String>> {
                 .split_once('-')
                 .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
                 .filter(|(a, b): &(u64, u64)| *a >= 1 && a <= b)
-                .ok_or(lines)
+                .ok_or(NotASpan(lines))
         })
         .collect()
 }
@@ -419,12 +424,12 @@ fn list(value: Option<&Value>) -> impl Iterator<Item = &Value> {
 fn range_view(
     reader: &Reader,
     lines: &SessionLines,
-    span: Result<(u64, u64), String>,
+    span: Result<(u64, u64), NotASpan>,
     written: &mut Written,
 ) -> Result<Markup, ViewError> {
     let (first, last) = match span {
         Ok(span) => span,
-        Err(text) => {
+        Err(NotASpan(text)) => {
             return Ok(
                 html! { div.range { span.rhead { "cites " code { (text) } ", which is not a line span" } } },
             );

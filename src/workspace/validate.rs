@@ -110,7 +110,7 @@ pub fn index_for(
             Ok(_) => return Err(at("must contain a JSON object".into())),
             Err(e) => return Err(at(format!("contains invalid JSON: {}", e.message()))),
         };
-        let session = session_row(rules, &row, n, escapes).map_err(at)?;
+        let session = session_row(rules, &row, n, escapes).map_err(|e| at(e.to_string()))?;
         if !seen.first(&session.session_ref) {
             return Err(at(format!(
                 "duplicate session_ref {}",
@@ -170,32 +170,103 @@ fn int_value(value: Option<&Value>) -> Option<i64> {
 /// rather than changed.
 pub const MAX_LINE: i64 = i64::MAX;
 
+/// Why one index row is refused, worded as prompt-diary words it; the caller puts the
+/// `<file>:<line>` before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RowError {
+    #[error("{field} {text} is beyond the last line a session file can have ({MAX_LINE})")]
+    BeyondLastLine { field: &'static str, text: String },
+    #[error("missing integer field '{field}'")]
+    MissingInt { field: &'static str },
+    #[error("missing string field '{field}'")]
+    MissingString { field: &'static str },
+    #[error("missing array field 'turns'")]
+    MissingTurns,
+    #[error("missing object field 'previous_context'")]
+    MissingPreviousContext,
+    #[error("{of} start line must be positive")]
+    StartNotPositive { of: SpanOf },
+    #[error("{of} end line must be >= start line")]
+    EndBeforeStart { of: SpanOf },
+    #[error("session_ref {} must be a plain file name", py_repr(.session_ref))]
+    NotPlainRef { session_ref: String },
+    #[error(
+        "session_ref {}... is {} bytes, longer than the {MAX_REF_BYTES} a session_ref may have \
+         (its receipt file name evidence-<session_ref>-<turn_ref>.json must fit in 255 bytes)",
+        py_repr(ref_head(.session_ref)),
+        .session_ref.len()
+    )]
+    RefTooLong { session_ref: String },
+    #[error("session_path must be a relative sessions/ path")]
+    NotSessionsPath,
+    #[error("session_path must resolve under {dir}")]
+    OutsideSessionsDir { dir: String },
+    #[error("session_path resolves to {resolved}, outside the workspace {root}")]
+    OutsideWorkspace { resolved: String, root: String },
+    #[error("turns[{position}] must be a JSON object")]
+    TurnNotObject { position: usize },
+    #[error("turns[{position}] turn_ref {} must match T0001", py_repr(.turn_ref))]
+    BadTurnRef { position: usize, turn_ref: String },
+    #[error("duplicate turn_ref {}", py_repr(.turn_ref))]
+    DuplicateTurnRef { turn_ref: String },
+    #[error("previous_context for turn {turn_ref} must end before the assigned turn starts")]
+    ContextNotBefore { turn_ref: String },
+}
+
+/// The span a [`RowError`] is about, named as the message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SpanOf {
+    /// The row's `target_start_line`..`target_end_line`.
+    Target,
+    /// A turn's span.
+    Turn(String),
+    /// A turn's `previous_context`.
+    PreviousContext(String),
+}
+
+impl std::fmt::Display for SpanOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpanOf::Target => f.write_str("target span"),
+            SpanOf::Turn(turn_ref) => write!(f, "turn {turn_ref}"),
+            SpanOf::PreviousContext(turn_ref) => write!(f, "previous_context for turn {turn_ref}"),
+        }
+    }
+}
+
+/// The first 40 bytes of a too long `session_ref` (cut back to a character boundary), as
+/// its message shows it.
+fn ref_head(session_ref: &str) -> &str {
+    &session_ref[..crate::util::text::floor_char_boundary(session_ref, 40)]
+}
+
 /// A line number: an integer (as [`int_value`] reads it) no larger than [`MAX_LINE`].
-fn int(map: &Map, field: &str) -> Result<i64, String> {
+fn int(map: &Map, field: &'static str) -> Result<i64, RowError> {
     if let Some(Value::Int(text)) = map.get(field)
         && !text.starts_with('-')
         && text.parse::<i64>().is_err()
     {
-        return Err(format!(
-            "{field} {text} is beyond the last line a session file can have ({MAX_LINE})"
-        ));
+        return Err(RowError::BeyondLastLine {
+            field,
+            text: text.clone(),
+        });
     }
-    int_value(map.get(field)).ok_or_else(|| format!("missing integer field '{field}'"))
+    int_value(map.get(field)).ok_or(RowError::MissingInt { field })
 }
 
-fn string(map: &Map, field: &str) -> Result<String, String> {
+fn string(map: &Map, field: &'static str) -> Result<String, RowError> {
     match map.get(field) {
         Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("missing string field '{field}'")),
+        _ => Err(RowError::MissingString { field }),
     }
 }
 
-fn span(label: &str, start: i64, end: i64) -> Result<Span, String> {
+fn span(of: SpanOf, start: i64, end: i64) -> Result<Span, RowError> {
     if start < 1 {
-        return Err(format!("{label} start line must be positive"));
+        return Err(RowError::StartNotPositive { of });
     }
     if end < start {
-        return Err(format!("{label} end line must be >= start line"));
+        return Err(RowError::EndBeforeStart { of });
     }
     Ok(Span { start, end })
 }
@@ -207,65 +278,50 @@ fn session_row(
     row: &Map,
     n: u64,
     escapes: &mut EscapeCheck<'_>,
-) -> Result<Session, String> {
+) -> Result<Session, RowError> {
     let target_start = int(row, "target_start_line")?;
     let target_end = int(row, "target_end_line")?;
     let session_ref = string(row, "session_ref")?;
     if !is_plain_ref(&session_ref) {
-        return Err(format!(
-            "session_ref {} must be a plain file name",
-            py_repr(&session_ref)
-        ));
+        return Err(RowError::NotPlainRef { session_ref });
     }
     if session_ref.len() > MAX_REF_BYTES {
-        let cut = crate::util::text::floor_char_boundary(&session_ref, 40);
-        return Err(format!(
-            "session_ref {}... is {} bytes, longer than the {MAX_REF_BYTES} a session_ref may have \
-             (its receipt file name evidence-<session_ref>-<turn_ref>.json must fit in 255 bytes)",
-            py_repr(&session_ref[..cut]),
-            session_ref.len()
-        ));
+        return Err(RowError::RefTooLong { session_ref });
     }
     let source = string(row, "source")?;
     let source_session_id = string(row, "source_session_id")?;
     let raw_path = string(row, "session_path")?;
-    let session_path = normalise_session_path(&raw_path)
-        .ok_or_else(|| "session_path must be a relative sessions/ path".to_owned())?;
+    let session_path = normalise_session_path(&raw_path).ok_or(RowError::NotSessionsPath)?;
     match escapes(&session_path) {
         None => {}
         Some(Escape::SessionsDir(dir)) => {
-            return Err(format!("session_path must resolve under {dir}"));
+            return Err(RowError::OutsideSessionsDir { dir });
         }
         Some(Escape::Workspace { resolved, root }) => {
-            return Err(format!(
-                "session_path resolves to {resolved}, outside the workspace {root}"
-            ));
+            return Err(RowError::OutsideWorkspace { resolved, root });
         }
     }
-    let target = span("target span", target_start, target_end)?;
+    let target = span(SpanOf::Target, target_start, target_end)?;
     let Some(Value::Array(items)) = row.get("turns") else {
-        return Err("missing array field 'turns'".into());
+        return Err(RowError::MissingTurns);
     };
     let mut turns: Vec<Turn> = Vec::with_capacity(items.len());
     let mut seen = Seen::default();
     for (k, item) in items.iter().enumerate() {
         let position = k + 1;
         let Value::Object(turn) = item else {
-            return Err(format!("turns[{position}] must be a JSON object"));
+            return Err(RowError::TurnNotObject { position });
         };
         let turn_ref = string(turn, "turn_ref")?;
         if !is_turn_ref(&turn_ref) {
-            return Err(format!(
-                "turns[{position}] turn_ref {} must match T0001",
-                py_repr(&turn_ref)
-            ));
+            return Err(RowError::BadTurnRef { position, turn_ref });
         }
         if !seen.first(&turn_ref) {
-            return Err(format!("duplicate turn_ref {}", py_repr(&turn_ref)));
+            return Err(RowError::DuplicateTurnRef { turn_ref });
         }
         let start = int(turn, "turn_start_line")?;
         let end = int(turn, "turn_end_line")?;
-        let span = span(&format!("turn {turn_ref}"), start, end)?;
+        let span = span(SpanOf::Turn(turn_ref.clone()), start, end)?;
         if rules.previous_context {
             previous_context(turn, &turn_ref, span.start)?;
         }
@@ -285,18 +341,19 @@ fn session_row(
 /// A turn's optional `previous_context {start_line, end_line}` (absent or `null`: none): the
 /// human turn before it, which must end before this turn starts. Checked, not kept: no tool
 /// reads it.
-fn previous_context(turn: &Map, turn_ref: &str, turn_start: i64) -> Result<(), String> {
+fn previous_context(turn: &Map, turn_ref: &str, turn_start: i64) -> Result<(), RowError> {
     let context = match turn.get("previous_context") {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Object(context)) => context,
-        Some(_) => return Err("missing object field 'previous_context'".into()),
+        Some(_) => return Err(RowError::MissingPreviousContext),
     };
     let start = int(context, "start_line")?;
     let end = int(context, "end_line")?;
-    let label = format!("previous_context for turn {turn_ref}");
-    let context = span(&label, start, end)?;
+    let context = span(SpanOf::PreviousContext(turn_ref.to_owned()), start, end)?;
     if context.end >= turn_start {
-        return Err(format!("{label} must end before the assigned turn starts"));
+        return Err(RowError::ContextNotBefore {
+            turn_ref: turn_ref.to_owned(),
+        });
     }
     Ok(())
 }
@@ -498,6 +555,63 @@ mod tests {
             }
         }
         pyjson::to_sorted_compact(&Value::Object(map))
+    }
+
+    /// A refused row is told apart by its kind and the data it names, not by its words.
+    #[test]
+    fn a_refused_row_is_a_kind_carrying_what_it_names() {
+        let refused = |key: &str, value: Option<&str>| {
+            let Ok(Value::Object(row)) = pyjson::parse(&row_with(key, value)) else {
+                unreachable!()
+            };
+            let rules = Contract::V0_2_10.rules();
+            session_row(rules, &row, 1, &mut |_: &str| None).expect_err("refused")
+        };
+        assert_eq!(
+            refused("target_end_line", None),
+            RowError::MissingInt {
+                field: "target_end_line"
+            }
+        );
+        assert_eq!(
+            refused("target_start_line", Some("0")),
+            RowError::StartNotPositive { of: SpanOf::Target }
+        );
+        assert_eq!(
+            refused("session_ref", Some(r#""a/b""#)),
+            RowError::NotPlainRef {
+                session_ref: "a/b".into()
+            }
+        );
+        assert_eq!(
+            refused(
+                "turns",
+                Some(r#"[{"turn_ref": "T0001", "turn_start_line": 4, "turn_end_line": 3}]"#)
+            ),
+            RowError::EndBeforeStart {
+                of: SpanOf::Turn("T0001".into())
+            }
+        );
+        let escaped = {
+            let Ok(Value::Object(row)) = pyjson::parse(BASE_ROW) else {
+                unreachable!()
+            };
+            let mut outside = |_: &str| Some(Escape::SessionsDir("/real/sessions".into()));
+            session_row(Contract::V0_2_10.rules(), &row, 1, &mut outside).expect_err("refused")
+        };
+        assert_eq!(
+            escaped,
+            RowError::OutsideSessionsDir {
+                dir: "/real/sessions".into()
+            }
+        );
+        assert_eq!(
+            RowError::ContextNotBefore {
+                turn_ref: "T0002".into()
+            }
+            .to_string(),
+            "previous_context for turn T0002 must end before the assigned turn starts"
+        );
     }
 
     fn check_index(text: &str, expect: Result<usize, &str>) {

@@ -579,7 +579,10 @@ fn stale_receipts_go_and_foreign_files_stay() {
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no receipt for Cite-0123456789ab/S0003"),
+        stderr.lines().any(|line| line
+            == "evidence-store: no receipt for Cite-0123456789ab/S0003: \
+                projects/Cite-0123456789ab/sessions/codex/x.jsonl: it changed since it was \
+                imported (its size changed); run `evidence-store import`"),
         "{stderr}"
     );
     assert_eq!(

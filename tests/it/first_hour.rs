@@ -643,7 +643,20 @@ fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
             1,
         ),
     );
+    // S0002's file grew after import: the read layer refuses it, and the page says why.
+    let grown = "projects/Demo-0123456789ab/sessions/codex/x1.jsonl";
+    let mut bytes = ws.read(grown);
+    bytes.extend_from_slice(b"{}\n");
+    ws.write(grown, bytes);
     let page = view_page(&ws);
+    assert!(
+        page.contains(
+            "<p class=\"cut\">Its lines cannot be read: session file for session_ref 'S0002' \
+             changed since it was imported (its size changed); run `evidence-store import` to \
+             re-index the prepared workspace, then read again</p>"
+        ),
+        "{page}"
+    );
     assert_eq!(page.matches("class=\"cell written\"").count(), 2);
     assert_eq!(page.matches("class=\"cell missing\"").count(), 1);
     let chain = page
@@ -663,6 +676,10 @@ fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
     }
     assert!(
         chain.contains("line 1 <span class=\"badge changed\">no longer matches its stored hash")
+    );
+    assert!(
+        page.contains("cites <code>seven</code>, which is not a line span"),
+        "{page}"
     );
     assert!(
         !page.contains("parser TEST."),
