@@ -2,8 +2,8 @@
 //! the layers below it (ARCHITECTURE.md draws them). These tests read the source and fail
 //! on an import that runs up, on a crate named outside the one layer that may know it, on
 //! an environment read below the CLI outside the test hooks, on a static that holds
-//! configuration (configuration is passed in, from the CLI down), and on a file opened
-//! outside the modules that may open files.
+//! configuration (configuration is passed in, from the CLI down), on an error carried as
+//! a `String` below the edges, and on a file opened outside the modules that may open files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,6 +197,13 @@ fn redb_bincode_and_rmcp_are_named_only_where_they_belong() {
     assert!(misplaced.is_empty(), "{}", misplaced.join("\n"));
 }
 
+/// `text` without its unit tests (the `#[cfg(test)] mod` at the end of a file): rules on
+/// what the program does do not bind the code that tests it.
+fn without_tests(text: &str) -> &str {
+    text.find("\n#[cfg(test)]\nmod ")
+        .map_or(text, |end| &text[..end])
+}
+
 /// Whether `rel` is the CLI edge (`main.rs`, `cli/`), which reads the environment and
 /// builds the configuration.
 fn is_edge(rel: &str) -> bool {
@@ -208,6 +215,10 @@ fn environment_reads(files: &[(String, String)]) -> Vec<String> {
     const READS: &[&str] = &[
         "env::var",
         "env::args",
+        "env::current_dir",
+        "env::temp_dir",
+        "env::home_dir",
+        "env::current_exe",
         "env::set_var",
         "env::remove_var",
         "from_default_env",
@@ -217,7 +228,7 @@ fn environment_reads(files: &[(String, String)]) -> Vec<String> {
         if is_edge(rel) || rel == HOOKS {
             continue;
         }
-        for (n, line) in code_lines(text) {
+        for (n, line) in code_lines(without_tests(text)) {
             if READS.iter().any(|read| line.contains(read)) {
                 found.push(format!("src/{rel}:{n}: {}", line.trim()));
             }
@@ -279,7 +290,9 @@ fn the_environment_and_static_checks_see_what_they_forbid() {
             "util/wait.rs".to_owned(),
             "// std::env::var in a comment\nlet t = std::env::var_os(\"X\");\n\
              static T: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n\
-             struct S { reason: OnceLock<&'static str> }\n"
+             struct S { reason: OnceLock<&'static str> }\n\
+             let d = std::env::temp_dir();\n\
+             #[cfg(test)]\nmod tests {\n    let cwd = std::env::current_dir();\n}\n"
                 .to_owned(),
         ),
         (
@@ -300,13 +313,134 @@ fn the_environment_and_static_checks_see_what_they_forbid() {
     ];
     assert_eq!(
         environment_reads(&files),
-        ["src/util/wait.rs:2: let t = std::env::var_os(\"X\");"]
+        [
+            "src/util/wait.rs:2: let t = std::env::var_os(\"X\");",
+            "src/util/wait.rs:5: let d = std::env::temp_dir();"
+        ]
     );
     assert_eq!(
         configuration_statics(&files),
         [
             "src/util/wait.rs:3: static T: std::sync::OnceLock<u64> = std::sync::OnceLock::new();",
             "src/documents/problems.rs:2: pub(crate) static LABEL: Mutex<String> = Mutex::new(String::new());"
+        ]
+    );
+}
+
+/// Whether `rel` turns errors into text for a user or a model: the CLI and the MCP adapter.
+fn is_text_edge(rel: &str) -> bool {
+    is_edge(rel) || layer_of(rel) == "mcp"
+}
+
+/// Every `Result<T, String>` below the edges (nested, multi-line and `-> Result` inside the
+/// brackets included), as "src/file:line: Result<…>". An error the core hands up is a type
+/// whose variants a caller can match; the edges make the text.
+fn string_errors(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in files {
+        if is_text_edge(rel) {
+            continue;
+        }
+        // The code with comment lines blanked, and each byte's line number.
+        let mut code = String::new();
+        let mut line_of = Vec::new();
+        for (n, line) in without_tests(text).lines().enumerate() {
+            let kept = if line.trim_start().starts_with("//") {
+                ""
+            } else {
+                line
+            };
+            code.push_str(kept);
+            code.push('\n');
+            line_of.resize(code.len(), n + 1);
+        }
+        let bytes = code.as_bytes();
+        for (at, _) in code.match_indices("Result<") {
+            let word_start =
+                at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+            if !word_start {
+                continue;
+            }
+            // The generic arguments up to the matching `>` (an arrow's `>` is not one),
+            // split at the commas of depth 1.
+            let (mut depth, mut args, mut arg_start, mut end) = (0usize, Vec::new(), 0, None);
+            for (i, &b) in bytes.iter().enumerate().skip(at + "Result".len()) {
+                match b {
+                    b'<' | b'(' | b'[' => depth += 1,
+                    b'>' if bytes[i - 1] == b'-' || bytes[i - 1] == b'=' => {}
+                    b'>' | b')' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            args.push(&code[arg_start..i]);
+                            end = Some(i);
+                            break;
+                        }
+                    }
+                    b',' if depth == 1 => {
+                        args.push(&code[arg_start..i]);
+                        arg_start = i + 1;
+                    }
+                    _ => {}
+                }
+                if depth == 1 && b == b'<' && arg_start == 0 {
+                    arg_start = i + 1;
+                }
+            }
+            let Some(end) = end else { continue };
+            if args.last().is_some_and(|a| a.trim().is_empty()) {
+                args.pop(); // a trailing comma
+            }
+            if args.len() == 2 && args[1].trim() == "String" {
+                let shown: String = code[at..=end]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                found.push(format!("src/{rel}:{}: {shown}", line_of[at]));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_result_with_a_string_error_below_the_edges() {
+    let found = string_errors(&sources());
+    assert!(
+        found.is_empty(),
+        "errors carried as text below the CLI and the MCP adapter: give each a thiserror \
+         type whose variants carry the data, and make the text at the edge:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_check_sees_what_it_forbids() {
+    let files = vec![
+        (
+            "store/open.rs".to_owned(),
+            "// fn f() -> Result<(), String> in a comment\n\
+             pub fn check(root: &Path) -> Result<(), String> {\n\
+             fn g(hold: impl FnOnce() -> Result<G, String>) {}\n\
+             fn h() -> Result<Result<Found, String>, StoreError> {}\n\
+             fn i() -> Result<\n    Vec<u8>,\n    String,\n> {}\n\
+             fn j() -> io::Result<String> {}\n\
+             fn k() -> Result<String, StoreError> {}\n\
+             fn l() -> MyResult<(), String> {}\n\
+             #[cfg(test)]\nmod tests {\n    fn m() -> Result<(), String> {}\n}\n"
+                .to_owned(),
+        ),
+        (
+            "mcp/args.rs".to_owned(),
+            "fn check() -> Result<(), String> {}\n".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        string_errors(&files),
+        [
+            "src/store/open.rs:2: Result<(), String>",
+            "src/store/open.rs:3: Result<G, String>",
+            "src/store/open.rs:4: Result<Found, String>",
+            "src/store/open.rs:5: Result< Vec<u8>, String, >",
         ]
     );
 }
