@@ -20,7 +20,7 @@ use crate::tool_output::lookup::{self, Lookup};
 use crate::tool_output::model::Model;
 use crate::tool_output::service::{ClientModel, Request, Search};
 use crate::tool_output::{Mode, text_tools};
-use crate::util::stop_flag::Stop;
+use crate::util::stop_flag::{Stop, StopReason};
 use crate::util::text::echo_cut;
 
 const TOOL_OUTPUT_SCHEMA: &str = include_str!("schemas/tool_output.json");
@@ -129,9 +129,7 @@ impl Server {
         let body = match work.await {
             Ok(Some(body)) => body,
             Ok(None) => {
-                let reason = stop
-                    .reason()
-                    .map_or_else(|| "stopped".to_owned(), |r| r.to_string());
+                let reason = stop.reason().map_or("stopped", StopReason::as_str);
                 tracing::info!(handle, reason, "tool_output stopped");
                 return Err(ErrorData::invalid_request(
                     format!("the request was stopped: {reason}"),

@@ -13,7 +13,7 @@ use super::model::Model;
 use super::model::openai::Endpoint;
 use super::prompts::Source;
 use super::text_tools;
-use crate::util::stop_flag::Stop;
+use crate::util::stop_flag::{Stop, StopReason};
 
 /// The `tool_output` settings a server runs with: the engine's thresholds and the
 /// OpenAI-compatible endpoint, if one is configured.
@@ -195,7 +195,7 @@ impl ToolOutput {
         let ms = started.elapsed().as_millis();
         match searched.halted {
             Some(text_tools::Halt::Asked) => {
-                let reason = stop.reason().map(tracing::field::display);
+                let reason = stop.reason().map(StopReason::as_str);
                 tracing::info!(handle, ms, reason, "tool_output_grep stopped on request");
             }
             Some(text_tools::Halt::Budget) => {

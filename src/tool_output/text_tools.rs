@@ -584,9 +584,7 @@ impl TextTools for Tools {
         if self.stop.is_set() {
             return Ok(format!(
                 "[not searched: the call was stopped ({})]\n",
-                self.stop
-                    .reason()
-                    .map_or_else(|| "stopped".to_owned(), |r| r.to_string())
+                self.stop.reason().map_or("stopped", StopReason::as_str)
             ));
         }
         let compiled = match compile(pattern) {
@@ -605,7 +603,7 @@ impl TextTools for Tools {
         if let Some(halt) = searched.halted {
             tracing::info!(
                 ?halt,
-                reason = self.stop.reason().map(tracing::field::display),
+                reason = self.stop.reason().map(StopReason::as_str),
                 "read-grep sub-agent's Grep stopped"
             );
         }

@@ -9,14 +9,28 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// Why a call was stopped. Code decides by the variant; the words are for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    #[error("cancelled")]
     Cancelled,
-    #[error("end of input")]
     EndOfInput,
-    #[error("deadline reached")]
     DeadlineReached,
+}
+
+impl StopReason {
+    /// The reason in words, as answers and logs give it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Cancelled => "cancelled",
+            StopReason::EndOfInput => "end of input",
+            StopReason::DeadlineReached => "deadline reached",
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A stop flag shared by one call's async side and its work on the blocking pool.
