@@ -197,11 +197,31 @@ fn redb_bincode_and_rmcp_are_named_only_where_they_belong() {
     assert!(misplaced.is_empty(), "{}", misplaced.join("\n"));
 }
 
-/// `text` without its unit tests (the `#[cfg(test)] mod` at the end of a file): rules on
-/// what the program does do not bind the code that tests it.
-fn without_tests(text: &str) -> &str {
-    text.find("\n#[cfg(test)]\nmod ")
-        .map_or(text, |end| &text[..end])
+/// The program's lines of `text`, numbered: [`code_lines`] without the inline unit-test
+/// modules (`#[cfg(test)]` then `mod NAME {`, to its closing brace), wherever they stand.
+/// Rules on what the program does do not bind the code that tests it.
+fn program_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let opens_tests = lines[i].trim() == "#[cfg(test)]"
+            && lines.get(i + 1).is_some_and(|next| {
+                next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')
+            });
+        if opens_tests {
+            let indent = &lines[i + 1][..lines[i + 1].len() - lines[i + 1].trim_start().len()];
+            let close = format!("{indent}}}");
+            i += 2;
+            while i < lines.len() && lines[i] != close {
+                i += 1;
+            }
+        } else if !lines[i].trim_start().starts_with("//") {
+            kept.push((i + 1, lines[i]));
+        }
+        i += 1;
+    }
+    kept
 }
 
 /// Whether `rel` is the CLI edge (`main.rs`, `cli/`), which reads the environment and
@@ -219,6 +239,8 @@ fn environment_reads(files: &[(String, String)]) -> Vec<String> {
         "env::temp_dir",
         "env::home_dir",
         "env::current_exe",
+        "use std::env",
+        "getenv",
         "env::set_var",
         "env::remove_var",
         "from_default_env",
@@ -228,7 +250,7 @@ fn environment_reads(files: &[(String, String)]) -> Vec<String> {
         if is_edge(rel) || rel == HOOKS {
             continue;
         }
-        for (n, line) in code_lines(without_tests(text)) {
+        for (n, line) in program_lines(text) {
             if READS.iter().any(|read| line.contains(read)) {
                 found.push(format!("src/{rel}:{n}: {}", line.trim()));
             }
@@ -292,7 +314,8 @@ fn the_environment_and_static_checks_see_what_they_forbid() {
              static T: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n\
              struct S { reason: OnceLock<&'static str> }\n\
              let d = std::env::temp_dir();\n\
-             #[cfg(test)]\nmod tests {\n    let cwd = std::env::current_dir();\n}\n"
+             #[cfg(test)]\nmod tests {\n    let cwd = std::env::current_dir();\n}\n\
+             use std::env::{temp_dir, var};\n"
                 .to_owned(),
         ),
         (
@@ -315,7 +338,8 @@ fn the_environment_and_static_checks_see_what_they_forbid() {
         environment_reads(&files),
         [
             "src/util/wait.rs:2: let t = std::env::var_os(\"X\");",
-            "src/util/wait.rs:5: let d = std::env::temp_dir();"
+            "src/util/wait.rs:5: let d = std::env::temp_dir();",
+            "src/util/wait.rs:10: use std::env::{temp_dir, var};"
         ]
     );
     assert_eq!(
@@ -341,18 +365,13 @@ fn string_errors(files: &[(String, String)]) -> Vec<String> {
         if is_text_edge(rel) {
             continue;
         }
-        // The code with comment lines blanked, and each byte's line number.
+        // The program's lines joined, and each byte's line number.
         let mut code = String::new();
         let mut line_of = Vec::new();
-        for (n, line) in without_tests(text).lines().enumerate() {
-            let kept = if line.trim_start().starts_with("//") {
-                ""
-            } else {
-                line
-            };
-            code.push_str(kept);
+        for (n, line) in program_lines(text) {
+            code.push_str(line);
             code.push('\n');
-            line_of.resize(code.len(), n + 1);
+            line_of.resize(code.len(), n);
         }
         let bytes = code.as_bytes();
         for (at, _) in code.match_indices("Result<") {
@@ -426,7 +445,9 @@ fn the_string_error_check_sees_what_it_forbids() {
              fn j() -> io::Result<String> {}\n\
              fn k() -> Result<String, StoreError> {}\n\
              fn l() -> MyResult<(), String> {}\n\
-             #[cfg(test)]\nmod tests {\n    fn m() -> Result<(), String> {}\n}\n"
+             #[cfg(test)]\nmod tests {\n    fn m() -> Result<(), String> {}\n}\n\
+             #[cfg(test)]\nmod format_tests;\n\
+             fn n() -> Result<u8, String> {}\n"
                 .to_owned(),
         ),
         (
@@ -441,6 +462,7 @@ fn the_string_error_check_sees_what_it_forbids() {
             "src/store/open.rs:3: Result<G, String>",
             "src/store/open.rs:4: Result<Found, String>",
             "src/store/open.rs:5: Result< Vec<u8>, String, >",
+            "src/store/open.rs:18: Result<u8, String>",
         ]
     );
 }
