@@ -22,6 +22,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Raw, arguments, indexes, parse, schema_of, verdict  # noqa: E402
 
 
+def owner_id(frame: bytes) -> object:
+    """The id an answer to `frame` must carry: a request's string or 64-bit integer id;
+    None when the frame has no single usable one (then any answer, id null included, will
+    do)."""
+    def unique(pairs: list) -> dict:
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+    try:
+        msg = json.loads(frame, object_pairs_hook=unique)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(msg, dict) or "method" not in msg:
+        return None
+    rid = msg.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        return None
+    # An integer id beyond 64 bits signed is refused as unusable (answered with id null).
+    return rid if isinstance(rid, str) or -(2**63) <= rid < 2**63 else None
+
+
 def main() -> int:
     parser = arguments(__doc__, None)
     parser.add_argument("--ws", type=Path, required=True)
@@ -137,7 +159,13 @@ def main() -> int:
         with raw.cond:
             after = raw.lines[before:]
         answers = [line for line in after if json.dumps(marker).encode() not in line]
-        outcome = "ok" if len(answers) == owed else "FAIL"
+        # Each answer is this frame's own, not a late one of the case before.
+        expected = owner_id(frame)
+        strangers = [a for a in answers if expected is not None and not a.startswith(
+            b'{"jsonrpc":"2.0","id":' + json.dumps(expected, separators=(",", ":")).encode() + b",")]
+        if strangers:
+            failures.append(f"{name}: an answer that is not to id {expected!r}: {strangers[0][:150]!r}")
+        outcome = "ok" if len(answers) == owed and not strangers else "FAIL"
         shown = b" | ".join(a[:150] for a in answers).decode("utf-8", "replace")
         print(f"{outcome} {name} ({took:.2f}s): {len(answers)} answer(s) {shown}")
         if len(answers) != owed:
