@@ -898,7 +898,9 @@ impl Service {
             let previous = documents::sync(&mut writer, &self.root.path, layout::DAILY_REPORT)?
                 .and_then(|bytes| parse_document(layout::DAILY_REPORT, &bytes).ok());
             let built = report::build_for(self.contract().rules(), &ctx, previous.as_ref())
-                .map_err(|e| Failure::Rejected(vec![Problem::new("project_synthesis", e.0, "")]))?;
+                .map_err(|e| {
+                    Failure::Rejected(vec![Problem::new("project_synthesis", e.to_string(), "")])
+                })?;
             // A slot is filled after a build only if it was kept from the previous report.
             let summaries = as_projects(&built).iter().filter_map(|p| {
                 let kept = p.get("summary").is_some_and(|v| *v != Value::Null);

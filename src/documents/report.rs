@@ -100,10 +100,20 @@ fn s(text: &str) -> Value {
     Value::String(text.to_owned())
 }
 
-/// Why Build cannot run.
+/// Why Build cannot run: a project's synthesis must be run again first.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BuildError(pub String);
+pub enum BuildError {
+    #[error(
+        "project {} requires project-synthesis schema version {schema}; re-run project synthesis to assess task dispositions",
+        py_repr(.project)
+    )]
+    EnvelopeSchema { project: String, schema: i64 },
+    #[error(
+        "project {} has a structurally invalid work item ({item}); re-run project synthesis to repair the envelope",
+        py_repr(.project)
+    )]
+    InvalidWorkItem { project: String, item: String },
+}
 
 /// The Build step: the daily-report skeleton, with still-valid slots of `previous` kept,
 /// by the rules of the workspace's contract. Where work items carry a disposition, each
@@ -191,22 +201,21 @@ fn material_count_and_entry(
     };
     let current = |e: &Map| pyjson::int_equals(e.get("schema_version"), rules.envelope_schema);
     if rules.replaces_other_envelopes && p.envelope.is_some() && !envelope.is_some_and(current) {
-        return Err(BuildError(format!(
-            "project {} requires project-synthesis schema version {}; re-run project synthesis to assess task dispositions",
-            py_repr(&p.key),
-            rules.envelope_schema
-        )));
+        return Err(BuildError::EnvelopeSchema {
+            project: p.key.clone(),
+            schema: rules.envelope_schema,
+        });
     }
     let rows = envelope.map_or(&[][..], |e| as_list(e.get("work_items")));
     let mut items = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let parsed = synthesis::parse_work_item_for(rules, row).map_err(|_| {
-            let name = non_empty(as_object(Some(row)).get("work_item_ref"))
+            let item = non_empty(as_object(Some(row)).get("work_item_ref"))
                 .map_or_else(|| format!("index {i}"), str::to_owned);
-            BuildError(format!(
-                "project {} has a structurally invalid work item ({name}); re-run project synthesis to repair the envelope",
-                py_repr(&p.key)
-            ))
+            BuildError::InvalidWorkItem {
+                project: p.key.clone(),
+                item,
+            }
         })?;
         items.push(parsed);
     }
@@ -1142,6 +1151,28 @@ pub struct Written {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_refusal_names_the_project_and_the_fix() {
+        let schema = BuildError::EnvelopeSchema {
+            project: "Demo-0123456789ab".into(),
+            schema: 2,
+        };
+        assert_eq!(
+            schema.to_string(),
+            "project 'Demo-0123456789ab' requires project-synthesis schema version 2; re-run \
+             project synthesis to assess task dispositions"
+        );
+        let item = BuildError::InvalidWorkItem {
+            project: "it's".into(),
+            item: "index 0".into(),
+        };
+        assert_eq!(
+            item.to_string(),
+            "project \"it's\" has a structurally invalid work item (index 0); re-run project \
+             synthesis to repair the envelope"
+        );
+    }
 
     #[test]
     fn dates_are_found_like_pythons_regex() {
