@@ -1624,6 +1624,124 @@ mod tests {
         assert!(reduce.system.contains("to fit the model's context"));
     }
 
+    /// A chunk's report, for the map calls before a reduce.
+    fn mapped(text: &str) -> Result<Reply, ModelError> {
+        say(&format!(
+            "<ai-agent-{{N}}-FINAL format=\"text\">{text}</ai-agent-{{N}}-FINAL>"
+        ))
+    }
+
+    fn boom() -> Result<Reply, ModelError> {
+        Err(ModelError::Status {
+            status: 500,
+            body: "boom".into(),
+        })
+    }
+
+    /// Three chunks of the 1024-byte floor, so the reduce runs.
+    const THREE_CHUNKS: EngineConfig = EngineConfig {
+        context_tokens: 0,
+        max_bytes: truncate::DEFAULT_MAX_BYTES,
+        max_chunks: route::DEFAULT_MAX_CHUNKS,
+        long_line_bytes: route::DEFAULT_LONG_LINE_BYTES,
+        max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+        overlap_pct: chunk::DEFAULT_OVERLAP_PCT,
+        deadline: DEFAULT_DEADLINE,
+    };
+
+    /// Every reason a strategy could not execute, word for word as the fallback quotes it.
+    #[test]
+    fn each_fallback_reason_is_quoted_word_for_word() {
+        let reason = |text: &str, mode: Mode, config: EngineConfig, m: Option<&Scripted>| {
+            run(text, mode, config, m).fallback.unwrap_or_default()
+        };
+        // No model: the same words for either strategy, with no strategy prefix.
+        for mode in [Mode::FullChunked, Mode::ReadGrep] {
+            assert_eq!(
+                reason("abc", mode, EngineConfig::default(), None),
+                route::NO_MODEL
+            );
+        }
+        // A model that cannot call tools.
+        let m = Scripted::new(false, vec![]);
+        assert_eq!(
+            reason("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m)),
+            "read-grep: the model cannot call tools (the client's sampling does not support \
+             tool use)"
+        );
+        // More chunks than an explicit full-chunked may use.
+        let m = Scripted::new(false, vec![]);
+        assert_eq!(
+            reason(
+                &"y".repeat(100_000),
+                Mode::FullChunked,
+                THREE_CHUNKS,
+                Some(&m)
+            ),
+            "full-chunked: 109 chunks of 1024 bytes needed, more than the 64 allowed"
+        );
+        assert!(m.seen.lock().unwrap().is_empty());
+        // The reduce: a model error, a context error after its one retry, and no report.
+        let text = "y".repeat(2500);
+        let m = Scripted::new(false, vec![mapped("a"), mapped("b"), mapped("c"), boom()]);
+        assert_eq!(
+            reason(&text, Mode::FullChunked, THREE_CHUNKS, Some(&m)),
+            "full-chunked: reduce: model endpoint answered HTTP 500: boom"
+        );
+        // 2000 tokens less 1000 for the answer: a reduce prompt of at most 2500 bytes.
+        let small = EngineConfig {
+            context_tokens: 2000,
+            max_output_tokens: 1000,
+            ..EngineConfig::default()
+        };
+        let probe = Scripted::new(false, (0..20).map(|_| mapped("a")).collect());
+        run(&"q".repeat(4000), Mode::FullChunked, small, Some(&probe));
+        let maps = probe.seen.lock().unwrap().len() - 1;
+        assert!(maps > 1, "{maps} map calls");
+        let m = Scripted::new(
+            false,
+            (0..maps)
+                .map(|_| mapped("a"))
+                .chain([
+                    exceeded(Some(4000), Some(2048)),
+                    exceeded(Some(3000), Some(2048)),
+                ])
+                .collect(),
+        );
+        assert_eq!(
+            reason(&"q".repeat(4000), Mode::FullChunked, small, Some(&m)),
+            "full-chunked: reduce: model endpoint answered HTTP 400: the request exceeds the \
+             available context size (after a retry with the prompt cut to 162 bytes)"
+        );
+        let m = Scripted::new(false, vec![mapped("a"), mapped("b"), mapped("c"), say("")]);
+        assert_eq!(
+            reason(&text, Mode::FullChunked, THREE_CHUNKS, Some(&m)),
+            "full-chunked: reduce: no final report produced; the answer was empty"
+        );
+        // A read-grep answer without a report, quoted to its first 200 bytes.
+        let long = format!("{}é and more", "x".repeat(199));
+        let m = Scripted::new(true, vec![say(&long)]);
+        assert_eq!(
+            reason("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m)),
+            format!(
+                "read-grep: turn 1: no final report produced; the answer began: \"{}\"…",
+                "x".repeat(199)
+            )
+        );
+        // The turn after the limit of tool calls, which offers none.
+        let m = Scripted::new(
+            true,
+            (1..=MAX_TOOL_CALLS)
+                .map(|i| call("Read", json!({"file": "H", "start_line": i})))
+                .collect(),
+        );
+        assert_eq!(
+            reason("a\nb\n", Mode::ReadGrep, EngineConfig::default(), Some(&m)),
+            "read-grep: turn 11, after the limit of 10 tool calls: no final report produced; \
+             the answer was empty"
+        );
+    }
+
     #[test]
     fn an_echo_of_the_prompts_example_wrapper_is_no_report() {
         let echo = "<ai-agent-{N}-FINAL format=\"text\"> ... </ai-agent-{N}-FINAL>";
