@@ -146,11 +146,6 @@ impl Budget {
     pub fn retried_at(&self) -> Option<usize> {
         self.retried.then_some(self.bytes)
     }
-
-    /// What a failure after the retry adds to its reason.
-    pub fn retry_note(&self) -> String {
-        retry_note(self.retried_at())
-    }
 }
 
 /// What a failure adds to its reason after a retry with the prompt cut to `retried_at`
@@ -381,7 +376,7 @@ mod tests {
         // The endpoint's numbers: 20,000 bytes were 10,000 tokens; 8192 - 4096 fit.
         assert_eq!(b.shrink(20_000, Some(10_000), Some(8192)), Some(7372));
         assert_eq!(
-            b.retry_note(),
+            retry_note(b.retried_at()),
             " (after a retry with the prompt cut to 7372 bytes)"
         );
         assert_eq!(b.shrink(7000, None, None), None, "one retry only");

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use super::context::{self, Budget, CallLog};
 use super::model::{Message, Model, ModelError, Request, ToolCall, ToolDef};
 use super::prompts::{self, Source};
-use super::report::{Report, parse_final_report};
+use super::report::{Report, ReportError, parse_final_report};
 use super::route::{self, Abilities, Route, RouteConfig, Stats};
 use super::{Mode, chunk, format_failure, format_success, truncate};
 
@@ -137,9 +137,93 @@ pub struct Outcome {
     pub fallback: Option<String>,
 }
 
-/// Why a strategy could not execute.
-#[derive(Debug)]
-struct Failed(String);
+/// Why a strategy could not execute; the truncate fallback quotes it.
+#[derive(Debug, thiserror::Error)]
+enum Failed {
+    /// No model is in reach.
+    #[error("{}", route::NO_MODEL)]
+    NoModel,
+    /// The strategy `mode` could not start or ended without a report, for `reason`.
+    #[error("{}: {reason}", mode.as_str())]
+    In { mode: Mode, reason: Reason },
+}
+
+/// Why full-chunked or read-grep ended without a report.
+#[derive(Debug, thiserror::Error)]
+enum Reason {
+    /// Read-grep needs a model that can call tools.
+    #[error("the model cannot call tools (the client's sampling does not support tool use)")]
+    NoTools,
+    /// The payload needs more chunks of `chunk_bytes` than the `limit`.
+    #[error("{needed} chunks of {chunk_bytes} bytes needed, more than the {limit} allowed")]
+    TooManyChunks {
+        needed: usize,
+        chunk_bytes: usize,
+        limit: usize,
+    },
+    /// The model call of step `at` got no reply.
+    #[error("{at}: {error}")]
+    Model { at: Step, error: CallError },
+    /// The model's `answer` at step `at` held no final report; the reason quotes its start.
+    #[error("{at}: {error}{}", said(answer))]
+    NoReport {
+        at: Step,
+        error: ReportError,
+        answer: String,
+    },
+    /// A one-chunk pass produced no output.
+    #[error("no chunk")]
+    NoChunk,
+    /// The pass after a context error, with chunks of `chunk_bytes`, failed too.
+    #[error("{reason} (after a retry with chunks of {chunk_bytes} bytes)")]
+    Retried {
+        reason: Box<Reason>,
+        chunk_bytes: usize,
+    },
+    /// The sub-agent repeated, on `turn`, its tool call of turn `earlier`.
+    #[error("{}", context::repeated(call, *turn, *earlier))]
+    Repeated {
+        call: ToolCall,
+        turn: usize,
+        earlier: usize,
+    },
+}
+
+/// The model call a reason names.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// The map call of chunk `index` (1-based) of `total`.
+    Chunk {
+        index: usize,
+        total: usize,
+    },
+    Reduce,
+    /// A read-grep turn; `past_limit` when it came after the limit of tool calls.
+    Turn {
+        turn: usize,
+        past_limit: bool,
+    },
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Chunk { index, total } => write!(f, "chunk {index} of {total}"),
+            Step::Reduce => f.write_str("reduce"),
+            Step::Turn {
+                turn,
+                past_limit: false,
+            } => write!(f, "turn {turn}"),
+            Step::Turn {
+                turn,
+                past_limit: true,
+            } => write!(
+                f,
+                "turn {turn}, after the limit of {MAX_TOOL_CALLS} tool calls"
+            ),
+        }
+    }
+}
 
 /// Runs `job` and returns its body. `model` is `None` when no model is in reach.
 ///
@@ -238,17 +322,17 @@ async fn run(
                 fallback: None,
             };
         }
-        (_, None) => Err(Failed(route::NO_MODEL.to_string())),
+        (_, None) => Err(Failed::NoModel),
         (Mode::FullChunked, Some(model)) => full_chunked(job, config, stats, chunk_bytes, model)
             .await
-            .map_err(|Failed(r)| Failed(format!("full-chunked: {r}"))),
-        (Mode::ReadGrep, Some(model)) if !model.supports_tools() => Err(Failed(
-            "read-grep: the model cannot call tools (the client's sampling does not support tool use)"
-                .to_string(),
-        )),
+            .map_err(|reason| Failed::In { mode, reason }),
+        (Mode::ReadGrep, Some(model)) if !model.supports_tools() => Err(Failed::In {
+            mode,
+            reason: Reason::NoTools,
+        }),
         (Mode::ReadGrep, Some(model)) => read_grep(job, config, stats, model, tools)
             .await
-            .map_err(|Failed(r)| Failed(format!("read-grep: {r}"))),
+            .map_err(|reason| Failed::In { mode, reason }),
     };
     match result {
         Ok(report) => {
@@ -264,7 +348,7 @@ async fn run(
                 fallback: None,
             }
         }
-        Err(Failed(reason)) => fallback(job, config, stats, mode.as_str(), &reason),
+        Err(failed) => fallback(job, config, stats, mode.as_str(), &failed.to_string()),
     }
 }
 
@@ -340,9 +424,9 @@ enum PassError {
         chunk_len: usize,
         n_prompt_tokens: Option<u64>,
         n_ctx: Option<u64>,
-        failed: Failed,
+        failed: Reason,
     },
-    Other(Failed),
+    Other(Reason),
 }
 
 async fn full_chunked(
@@ -351,7 +435,7 @@ async fn full_chunked(
     stats: Stats,
     chunk_bytes: usize,
     model: &dyn Model,
-) -> Result<Report, Failed> {
+) -> Result<Report, Reason> {
     match map_reduce(job, config, stats, chunk_bytes, model).await {
         Ok(text) => Ok(text),
         Err(PassError::Other(failed)) => Err(failed),
@@ -367,16 +451,19 @@ async fn full_chunked(
             let smaller = resized_chunk(config, prompt_bytes, chunk_len, n_prompt_tokens, n_ctx);
             tracing::info!(
                 handle = job.handle,
-                reason = failed.0,
+                reason = failed.to_string(),
                 chunk_bytes = smaller,
                 previous_chunk_bytes = chunk_bytes,
                 "tool_output retrying with smaller chunks"
             );
             match map_reduce(job, config, stats, smaller, model).await {
                 Ok(text) => Ok(text),
-                Err(PassError::Other(f) | PassError::Context { failed: f, .. }) => Err(Failed(
-                    format!("{} (after a retry with chunks of {smaller} bytes)", f.0),
-                )),
+                Err(PassError::Other(f) | PassError::Context { failed: f, .. }) => {
+                    Err(Reason::Retried {
+                        reason: Box::new(f),
+                        chunk_bytes: smaller,
+                    })
+                }
             }
         }
     }
@@ -431,10 +518,11 @@ async fn map_reduce(
         _ => FORCED_MAX_CHUNKS,
     };
     if ranges.len() > limit {
-        return Err(PassError::Other(Failed(format!(
-            "{} chunks of {chunk_bytes} bytes needed, more than the {limit} allowed",
-            ranges.len()
-        ))));
+        return Err(PassError::Other(Reason::TooManyChunks {
+            needed: ranges.len(),
+            chunk_bytes,
+            limit,
+        }));
     }
     let total = ranges.len();
     let mut outputs = Vec::with_capacity(total);
@@ -464,7 +552,10 @@ async fn map_reduce(
                     _ => 0,
                 })
                 .sum::<usize>();
-        let at = format!("chunk {} of {total}", i + 1);
+        let at = Step::Chunk {
+            index: i + 1,
+            total,
+        };
         let reply = match model.complete(request).await {
             Ok(reply) => reply,
             Err(ModelError::ContextExceeded {
@@ -484,19 +575,32 @@ async fn map_reduce(
                     chunk_len,
                     n_prompt_tokens,
                     n_ctx,
-                    failed: Failed(format!("{at}: {e}")),
+                    failed: Reason::Model {
+                        at,
+                        error: e.into(),
+                    },
                 });
             }
-            Err(e) => return Err(PassError::Other(Failed(format!("{at}: {e}")))),
+            Err(e) => {
+                return Err(PassError::Other(Reason::Model {
+                    at,
+                    error: e.into(),
+                }));
+            }
         };
-        let report = parse_final_report(&reply.text, &nonce)
-            .map_err(|e| PassError::Other(Failed(format!("{at}: {e}{}", said(&reply.text)))))?;
-        outputs.push(report);
+        match parse_final_report(&reply.text, &nonce) {
+            Ok(report) => outputs.push(report),
+            Err(error) => {
+                return Err(PassError::Other(Reason::NoReport {
+                    at,
+                    error,
+                    answer: reply.text,
+                }));
+            }
+        }
     }
     if total == 1 {
-        return outputs
-            .pop()
-            .ok_or_else(|| PassError::Other(Failed("no chunk".to_string())));
+        return outputs.pop().ok_or(PassError::Other(Reason::NoChunk));
     }
     let outputs: Vec<String> = outputs.into_iter().map(|r| r.text).collect();
     reduce(job, config, &outputs, model)
@@ -511,7 +615,7 @@ async fn reduce(
     config: &EngineConfig,
     outputs: &[String],
     model: &dyn Model,
-) -> Result<Report, Failed> {
+) -> Result<Report, Reason> {
     let nonce = prompts::nonce();
     let mut budget = Budget::new(config.context_tokens, config.max_output_tokens);
     let bare = Request {
@@ -547,10 +651,21 @@ async fn reduce(
                 n_ctx,
                 ..
             }) if budget.shrink(sent, n_prompt_tokens, n_ctx).is_some() => continue,
-            Err(e) => return Err(Failed(format!("reduce: {e}{}", budget.retry_note()))),
+            Err(error) => {
+                return Err(Reason::Model {
+                    at: Step::Reduce,
+                    error: CallError {
+                        error,
+                        retried_at: budget.retried_at(),
+                    },
+                });
+            }
         };
-        return parse_final_report(&reply.text, &nonce)
-            .map_err(|e| Failed(format!("reduce: {e}{}", said(&reply.text))));
+        return parse_final_report(&reply.text, &nonce).map_err(|error| Reason::NoReport {
+            at: Step::Reduce,
+            error,
+            answer: reply.text,
+        });
     }
 }
 
@@ -700,7 +815,7 @@ async fn read_grep(
     stats: Stats,
     model: &dyn Model,
     tools: &dyn TextTools,
-) -> Result<Report, Failed> {
+) -> Result<Report, Reason> {
     let nonce = prompts::nonce();
     let system = prompts::read_grep_system(&job.source, job.handle, job.extract, &nonce);
     let mut messages = vec![Message::User(prompts::read_grep_user(job.handle, stats))];
@@ -717,10 +832,9 @@ async fn read_grep(
         if !offer {
             messages.push(Message::User(LIMIT_REACHED.to_string()));
         }
-        let at = if offer {
-            format!("turn {turn}")
-        } else {
-            format!("turn {turn}, after the limit of {MAX_TOOL_CALLS} tool calls")
+        let at = Step::Turn {
+            turn,
+            past_limit: !offer,
         };
         let reply = fitted_turn(
             job.handle,
@@ -735,17 +849,24 @@ async fn read_grep(
             &mut budget,
         )
         .await
-        .map_err(|e| Failed(format!("{at}: {e}")))?;
+        .map_err(|error| Reason::Model { at, error })?;
         if reply.tool_calls.is_empty() || !offer {
-            return parse_final_report(&reply.text, &nonce)
-                .map_err(|e| Failed(format!("{at}: {e}{}", said(&reply.text))));
+            return parse_final_report(&reply.text, &nonce).map_err(|error| Reason::NoReport {
+                at,
+                error,
+                answer: reply.text,
+            });
         }
         if let Some((call, earlier)) = reply
             .tool_calls
             .iter()
             .find_map(|c| made.repeat_of(c).map(|earlier| (c, earlier)))
         {
-            return Err(Failed(context::repeated(call, turn, earlier)));
+            return Err(Reason::Repeated {
+                call: call.clone(),
+                turn,
+                earlier,
+            });
         }
         for call in &reply.tool_calls {
             made.record(call, turn);
@@ -773,13 +894,23 @@ async fn read_grep(
     }
 }
 
-/// Why a read-grep turn got no reply: the model's error, after the one retry with a
-/// prompt cut to `retried_at` bytes when there was one.
+/// Why a model call got no reply: the model's error, after the one retry with a prompt
+/// cut to `retried_at` bytes when there was one.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}{}", context::retry_note(*.retried_at))]
-struct TurnError {
+struct CallError {
     error: ModelError,
     retried_at: Option<usize>,
+}
+
+impl From<ModelError> for CallError {
+    /// An error of a call that was not retried.
+    fn from(error: ModelError) -> Self {
+        CallError {
+            error,
+            retried_at: None,
+        }
+    }
 }
 
 /// One read-grep turn: `messages` cut to fit the model's context (the oldest tool results
@@ -791,7 +922,7 @@ async fn fitted_turn(
     bare: Request,
     messages: &mut [Message],
     budget: &mut Budget,
-) -> Result<super::model::Reply, TurnError> {
+) -> Result<super::model::Reply, CallError> {
     let fixed = context::fixed_bytes(&bare);
     loop {
         let cut = context::fit_conversation(messages, fixed, budget.bytes());
@@ -816,7 +947,7 @@ async fn fitted_turn(
                 ..
             }) if budget.shrink(sent, n_prompt_tokens, n_ctx).is_some() => {}
             Err(error) => {
-                return Err(TurnError {
+                return Err(CallError {
                     error,
                     retried_at: budget.retried_at(),
                 });
