@@ -2381,21 +2381,17 @@ fn costly_sub_agent_greps_end_at_the_call_s_deadline() {
 /// second one in flight when stdin closes does not keep `serve` past its end.
 #[test]
 fn a_large_full_read_in_flight_is_stopped_by_its_cancel_and_by_the_end_of_input() {
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let s = setup(&[]);
     let output = "x".repeat(256 << 10);
     let outputs: Vec<(&str, &str)> = (0..48).map(|_| ("Bash", output.as_str())).collect();
     real_handles(&s, &outputs);
-    let log = tempfile::NamedTempFile::new().expect("log file");
-    let mut child = Command::new(bin())
-        .arg("serve")
-        .env("PROMPT_DIARY_WORKSPACE", s.ws.root())
-        .env("RUST_LOG", "rmcp=warn,evidence_store=info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log.reopen().expect("log"))
-        .spawn()
-        .expect("serve starts");
+    let (mut child, log) = common::spawn_logged(
+        Command::new(bin())
+            .arg("serve")
+            .env("PROMPT_DIARY_WORKSPACE", s.ws.root())
+            .env("RUST_LOG", "rmcp=warn,evidence_store=info"),
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut send = |message: Value| {

@@ -89,18 +89,13 @@ async fn serve_outside_a_workspace_says_so_and_creates_nothing() {
 /// Returns stdout's lines and stderr.
 fn serve_until_a_ping(root: &Path) -> (Vec<String>, String) {
     use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-    let log = tempfile::NamedTempFile::new().expect("temp file");
-    let mut child = Command::new(BIN)
-        .arg("--workspace")
-        .arg(root)
-        .arg("serve")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(log.reopen().expect("log"))
-        .spawn()
-        .expect("serve starts");
+    let (mut child, log) = common::spawn_logged(
+        Command::new(BIN)
+            .arg("--workspace")
+            .arg(root)
+            .arg("serve")
+            .env("RUST_LOG", "off"),
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     for message in [
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),

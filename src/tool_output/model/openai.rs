@@ -682,6 +682,21 @@ mod tests {
         assert!(parse_reply(&json!({"error": "x"})).is_err());
     }
 
+    /// The settings of an endpoint at `url` for model `m`, its key in `env` if any.
+    fn cfg(url: &str, env: Option<&str>) -> EndpointConfig {
+        EndpointConfig {
+            base_url: url.into(),
+            model: "m".into(),
+            api_key_env: env.map(str::to_string),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// An endpoint at `url` with no key.
+    fn endpoint(url: &str) -> Endpoint {
+        Endpoint::new(cfg(url, None), |_| None).expect("a valid endpoint")
+    }
+
     #[test]
     fn credentials_in_urls_are_redacted() {
         assert_eq!(
@@ -691,16 +706,7 @@ mod tests {
         assert_eq!(redact_url("https://tok@host"), "https://***@host");
         assert_eq!(redact_url("http://host/v1/a@b"), "http://host/v1/a@b");
         assert_eq!(redact_url("not a url"), "not a url");
-        let e = Endpoint::new(
-            EndpointConfig {
-                base_url: "http://me:p%40ss@127.0.0.1:1/v1".into(),
-                model: "m".into(),
-                api_key_env: None,
-                timeout: Duration::from_secs(1),
-            },
-            |_| None,
-        )
-        .unwrap();
+        let e = endpoint("http://me:p%40ss@127.0.0.1:1/v1");
         assert_eq!(
             e.describe(),
             "http://***@127.0.0.1:1/v1/chat/completions model m"
@@ -716,17 +722,7 @@ mod tests {
 
     #[test]
     fn a_query_stays_after_the_path_and_its_values_are_never_shown() {
-        let e = Endpoint::new(
-            EndpointConfig {
-                base_url: "http://127.0.0.1:1/v1/?api-version=2024-02-01&key=s3cr3tvalue#frag"
-                    .into(),
-                model: "m".into(),
-                api_key_env: None,
-                timeout: Duration::from_secs(1),
-            },
-            |_| None,
-        )
-        .unwrap();
+        let e = endpoint("http://127.0.0.1:1/v1/?api-version=2024-02-01&key=s3cr3tvalue#frag");
         assert_eq!(
             e.url,
             "http://127.0.0.1:1/v1/chat/completions?api-version=2024-02-01&key=s3cr3tvalue"
@@ -770,12 +766,6 @@ mod tests {
 
     #[test]
     fn bad_urls_and_missing_keys_are_errors() {
-        let cfg = |url: &str, env: Option<&str>| EndpointConfig {
-            base_url: url.into(),
-            model: "m".into(),
-            api_key_env: env.map(str::to_string),
-            timeout: Duration::from_secs(1),
-        };
         assert!(matches!(
             Endpoint::new(cfg("ftp://x", None), |_| None),
             Err(EndpointError::Url(_))
@@ -790,7 +780,7 @@ mod tests {
             ),
             Err(EndpointError::MissingKey(_))
         ));
-        let e = Endpoint::new(cfg("http://127.0.0.1:1/v1/", None), |_| None).unwrap();
+        let e = endpoint("http://127.0.0.1:1/v1/");
         assert_eq!(
             e.describe(),
             "http://127.0.0.1:1/v1/chat/completions model m"

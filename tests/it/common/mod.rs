@@ -520,6 +520,22 @@ pub fn strip_sparse_handles(text: &str) -> (String, usize) {
     (member.replace_all(text, "").into_owned(), count)
 }
 
+/// Spawns `cmd` with piped stdin and stdout and its stderr going to a temporary file,
+/// returned beside the child (read it once the child is done).
+pub fn spawn_logged(
+    cmd: &mut std::process::Command,
+) -> (std::process::Child, tempfile::NamedTempFile) {
+    use std::process::Stdio;
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log.reopen().expect("log"))
+        .spawn()
+        .expect("spawns");
+    (child, log)
+}
+
 /// Waits for `child` to exit; a child still running after `hang` (a bound far above any
 /// normal run, for tests of things that used to wait for ever) is killed and reaped, and
 /// `None` says so. Not a timing check: callers fail only on a hang.
