@@ -76,7 +76,7 @@ pub fn retarget_turns(
         }
     }
     if changed {
-        writer.put_session_citations(project_key, &session.session_ref, &scan, &found)?;
+        writer.put_session_citations(project_key, &session.session_ref, &scan, found)?;
     }
     Ok(())
 }
@@ -192,7 +192,7 @@ pub fn verify_citations(
                 &group.project_key,
                 &group.session_ref,
                 &scan,
-                &group.citations,
+                group.citations,
             )?;
             out.changed += changed_counted;
             stored_changed += changed;

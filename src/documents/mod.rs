@@ -60,7 +60,7 @@ pub fn sync(writer: &mut Writer, root: &Path, rel: &str) -> Result<Option<Vec<u8
                 .is_none_or(|stored| stored.bytes != bytes)
             {
                 tracing::info!(rel, "document changed on disk; adopting it");
-                writer.put_document(rel, &DocumentRecord::new(bytes.clone()))?;
+                writer.put_document(rel, DocumentRecord::new(bytes.clone()))?;
             }
             Ok(Some(bytes))
         }
@@ -326,7 +326,7 @@ pub fn write(
         rel: rel.to_owned(),
         replacement,
     };
-    if let Err(e) = writer.put_document(rel, &DocumentRecord::new(bytes)) {
+    if let Err(e) = writer.put_document(rel, DocumentRecord::new(bytes)) {
         undo(written);
         return Err(e.into());
     }

@@ -454,7 +454,7 @@ pub fn import_loaded(
                         &project.key,
                         &session.session_ref,
                         &scan,
-                        &found,
+                        found,
                     )?;
                     report.citation_scans += 1;
                 }
@@ -463,7 +463,7 @@ pub fn import_loaded(
         };
         writer.put_session(
             &project.key,
-            &SessionRecord {
+            SessionRecord {
                 session: session.clone(),
                 file,
             },
@@ -473,9 +473,9 @@ pub fn import_loaded(
     remove_stale(&mut writer, workspace)?;
     report.documents = sync_documents(&mut writer, root, workspace)?;
     for project in &workspace.projects {
-        writer.put_project(&project_record(project))?;
+        writer.put_project(project_record(project))?;
     }
-    writer.put_workspace(&workspace_record(root, workspace))?;
+    writer.put_workspace(workspace_record(root, workspace))?;
     writer.put_contract(workspace.contract)?;
     writer.put_citation_options(options.citations.bits())?;
     pause_point("before-commit");
@@ -815,7 +815,7 @@ fn sync_documents(
         // Read only when its real location is inside the workspace.
         match crate::util::fsutil::read_confined(&root.path, rel) {
             Ok(Some(bytes)) => {
-                writer.put_document(rel, &DocumentRecord::new(bytes))?;
+                writer.put_document(rel, DocumentRecord::new(bytes))?;
                 stored += 1;
             }
             Ok(None) => writer.remove_document(rel)?,

@@ -156,15 +156,17 @@ impl Writer {
         project_key: &str,
         session_ref: &str,
         scan: &CitationScan,
-        citations: &[CitationRecord],
+        citations: Vec<CitationRecord>,
     ) -> Result<(), StoreError> {
         self.delete_session_citations(project_key, session_ref)?;
-        for group in citations.chunk_by(|a, b| a.line == b.line) {
-            let Some(line) = group.first().map(|c| c.line) else {
-                continue;
-            };
-            let stored: Vec<records::Citation> =
-                group.iter().map(|c| c.citation.clone().into()).collect();
+        // One row per run of citations on the same line, in the order given.
+        let mut citations = citations.into_iter().peekable();
+        while let Some(first) = citations.next() {
+            let line = first.line;
+            let mut stored = vec![records::Citation::from(first.citation)];
+            while let Some(next) = citations.next_if(|c| c.line == line) {
+                stored.push(next.citation.into());
+            }
             self.put(CITATIONS, (project_key, session_ref, line), &stored)?;
         }
         let scan = records::Scan::from(*scan);

@@ -105,14 +105,15 @@ impl Writer {
         })
     }
 
-    pub fn put_workspace(&mut self, record: &WorkspaceRecord) -> Result<(), StoreError> {
-        let record = records::Workspace::from(record.clone());
+    pub fn put_workspace(&mut self, record: WorkspaceRecord) -> Result<(), StoreError> {
+        let record = records::Workspace::from(record);
         self.put(WORKSPACE, WORKSPACE_KEY, &record)
     }
 
-    pub fn put_project(&mut self, record: &ProjectRecord) -> Result<(), StoreError> {
-        let stored = records::Project::from(record.clone());
-        self.put(PROJECTS, record.key.as_str(), &stored)
+    pub fn put_project(&mut self, record: ProjectRecord) -> Result<(), StoreError> {
+        let key = record.key.clone();
+        let stored = records::Project::from(record);
+        self.put(PROJECTS, key.as_str(), &stored)
     }
 
     pub fn remove_project(&mut self, key: &str) -> Result<(), StoreError> {
@@ -122,11 +123,11 @@ impl Writer {
     pub fn put_session(
         &mut self,
         project_key: &str,
-        record: &SessionRecord,
+        record: SessionRecord,
     ) -> Result<(), StoreError> {
-        let key = (project_key, record.session.session_ref.as_str());
-        let stored = records::SessionRecord::from(record.clone());
-        self.put(SESSIONS, key, &stored)
+        let session_ref = record.session.session_ref.clone();
+        let stored = records::SessionRecord::from(record);
+        self.put(SESSIONS, (project_key, session_ref.as_str()), &stored)
     }
 
     /// Every stored `(project_key, session_ref)` with its record.
@@ -200,10 +201,10 @@ impl Writer {
     pub fn put_document(
         &mut self,
         rel_path: &str,
-        record: &DocumentRecord,
+        record: DocumentRecord,
     ) -> Result<(), StoreError> {
         self.stores_document = true;
-        let stored = records::Document::from(record.clone());
+        let stored = records::Document::from(record);
         self.put(DOCUMENTS, rel_path, &stored)
     }
 
