@@ -632,7 +632,7 @@ impl Service {
         if line == 0 || line > file.lines {
             return Ok(Err(Problem::new(
                 field,
-                format!("trigger line {line} is outside the copied session file"),
+                crate::documents::trigger::NotATrigger::Outside { line }.to_string(),
                 restore,
             )));
         }
