@@ -171,11 +171,7 @@ pub enum NotWritable {
 impl NotWritable {
     fn into_problem(self) -> Problem {
         match self {
-            NotWritable::Busy(e) => Problem::new(
-                "document_lock",
-                e.to_string(),
-                "retry when the named process is done; if it is stuck, stop it",
-            ),
+            NotWritable::Busy(e) => Problem::new("document_lock", e.to_string(), BUSY_HINT),
             NotWritable::Unavailable(u) => Problem::new("workspace", u.to_string(), WORKSPACE_HINT),
         }
     }
@@ -194,6 +190,9 @@ pub struct Ping {
 
 const WORKSPACE_HINT: &str =
     "fix the prepared workspace as the message says, then call the tool again";
+
+/// What to do when another process holds a lock a write needs.
+const BUSY_HINT: &str = "retry when the named process is done; if it is stuck, stop it";
 
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
@@ -1068,21 +1067,17 @@ fn document_problem(root: &Path, e: DocumentError) -> Problem {
         DocumentError::Store(StoreError::NotImported) => {
             Problem::new("workspace", e.to_string(), WORKSPACE_HINT)
         }
-        DocumentError::Store(StoreError::Busy { .. }) => Problem::new(
+        e if e.kind() == Kind::StoreBusy => Problem::new(
             "document_lock",
             format!("{e}{}", documents::holder_hint(root)),
-            "retry when the named process is done; if it is stuck, stop it",
+            BUSY_HINT,
         ),
         DocumentError::Store(_) => Problem::new(
             "evidence_store",
             format!("the evidence store could not complete the write: {e}"),
             "retry the call; if it persists, run `evidence-store import` and retry",
         ),
-        DocumentError::Busy(_) => Problem::new(
-            "document_lock",
-            e.to_string(),
-            "retry when the named process is done; if it is stuck, stop it",
-        ),
+        DocumentError::Busy(_) => Problem::new("document_lock", e.to_string(), BUSY_HINT),
         DocumentError::Unreadable { .. } | DocumentError::Unwritable { .. } => Problem::new(
             "evidence_card",
             e.to_string(),
