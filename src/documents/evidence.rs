@@ -278,9 +278,10 @@ pub fn parse_chain_for(rules: Rules, chain: &Value) -> Result<Chain, Vec<Problem
             let tr_summary = ck.problems.text_field(&tr_base, tr, "summary");
             let mut quoted = Vec::new();
             let mut quoted_spans = Vec::new();
-            for (i, q) in as_list(tr.get("quoted_messages")).iter().enumerate() {
-                let q = as_object(Some(q));
-                let base = format!("{tr_base}.quoted_messages[{i}]");
+            for (base, q) in objects(
+                tr.get("quoted_messages"),
+                &format!("{tr_base}.quoted_messages"),
+            ) {
                 let text = ck.problems.text_field(&base, q, "text");
                 let (citations, spans) = ck.citations(&base, q);
                 quoted.push(object(vec![("text", text), ("citations", citations)]));
@@ -299,9 +300,7 @@ pub fn parse_chain_for(rules: Rules, chain: &Value) -> Result<Chain, Vec<Problem
 
     let mut reactions = Vec::new();
     let mut reaction_spans = Vec::new();
-    for (i, r) in as_list(c.get("agent_reactions")).iter().enumerate() {
-        let r = as_object(Some(r));
-        let base = format!("{p}.agent_reactions[{i}]");
+    for (base, r) in objects(c.get("agent_reactions"), &format!("{p}.agent_reactions")) {
         let summary = ck.problems.text_field(&base, r, "summary");
         let (citations, spans) = ck.citations(&base, r);
         reactions.push(object(vec![("summary", summary), ("citations", citations)]));
@@ -309,9 +308,7 @@ pub fn parse_chain_for(rules: Rules, chain: &Value) -> Result<Chain, Vec<Problem
     }
     let mut checks = Vec::new();
     let mut check_spans = Vec::new();
-    for (i, k) in as_list(c.get("observed_checks")).iter().enumerate() {
-        let k = as_object(Some(k));
-        let base = format!("{p}.observed_checks[{i}]");
+    for (base, k) in objects(c.get("observed_checks"), &format!("{p}.observed_checks")) {
         let kind = ck
             .problems
             .controlled_field(&base, k, "type", "check type", CHECK_TYPES);

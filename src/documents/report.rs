@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::documents::problems::{
-    Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty,
+    Problem, Problems, REF_HINT, STRING_HINT, as_list, as_object, non_empty, objects,
 };
 use crate::documents::synthesis::{self, TurnKey};
 use crate::util::pyjson::{self, Map, Value, py_repr};
@@ -831,9 +831,7 @@ fn parse_engagement(
     let mut p = Parser::new();
     let (text, confidence) = cited_text(&mut p, "overall_reading", overall);
     let mut obs = Vec::new();
-    for (i, o) in as_list(observations).iter().enumerate() {
-        let o = as_object(Some(o));
-        let base = format!("observations[{i}]");
+    for (base, o) in objects(observations, "observations") {
         let dimension = p.problems.controlled_field(
             &base,
             o,
@@ -878,9 +876,7 @@ fn parse_team_learning(
     let mut p = Parser::new();
     let (text, confidence) = cited_text(&mut p, "takeaways", takeaways);
     let mut pats = Vec::new();
-    for (i, x) in as_list(patterns).iter().enumerate() {
-        let x = as_object(Some(x));
-        let base = format!("patterns[{i}]");
+    for (base, x) in objects(patterns, "patterns") {
         let kind = p.problems.controlled_field(
             &base,
             x,

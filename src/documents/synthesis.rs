@@ -199,9 +199,7 @@ pub fn parse_work_item_for(rules: Rules, item: &Value) -> Result<WorkItem, Vec<P
         ]));
     }
     let mut states = Vec::new();
-    for (i, t) in as_list(w.get("terminal_states")).iter().enumerate() {
-        let t = as_object(Some(t));
-        let base = format!("{p}.terminal_states[{i}]");
+    for (base, t) in objects(w.get("terminal_states"), &format!("{p}.terminal_states")) {
         let kind =
             ck.problems
                 .controlled_field(&base, t, "type", "terminal_state type", TERMINAL_STATES);
