@@ -636,7 +636,7 @@ impl Service {
             )));
         }
         let entries = store.reader()?.lines(file.file_id, line.max(2) - 1, line)?;
-        let rel = crate::session::rel_path(project_key, &record.session.session_path);
+        let rel = layout::session_path(project_key, &record.session.session_path);
         let texts = match crate::session::read_texts(&self.root.path, &rel, file, &entries) {
             Ok(texts) => texts,
             Err(crate::session::ReadBackError::Io(e)) => {

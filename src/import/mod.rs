@@ -620,12 +620,8 @@ fn plan(
     let sessions = Sessions::open(&root.path).ok();
     for project in &workspace.projects {
         for session in &project.sessions {
-            let path = root
-                .path
-                .join(layout::PROJECTS)
-                .join(&project.key)
-                .join(&session.session_path);
-            let rel = session::rel_path(&project.key, &session.session_path);
+            let rel = layout::session_path(&project.key, &session.session_path);
+            let path = root.path.join(&rel);
             let stamp = stamp(sessions.as_ref(), &rel);
             let stored = lookup.session(&project.key, &session.session_ref)?;
             let previous = match &stored {

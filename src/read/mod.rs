@@ -13,10 +13,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::session::{LineFailure, OpenError, SessionFile, open_imported, rel_path};
+use crate::session::{LineFailure, OpenError, SessionFile, open_imported};
 use crate::store::{FileState, Lookup, Reader, StoreError};
 use crate::util::pyjson::py_repr;
-use crate::workspace::Unknown;
+use crate::workspace::{Unknown, layout};
 use compact::CompactRecord;
 
 /// Most lines one compact read may return.
@@ -336,7 +336,7 @@ pub fn locate(reader: &Reader, root: &Path, req: &ReadRequest) -> Result<Located
     let FileState::Indexed(indexed) = &record.file else {
         return missing();
     };
-    let rel = rel_path(project_key, &record.session_path);
+    let rel = layout::session_path(project_key, &record.session_path);
     let file = match open_imported(root, &rel, indexed) {
         Ok(file) => file,
         Err(OpenError::Missing) => return missing(),

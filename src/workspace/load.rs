@@ -5,7 +5,7 @@ use std::io;
 use super::validate::{self, Escape};
 use super::{LoadError, Project, Workspace};
 use crate::workspace::contract::Rules;
-use crate::workspace::{WorkspaceRoot, display_join};
+use crate::workspace::{WorkspaceRoot, display_join, layout};
 
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
 /// directory-name order with its `project.json` and `sessions.index.jsonl`.
@@ -28,15 +28,16 @@ pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
 /// Sub-directories of `projects/` (symlinks to directories included), in code-point order.
 /// A missing `projects/` is a workspace without projects.
 fn project_dirs(root: &WorkspaceRoot) -> Result<Vec<String>, LoadError> {
-    let projects = root.path.join(super::layout::PROJECTS);
+    let projects = root.path.join(layout::PROJECTS);
     let entries = match std::fs::read_dir(&projects) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(&display_join(&root.display, "projects"), &e)),
+        Err(e) => return Err(io_error(&display_join(&root.display, layout::PROJECTS), &e)),
     };
     let mut dirs = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| io_error(&display_join(&root.display, "projects"), &e))?;
+        let entry =
+            entry.map_err(|e| io_error(&display_join(&root.display, layout::PROJECTS), &e))?;
         // `metadata()` follows symlinks, so a link to a directory counts as a project.
         if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
             dirs.push(entry.file_name().to_string_lossy().into_owned());
@@ -47,8 +48,8 @@ fn project_dirs(root: &WorkspaceRoot) -> Result<Vec<String>, LoadError> {
 }
 
 fn load_project(root: &WorkspaceRoot, dir: &str, rules: Rules) -> Result<Project, LoadError> {
-    let rel = format!("projects/{dir}");
-    let project_dir = root.path.join("projects").join(dir);
+    let rel = layout::project_dir(dir);
+    let project_dir = root.path.join(&rel);
     let project_file = display_join(&root.display, &format!("{rel}/project.json"));
     let bytes = read_required(root, &format!("{rel}/project.json"), &project_file)?;
     let (key, label) = validate::project(&project_file, dir, &bytes)?;
