@@ -420,7 +420,7 @@ impl Service {
 
     /// What a tool-output handle names ([`handles::resolve`]); `Err` is why the store
     /// cannot answer.
-    pub fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, ServiceError> {
+    fn resolve_handle(&self, handle: &str) -> Result<handles::Resolved, ServiceError> {
         let store = self.readable().map_err(ServiceError::Unavailable)?;
         Ok(handles::resolve(store, &self.root.path, handle)?)
     }

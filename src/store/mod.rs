@@ -16,7 +16,7 @@
 
 mod backend;
 pub mod citations;
-pub mod codec;
+mod codec;
 mod error;
 #[cfg(test)]
 mod format_tests;
@@ -26,7 +26,7 @@ mod migrate;
 mod open;
 mod reader;
 mod records;
-pub mod schema;
+mod schema;
 mod types;
 pub mod verify;
 mod writer;
