@@ -173,7 +173,7 @@ fn session_receipts(
     // The receipt's citations, by the one counting rule; the messages it hashes are all
     // those of the turn that carry a citation, repeated or not.
     let counted = super::stored::counted(found);
-    let rel = crate::session::rel_path(key, &session.session_path);
+    let rel = crate::workspace::layout::session_path(key, &session.session_path);
     let handle = crate::session::open_imported(root, &rel, file).map_err(|error| match error {
         crate::session::OpenError::Changed(what) => NoReceipts::FileChanged {
             rel: rel.clone(),

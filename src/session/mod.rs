@@ -20,11 +20,6 @@ pub use open::{OpenError, ReadBackError, SessionFile, Sessions, open, open_impor
 
 use crate::util::lines::{self, LineEntry};
 
-/// A session file's path relative to the workspace root.
-pub fn rel_path(project_key: &str, session_path: &str) -> String {
-    crate::workspace::layout::session_path(project_key, session_path)
-}
-
 /// Why stored lines could not be read from their file.
 #[derive(Debug)]
 pub enum LineFailure {

@@ -62,7 +62,7 @@ pub struct SessionFile {
     meta: std::fs::Metadata,
 }
 
-/// Opens `<root>/<rel>` (`rel` as [`super::rel_path`] makes it): resolved beneath the
+/// Opens `<root>/<rel>` (`rel` as [`crate::workspace::layout::session_path`] makes it): resolved beneath the
 /// workspace root's descriptor, `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC`, then `fstat`
 /// on the descriptor: only a regular file is accepted. A FIFO swapped in is an error at
 /// once, never a wait; a symlink is never followed.
