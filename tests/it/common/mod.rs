@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests: temp workspaces and the real binary.
-#![allow(dead_code)]
 
 pub mod cards;
 pub mod http;
@@ -539,7 +538,6 @@ pub fn spawn_logged(
 /// Waits for `child` to exit; a child still running after `hang` (a bound far above any
 /// normal run, for tests of things that used to wait for ever) is killed and reaped, and
 /// `None` says so. Not a timing check: callers fail only on a hang.
-#[allow(dead_code)]
 pub fn exit_or_hang(
     child: &mut std::process::Child,
     hang: std::time::Duration,
