@@ -34,6 +34,13 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// What `dump --json ARGS` prints on the workspace, parsed.
+pub fn dump_json(ws: &Workspace, args: &[&str]) -> Value {
+    let mut all = vec!["dump", "--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ws.ok(&all)).expect("dump --json prints JSON")
+}
+
 /// At least `bytes` of log entries with words, numbers and non-ASCII text, 50 to a line:
 /// a payload that costly greps are slow over.
 pub fn wordy_log(bytes: usize) -> String {
