@@ -563,6 +563,22 @@ pub fn exit_or_hang(
     }
 }
 
+/// Runs the binary on the workspace with `envs` added; one that hangs is killed after
+/// 60 s so that the test fails instead.
+pub fn run_or_kill(ws: &Workspace, envs: &[(&str, &str)], args: &[&str]) -> Output {
+    let child = Command::new(BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    output_or_kill(child, std::time::Duration::from_secs(60))
+}
+
 /// The output of `child`; one still running after `hang` (a bound far above any normal
 /// run) is killed first, so that a hang fails the test instead of hanging it.
 pub fn output_or_kill(
