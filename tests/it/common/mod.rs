@@ -90,8 +90,6 @@ impl Workspace {
         }
     }
 
-    /// A copy of the example workspace's own files: what the README's commands write
-    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
     /// A workspace of one project, `project_key` labelled `label`, final for
     /// `report_date` in UTC, with no session yet.
     pub fn one_project(report_date: &str, project_key: &str, label: &str) -> Self {
@@ -107,6 +105,8 @@ impl Workspace {
         ws
     }
 
+    /// A copy of the example workspace's own files: what the README's commands write
+    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_example(
