@@ -496,7 +496,8 @@ impl Server {
         };
         // The paged contract takes a cursor (and answers one page, sent whole).
         // Decided once, here: the service answers under the same decision.
-        let paged = self.service.get().await?.contract().rules().paged_reads;
+        let service = self.service.get().await?;
+        let paged = service.contract().rules().paged_reads;
         let paging = if paged {
             Paging::Page(
                 errors
@@ -519,9 +520,8 @@ impl Server {
         };
         let text = match stream {
             Some((text, mut sender)) => {
-                let service = self.service.get().await?;
                 tokio::task::spawn_blocking(move || {
-                    service.read(&request, Paging::Unpaged, &mut sender);
+                    service.read(&request, paging, &mut sender);
                     sender.finish();
                 });
                 text

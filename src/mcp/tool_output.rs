@@ -39,7 +39,12 @@ impl Server {
 
 /// The input schema, exactly as published (kept as data, as prompt-diary's are).
 pub fn tool_output_schema() -> Arc<JsonObject> {
-    Arc::new(serde_json::from_str(TOOL_OUTPUT_SCHEMA).unwrap_or_default())
+    // Compiled-in data, pinned by a test: a bad file is a build defect, never published
+    // as an empty schema.
+    Arc::new(
+        serde_json::from_str(TOOL_OUTPUT_SCHEMA)
+            .expect("the compiled-in tool_output schema is a JSON object"),
+    )
 }
 
 /// The checked arguments, or the message naming every problem.

@@ -87,10 +87,11 @@ impl SessionLines {
         let found = match &self.found {
             Ok(found) => found,
             Err(why) => {
+                let why = why.to_string();
                 return Ok((first..=last)
                     .map(|n| Line {
                         n,
-                        body: Body::Unreadable(why.to_string()),
+                        body: Body::Unreadable(why.clone()),
                     })
                     .collect());
             }

@@ -300,8 +300,9 @@ fn field(text: &str) -> Markup {
 }
 
 /// A cited `lines` that is no span `a-b` with `1 <= a <= b`: its text, cut as shown.
-#[derive(Debug, thiserror::Error)]
-#[error("cites {0}, which is not a line span")]
+/// Shown only as markup (the text in `<code>`, see [`range_view`]), so it carries no
+/// message of its own.
+#[derive(Debug)]
 struct NotASpan(String);
 
 /// The spans `"a-b"` of a part's `citations`.

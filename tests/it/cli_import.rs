@@ -2,14 +2,7 @@
 
 use crate::common;
 
-use common::{PROJECT, Workspace};
-use serde_json::Value;
-
-fn dump_json(ws: &Workspace, args: &[&str]) -> Value {
-    let mut all = vec!["dump", "--json"];
-    all.extend_from_slice(args);
-    serde_json::from_str(&ws.ok(&all)).expect("dump --json prints JSON")
-}
+use common::{PROJECT, Workspace, dump_json};
 
 #[test]
 fn imports_the_example_workspace() {

@@ -402,27 +402,13 @@ fn plant(ws: &Workspace, rel: &str, what: Planted, victim: &Path) {
 
 /// Runs a command that must not hang on a planted FIFO; stdout and stderr together.
 fn outcome(ws: &Workspace, args: &[&str]) -> (Option<i32>, String) {
-    let out = run_or_kill(ws, args);
+    let out = common::run_or_kill(ws, &[("RUST_LOG", "off")], args);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code(), text)
-}
-
-fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
-    let child = std::process::Command::new(common::BIN)
-        .args(args)
-        .arg("--workspace")
-        .arg(ws.root())
-        .env_remove("PROMPT_DIARY_WORKSPACE")
-        .env("RUST_LOG", "off")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::output_or_kill(child, std::time::Duration::from_secs(60))
 }
 
 /// The message each kind of planted entry is refused with.

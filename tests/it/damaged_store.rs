@@ -448,20 +448,6 @@ fn wait_dead(pid: u32) {
     }
 }
 
-/// Runs the binary; one that hangs is killed after 60 s so that the test fails instead.
-fn run_or_kill(ws: &Workspace, args: &[&str]) -> std::process::Output {
-    let child = std::process::Command::new(common::BIN)
-        .args(args)
-        .arg("--workspace")
-        .arg(ws.root())
-        .env_remove("PROMPT_DIARY_WORKSPACE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::output_or_kill(child, std::time::Duration::from_secs(60))
-}
-
 /// A FIFO at the store path: `dump` and `verify` (read-only opens) say it is not a regular
 /// file instead of waiting for a writer forever, and `import --rebuild` replaces it.
 #[test]
@@ -474,7 +460,7 @@ fn a_fifo_at_the_store_path_hangs_no_command() {
         .unwrap();
     assert!(made.success());
     for args in [&["dump"][..], &["verify"]] {
-        let out = run_or_kill(&ws, args);
+        let out = common::run_or_kill(&ws, &[], args);
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -483,7 +469,7 @@ fn a_fifo_at_the_store_path_hangs_no_command() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
         assert!(text.contains("not a regular file"), "{args:?}: {text}");
     }
-    let out = run_or_kill(&ws, &["import", "--rebuild"]);
+    let out = common::run_or_kill(&ws, &[], &["import", "--rebuild"]);
     assert!(out.status.success(), "{out:?}");
     assert!(std::fs::metadata(ws.store()).unwrap().is_file());
     ws.ok(&["verify"]);

@@ -4,17 +4,11 @@ use crate::common;
 
 use std::process::{Child, Command, Stdio};
 
-use common::{BIN, PROJECT, Paused, Workspace, call_ok, connect};
-use serde_json::{Value, json};
+use common::{BIN, PROJECT, Paused, Workspace, call_ok, connect, dump_json};
+use serde_json::json;
 
 const X1: &str = "projects/Demo-0123456789ab/sessions/codex/x1.jsonl";
 const C1: &str = "projects/Demo-0123456789ab/sessions/claude-code/c1.jsonl";
-
-fn dump_json(ws: &Workspace, args: &[&str]) -> Value {
-    let mut all = vec!["dump", "--json"];
-    all.extend_from_slice(args);
-    serde_json::from_str(&ws.ok(&all)).unwrap()
-}
 
 /// The stored line blocks, and how many the stored sessions' line tables need: equal
 /// when no import left a table behind that no session refers to.

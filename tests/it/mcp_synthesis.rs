@@ -5,17 +5,9 @@ use crate::common;
 
 use common::{Workspace, call_ok, connect};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 fn fixture(name: &str) -> String {
     common::fixture(&format!("synthesis/{name}"))
-}
-
-fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// A one-project workspace: one session with a committed chain.
@@ -55,7 +47,7 @@ async fn envelope_matches_the_reference_byte_for_byte() {
     );
     let bytes = ws.read(&envelope);
     assert_eq!(
-        (bytes.len(), sha(&bytes)),
+        (bytes.len(), common::hex_sha256(&bytes)),
         (
             1548,
             "62b1974ef68a216568c8a1bc7ab95088ce8f48378d51abf99b4537faa96f1eda".to_owned()
@@ -345,7 +337,7 @@ async fn daily_report_build_and_slots_match_the_reference() {
     client.cancel().await.unwrap();
     let patched = ws.read("daily-report.json");
     assert_eq!(
-        (patched.len(), sha(&patched)),
+        (patched.len(), common::hex_sha256(&patched)),
         (
             4496,
             "622715ccd1b9e81d42e2ef49c9c364efc7701ca21ae295c356e10b822cf226a6".to_owned()

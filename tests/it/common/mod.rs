@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests: temp workspaces and the real binary.
-#![allow(dead_code)]
 
 pub mod cards;
 pub mod http;
@@ -33,6 +32,13 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// What `dump --json ARGS` prints on the workspace, parsed.
+pub fn dump_json(ws: &Workspace, args: &[&str]) -> Value {
+    let mut all = vec!["dump", "--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ws.ok(&all)).expect("dump --json prints JSON")
 }
 
 /// At least `bytes` of log entries with words, numbers and non-ASCII text, 50 to a line:
@@ -84,8 +90,6 @@ impl Workspace {
         }
     }
 
-    /// A copy of the example workspace's own files: what the README's commands write
-    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
     /// A workspace of one project, `project_key` labelled `label`, final for
     /// `report_date` in UTC, with no session yet.
     pub fn one_project(report_date: &str, project_key: &str, label: &str) -> Self {
@@ -101,6 +105,8 @@ impl Workspace {
         ws
     }
 
+    /// A copy of the example workspace's own files: what the README's commands write
+    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
     pub fn example() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_example(
@@ -539,7 +545,6 @@ pub fn spawn_logged(
 /// Waits for `child` to exit; a child still running after `hang` (a bound far above any
 /// normal run, for tests of things that used to wait for ever) is killed and reaped, and
 /// `None` says so. Not a timing check: callers fail only on a hang.
-#[allow(dead_code)]
 pub fn exit_or_hang(
     child: &mut std::process::Child,
     hang: std::time::Duration,
@@ -556,6 +561,22 @@ pub fn exit_or_hang(
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Runs the binary on the workspace with `envs` added; one that hangs is killed after
+/// 60 s so that the test fails instead.
+pub fn run_or_kill(ws: &Workspace, envs: &[(&str, &str)], args: &[&str]) -> Output {
+    let child = Command::new(BIN)
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.root())
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    output_or_kill(child, std::time::Duration::from_secs(60))
 }
 
 /// The output of `child`; one still running after `hang` (a bound far above any normal

@@ -44,7 +44,6 @@ impl LineServer {
     }
 
     /// [`LineServer::start`], keeping stderr in [`LineServer::log`].
-    #[allow(dead_code)]
     pub fn start_logged(cmd: Command, name: &str, bound: Duration) -> LineServer {
         Self::start_with(cmd, name, bound, true)
     }

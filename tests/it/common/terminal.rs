@@ -2,7 +2,6 @@
 //! everything it wrote there: the master side is read until the command and everything
 //! it started have closed the terminal, so no output is lost however slowly the command
 //! runs (script(1) stops copying on its own schedule once the command has exited).
-#![allow(dead_code)]
 
 use std::fs::File;
 use std::io::Read;
