@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake home holding one day of Claude Code and Codex session histories, for `run.sh`.
 
-  fake_home.py --out HOME --date YYYY-MM-DD
+  fake_home.py --out HOME --date YYYY-MM-DD [--one-turn]
 
 Writes `HOME/.claude/projects/<cwd with / as ->/<session id>.jsonl` (Claude Code) and
 `HOME/.codex/sessions/YYYY/MM/DD/rollout-...-<id>.jsonl` (Codex), the files prompt-diary's
@@ -131,11 +131,19 @@ class Codex:
         dest.write_text("".join(dumps(r) + "\n" for r in self.records), encoding="utf-8")
 
 
-def make(home: Path, date: str) -> dict:
+def make(home: Path, date: str, one_turn: bool = False) -> dict:
     def sid(name: str) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evidence-store/realday/{date}/{name}"))
 
     sessions = []
+    if one_turn:
+        # One Claude Code session of one short turn (for a real, slow model).
+        s = Claude("/home/dev/parser", sid("one-turn"), Clock(date, 12))
+        s.user("Run the tokenizer tests.")
+        s.tool("Bash", {"command": "pytest -q tests/test_tokens.py", "timeout": 120000}, "12 passed in 0.31s")
+        s.say("All 12 tokenizer tests pass.\n\n**Evidence**: pytest tests/test_tokens.py - PASS")
+        s.write(home)
+        return {"home": str(home), "date": date, "sessions": 1}
     # parser: two Claude Code sessions; a correction; a trimmed test log.
     s = Claude("/home/dev/parser", sid("parser-1"), Clock(date, 12))
     s.user("The tokenizer drops the last token of every line. Find out why and fix it.")
@@ -193,9 +201,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the home to create (must not exist)")
     parser.add_argument("--date", required=True, help="the day, YYYY-MM-DD")
+    parser.add_argument("--one-turn", action="store_true", help="only one session of one turn")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=False)
-    print(json.dumps(make(args.out, args.date)))
+    print(json.dumps(make(args.out, args.date, args.one_turn)))
     return 0
 
 

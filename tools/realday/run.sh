@@ -13,6 +13,9 @@
 #   --bin PATH        the evidence-store binary (default target/debug/evidence-store)
 #   --endpoint URL    a Responses endpoint already listening (default: start agent.py),
 #                     e.g. tools/realmodel/server.mjs's http://127.0.0.1:PORT/v1
+#   --catalog FILE    a model_catalog_json for Codex (catalog.json here redefines prompt-diary's
+#                     two models with direct tools: smaller requests, for a real small model);
+#                     without it Codex uses its bundled model metadata, as a user's Codex does
 #
 # Steps: installs prompt-diary 0.2.20 with its Codex into a cached venv (setup.sh); runs
 # `prompt-diary prepare` on the histories into DIR/reports; starts the endpoint; writes a
@@ -26,7 +29,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-histories="" date="2026-01-15" tz="UTC" server="" out="" bin="$root/target/debug/evidence-store" endpoint=""
+histories="" date="2026-01-15" tz="UTC" server="" out="" bin="$root/target/debug/evidence-store" endpoint="" catalog=""
 die() { echo "realday: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,7 +40,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --endpoint) endpoint="$2"; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --catalog) catalog="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -87,8 +91,10 @@ case "$endpoint" in http://127.0.0.1:*|http://localhost:*|http://\[::1\]:*) ;; *
 
 # Codex's own configuration: every model request to the endpoint, no login, no key; the MCP
 # server is given 20 s before the first request (else it may go out listing no MCP tools).
+[ -z "$catalog" ] || [ -f "$catalog" ] || die "no catalog file at $catalog"
 cat >"$out/codex-home/config.toml" <<EOF
 model_provider = "local"
+${catalog:+model_catalog_json = \"$catalog\"}
 web_search = "disabled"
 mcp_optional_startup_grace_ms = 20000
 
