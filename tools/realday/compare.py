@@ -13,6 +13,12 @@ well, as decided deviations:
   evidence-store writes beside the cards): evidence-store's own files, which prompt-diary
   neither writes nor reads.
 
+Then the write tools' answers, as the agent saw them (DIR/agent/): every write call, its
+arguments and its answer (accepted, or refused with its errors) must be the same in both days,
+the `Wall time` Codex puts before each aside. One decided deviation: evidence-store's hint for
+a citation outside the turn is the user's wording, "cite only lines inside the evidence
+chain's indexed turn", where prompt-diary 0.2.20 says "cite only lines inside the indexed turn".
+
 Prints one line per difference and a closing `N passed, N failed` line; exits 1 on any
 difference, 2 when a day is missing.
 """
@@ -20,10 +26,31 @@ difference, 2 when a day is missing.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 SET_ASIDE_DIRS = (".evidence-store", "receipts")
+DECIDED_HINTS = {"cite only lines inside the evidence chain's indexed turn": "cite only lines inside the indexed turn"}
+
+
+def write_answers(day: Path) -> set[tuple[str, str, str]]:
+    """(tool, arguments, answer) of every write call the agent made, from its request log."""
+    out = set()
+    for path in sorted((day / "agent").glob("*-request.json")):
+        items = [i for i in json.loads(path.read_text(encoding="utf-8")).get("input") or [] if isinstance(i, dict)]
+        calls = {i.get("call_id"): i for i in items if i.get("type") == "function_call"}
+        for item in items:
+            call = calls.get(item.get("call_id"))
+            if item.get("type") != "function_call_output" or not call or not str(call.get("name")).startswith("write_"):
+                continue
+            output = item.get("output")
+            text = "".join(p.get("text", "") for p in output if isinstance(p, dict)) if isinstance(output, list) else str(output)
+            text = re.sub(r"Wall time: [0-9.]+ seconds", "", text)
+            for ours, theirs in DECIDED_HINTS.items():
+                text = text.replace(ours, theirs)
+            out.add((call["name"], call.get("arguments") or "", text))
+    return out
 
 
 def workspace(day: Path) -> Path:
@@ -96,6 +123,15 @@ def main() -> int:
         else:
             print(f"DIFF {rel}: {why}")
             failed += 1
+    a_writes, b_writes = write_answers(Path(sys.argv[1])), write_answers(Path(sys.argv[2]))
+    if not a_writes or not b_writes:
+        print("DIFF write answers: a day's agent log holds no write call")
+        failed += 1
+    for tool, arguments, answer in sorted(a_writes ^ b_writes):
+        side = sys.argv[1] if (tool, arguments, answer) in a_writes else sys.argv[2]
+        print(f"DIFF {tool} answered only in {side}: {arguments[:150]} -> {' '.join(answer.split())[:300]}")
+        failed += 1
+    passed += len(a_writes & b_writes)
     print(f"compare: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
