@@ -546,11 +546,15 @@ def project_synthesis(body: dict, tools: dict, instructions: str, calls: list[Ca
         reported += [(u.get("session_ref"), u.get("turn_ref"), None) for u in last_uncovered if isinstance(u, dict)]
     known = {(c["session_ref"], c["turn_ref"]) for c in chains}
     for s, t, has_chain in reported:
-        if (s, t) in covered or any((s, t) == (c["session_ref"], c["turn_ref"]) for cs in todo.values() for c in cs):
+        if (s, t) in covered or (s, t) in known:
             continue
-        if (s, t) in known:
-            continue
-        gaps.append((s, t))
+        if has_chain:
+            # A chain the input did not show: its turn still goes into a work item of its own.
+            known.add((s, t))
+            todo.setdefault(s, []).append({"session_ref": s, "turn_ref": t, "materiality": "minor",
+                                           "reactions": [], "outcomes": []})
+        else:
+            gaps.append((s, t))
     if todo:
         session_ref = sorted(todo)[0]
         item = work_item(next_ref, session_ref, todo[session_ref], instructions)
@@ -672,8 +676,7 @@ def correct_daily(args: dict, errors: list, refs: list[dict]) -> dict:
     for error in errors:
         if not isinstance(error, dict):
             continue
-        path = str(error.get("path") or "")
-        target, key = locate(out, re.sub(r"^[a-z_]+\.", "", path, count=0) if False else path)
+        target, key = locate(out, str(error.get("path") or ""))
         if target is None:
             continue
         if isinstance(target, list) and isinstance(key, int) and key < len(target):
