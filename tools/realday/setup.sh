@@ -8,7 +8,7 @@
 set -euo pipefail
 version=0.2.20
 codex_version=0.162.0
-cache="${REALDAY_CACHE:-${XDG_CACHE_HOME:-${HOME:?}/.cache}/evidence-store/realday}"
+cache="${REALDAY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/evidence-store/realday}"
 venv="$cache/venv-prompt-diary-$version"
 die() { echo "realday setup: $*" >&2; exit 1; }
 
