@@ -281,14 +281,28 @@ pub(crate) fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, 
     out
 }
 
-/// The settings from the environment alone (a `report mcp serve` started by `run`).
-fn settings_from_env() -> ToolOutputSettings {
+/// The settings of a `report mcp serve` started by `run`: each from its environment
+/// variable, else from `run_settings` (what `run` left beside its `report` link, as the
+/// same `NAME=VALUE` entries), else its default.
+fn settings_from_env(run_settings: &[(String, String)]) -> ToolOutputSettings {
     #[derive(Debug, Parser)]
     struct EnvOnly {
         #[command(flatten)]
         model: ModelFlags,
     }
-    match EnvOnly::try_parse_from(["evidence-store"]) {
+    let mut argv = vec!["evidence-store".to_owned()];
+    for arg in EnvOnly::command().get_arguments() {
+        let (Some(name), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        if std::env::var_os(name).is_some() {
+            continue;
+        }
+        if let Some((_, value)) = run_settings.iter().find(|(n, _)| name == n.as_str()) {
+            argv.push(format!("--{long}={value}"));
+        }
+    }
+    match EnvOnly::try_parse_from(argv) {
         Ok(e) => e.model.settings(),
         Err(e) => e.exit(),
     }
@@ -392,13 +406,22 @@ fn report_config(
     let workspace = resolve_workspace(env, cwd);
     // Only `report mcp serve` uses them; reading them for other `report` calls could turn
     // a bad variable into an error that has nothing to do with that call.
-    let tool_output = if args == ["mcp", "serve"] {
-        settings_from_env()
+    let (tool_output, citations) = if args == ["mcp", "serve"] {
+        let run_settings = crate::cli::run::run_settings();
+        // Set by `run` for the servers it starts; anything but `off` is the default.
+        let citations = std::env::var(CITATIONS_JSON_ENV).ok().or_else(|| {
+            run_settings
+                .iter()
+                .find(|(name, _)| name == CITATIONS_JSON_ENV)
+                .map(|(_, value)| value.clone())
+        });
+        (
+            settings_from_env(&run_settings),
+            citation_options(&citations.unwrap_or_default()),
+        )
     } else {
-        ToolOutputSettings::default()
+        (ToolOutputSettings::default(), citation_options(""))
     };
-    // Set by `run` for the servers it starts; anything but `off` is the default.
-    let citations = citation_options(&std::env::var(CITATIONS_JSON_ENV).unwrap_or_default());
     Config {
         store: default_store(&workspace.path),
         workspace,

@@ -19,6 +19,13 @@ use crate::workspace::{WorkspaceRoot, python_path_display};
 const RUN_DIR_ENV: &str = "EVIDENCE_STORE_RUN_DIR";
 /// The file in that directory: workspace paths, each ended by a NUL byte.
 const SERVED_FILE: &str = "served-workspaces";
+/// The file in that directory holding the settings `run` hands its servers, as the
+/// `NAME=VALUE` environment entries it also sets, each ended by a NUL byte. A client may
+/// start its MCP servers with a cleared environment (Codex keeps little more than PATH and
+/// HOME), so a `report` that finds no `EVIDENCE_STORE_RUN_DIR` finds the directory on PATH.
+const SETTINGS_FILE: &str = "settings";
+/// The most a settings file is read (it holds a few short values).
+const SETTINGS_MAX_BYTES: u64 = 64 * 1024;
 
 /// `run -- COMMAND...`: COMMAND runs with a private directory first on PATH holding a
 /// `report` link to this binary; afterwards every workspace a `report mcp serve` served
@@ -33,6 +40,20 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         .tempdir()
         .context("cannot create run's private directory")?;
     let exe = std::env::current_exe().context("cannot locate this binary")?;
+    let settings: Vec<(&str, String)> = args::settings_env(&config.tool_output)
+        .into_iter()
+        .chain(std::iter::once({
+            let (name, value) = args::citations_env(config.citations);
+            (name, value.to_owned())
+        }))
+        .collect();
+    let mut entries = Vec::new();
+    for (name, value) in &settings {
+        entries.extend_from_slice(format!("{name}={value}").as_bytes());
+        entries.push(0);
+    }
+    std::fs::write(dir.path().join(SETTINGS_FILE), entries)
+        .context("cannot write the settings in run's private directory")?;
     std::os::unix::fs::symlink(&exe, dir.path().join(args::REPORT_NAME))
         .context("cannot link `report` in run's private directory")?;
     let original = std::env::var_os("PATH").unwrap_or_default();
@@ -46,11 +67,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         .args(args)
         .env("PATH", path)
         .env(RUN_DIR_ENV, dir.path())
-        .envs(args::settings_env(&config.tool_output))
-        .env(
-            args::citations_env(config.citations).0,
-            args::citations_env(config.citations).1,
-        );
+        .envs(settings);
     let status = match wait_forwarding_signals(child) {
         Ok(status) => status,
         Err(Waited::NotStarted(e)) => {
@@ -271,11 +288,55 @@ pub(crate) fn run_report(
     bail!("cannot run {}: {err}", real.display())
 }
 
+/// The private directory of the `run` that started this `report`, if any:
+/// `$EVIDENCE_STORE_RUN_DIR`, else the first directory on PATH whose `report` is a link to
+/// this binary and that holds `run`'s settings file (the environment may have been cleared
+/// between `run` and this process; PATH is kept, or `report` would not have been found).
+fn run_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(RUN_DIR_ENV) {
+        return Some(PathBuf::from(dir));
+    }
+    let me = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .ok()?;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|dir| {
+        let link = dir.join(args::REPORT_NAME);
+        std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink())
+            && std::fs::canonicalize(&link).is_ok_and(|target| target == me)
+            && std::fs::symlink_metadata(dir.join(SETTINGS_FILE)).is_ok_and(|m| m.is_file())
+    })
+}
+
+/// The settings `run` left for its servers (see `SETTINGS_FILE`), none if this `report`
+/// was not started under `run` or the file cannot be read.
+pub(crate) fn run_settings() -> Vec<(String, String)> {
+    use std::io::Read;
+    let Some(dir) = run_dir() else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(dir.join(SETTINGS_FILE))
+        .and_then(|f| f.take(SETTINGS_MAX_BYTES).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        tracing::warn!(%e, "cannot read the settings `run` left for its servers");
+        return Vec::new();
+    }
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let entry = std::str::from_utf8(entry).ok()?;
+            let (name, value) = entry.split_once('=')?;
+            Some((name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
 /// Notes the served workspace for the `run` that started this process, if any.
 fn record_served(workspace: &Path) {
     use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
-    let Some(dir) = std::env::var_os(RUN_DIR_ENV) else {
+    let Some(dir) = run_dir() else {
         return;
     };
     let path = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_owned());

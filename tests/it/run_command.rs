@@ -364,3 +364,70 @@ fn verify_shows_progress_on_a_terminal_only() {
     assert!(piped.status.success());
     assert!(piped.stderr.is_empty(), "{piped:?}");
 }
+
+/// A client may start its MCP servers with a cleared environment (Codex, as prompt-diary
+/// 0.2.20 runs it, keeps little more than PATH and HOME): the server `run` starts so still
+/// takes `run`'s settings (here its model endpoint, which `serve` logs at start), and `run`
+/// still learns which workspace it served, so it adopts what prompt-diary wrote after the
+/// server stopped.
+#[test]
+fn a_server_started_with_a_cleared_environment_keeps_run_s_settings_and_is_adopted() {
+    let example = Workspace::example();
+    let parent = Workspace::empty();
+    let ws = parent.root().join("day");
+    let log = parent.root().join("serve.log");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]
+    .map(|r| r.to_string())
+    .join("\n");
+    let script = r#"cp -r "$EXAMPLE" "$WS" &&
+        printf '%s\n' "$REQUESTS" |
+        env -i PATH="$PATH" HOME="$HOME" PROMPT_DIARY_WORKSPACE="$WS" RUST_LOG=info report mcp serve >/dev/null 2>"$LOG" &&
+        echo '{"written_by": "prompt-diary"}' >"$WS/daily-report.json""#;
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ])
+        .args(["--", "sh", "-c", script])
+        .current_dir(parent.root())
+        .env("EXAMPLE", example.root())
+        .env("WS", &ws)
+        .env("LOG", &log)
+        .env("REQUESTS", requests)
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run starts");
+    assert!(out.status.success(), "{out:?}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("tool_output model endpoint") && logged.contains("http://127.0.0.1:9/v1"),
+        "the server did not get run's model endpoint: {logged}"
+    );
+    // `run` imported the workspace after the command: the store adopted the report file,
+    // so without the file, export writes it back.
+    std::fs::remove_file(ws.join("daily-report.json")).unwrap();
+    let export = Command::new(BIN)
+        .args(["--workspace"])
+        .arg(&ws)
+        .arg("export")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&export.stdout).starts_with("exported 1 file(s)"),
+        "{export:?}"
+    );
+    assert_eq!(
+        std::fs::read(ws.join("daily-report.json")).unwrap(),
+        b"{\"written_by\": \"prompt-diary\"}\n"
+    );
+}

@@ -15,6 +15,16 @@
 //   A prompt that does not fit the context is refused with HTTP 400
 //   `exceed_context_size_error`, as llama-server does. One request at a time; a client
 //   that hangs up aborts its generation.
+// - POST /v1/responses: the OpenAI Responses API as Codex (codex-cli 0.162.0, as prompt-diary
+//   0.2.20 starts it) speaks it: `input` items (`message` of role developer/system/user/
+//   assistant, `function_call`, `function_call_output`), `instructions`, and the function tools
+//   of `tools` and of `additional_tools` input items, namespaces opened (each call is answered
+//   with its tool's `namespace`); other tool kinds (Codex's free-form `exec`) are not offered
+//   to the model. The request goes through the same chat path as chat completions (one tool
+//   call or one message an answer), and the answer is streamed as server-sent events:
+//   `response.created`, `response.output_item.added` and `.done` for the one item,
+//   `response.completed` with `usage`. `--max-output N` (default 1024) bounds each answer, since
+//   Codex sends no limit; a prompt over the context gets a `response.failed` event.
 // - GET /props: `{"default_generation_settings": {"n_ctx": N}}`, as llama-server publishes.
 // - GET /health.
 // - `--dump-dir DIR`: every chat-completions request and what was answered, as
@@ -24,7 +34,7 @@ import fs from "node:fs";
 import http from "node:http";
 import { getLlama, LlamaChat } from "node-llama-cpp";
 
-const opts = { model: null, port: 0, ctx: 4096, threads: 1, dumpDir: null };
+const opts = { model: null, port: 0, ctx: 4096, threads: 1, dumpDir: null, maxOutput: 1024 };
 for (let i = 2; i < process.argv.length; i++) {
     const [flag, value] = [process.argv[i], process.argv[++i]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
@@ -33,6 +43,7 @@ for (let i = 2; i < process.argv.length; i++) {
     else if (flag === "--ctx") opts.ctx = Number(value);
     else if (flag === "--threads") opts.threads = Number(value);
     else if (flag === "--dump-dir") opts.dumpDir = value;
+    else if (flag === "--max-output") opts.maxOutput = Number(value);
     else throw new Error(`unknown flag ${flag}`);
 }
 if (!opts.model) throw new Error("--model is required");
@@ -155,6 +166,42 @@ async function complete(body, signal) {
     };
 }
 
+// Responses request -> a chat-completions body, and the tools' namespaces by name.
+function responsesToChat(body) {
+    const namespaces = new Map();
+    const tools = [];
+    const addTool = (t, ns) => {
+        if (t?.type === "namespace") { for (const inner of t.tools ?? []) addTool(inner, t.name); return; }
+        if (t?.type !== "function" || !t.name || namespaces.has(t.name)) return;
+        namespaces.set(t.name, ns ?? null);
+        tools.push({ type: "function", function: { name: t.name, description: t.description ?? "",
+            parameters: t.parameters ?? { type: "object", properties: {} } } });
+    };
+    for (const t of body.tools ?? []) addTool(t);
+    const input = Array.isArray(body.input) ? body.input
+        : typeof body.input === "string" ? [{ type: "message", role: "user", content: body.input }] : [];
+    for (const item of input) if (item?.type === "additional_tools") for (const t of item.tools ?? []) addTool(t);
+    const messages = [];
+    if (textOf(body.instructions).trim()) messages.push({ role: "system", content: textOf(body.instructions) });
+    for (const item of input) {
+        if (item?.type === "message" || (item?.role && item?.type === undefined)) {
+            const role = item.role === "developer" ? "system" : item.role;
+            const content = textOf(item.content);
+            // Consecutive system texts become one system message (the chat template has one).
+            if (role === "system" && messages.length && messages[messages.length - 1].role === "system"
+                && !messages.some((m) => m.role !== "system"))
+                messages[messages.length - 1].content += "\n\n" + content;
+            else messages.push({ role, content });
+        } else if (item?.type === "function_call") {
+            messages.push({ role: "assistant", content: null, tool_calls: [{ id: item.call_id, type: "function",
+                function: { name: item.name, arguments: item.arguments ?? "{}" } }] });
+        } else if (item?.type === "function_call_output") {
+            messages.push({ role: "tool", tool_call_id: item.call_id, content: textOf(item.output) });
+        }
+    }
+    return { chat: { messages, tools, max_tokens: opts.maxOutput, temperature: body.temperature }, namespaces };
+}
+
 let queue = Promise.resolve();
 const oneAtATime = (fn) => { const run = queue.then(fn, fn); queue = run.catch(() => {}); return run; };
 
@@ -170,8 +217,9 @@ const server = http.createServer((req, res) => {
     if (req.method === "GET" && path === "/health") return send(200, { status: "ok" });
     if (req.method === "GET" && path === "/props")
         return send(200, { default_generation_settings: { n_ctx: context.contextSize } });
-    if (req.method !== "POST" || path !== "/v1/chat/completions")
+    if (req.method !== "POST" || (path !== "/v1/chat/completions" && path !== "/v1/responses"))
         return send(404, { error: { code: 404, message: `no route ${req.method} ${path}`, type: "not_found_error" } });
+    if (path === "/v1/responses") return responses(req, res);
     const n = ++requests;
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -197,6 +245,58 @@ const server = http.createServer((req, res) => {
         });
     });
 });
+// POST /v1/responses: the one answer item, streamed as server-sent events.
+function responses(req, res) {
+    const n = ++requests;
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+        const dump = (name, obj) => opts.dumpDir && fs.writeFileSync(`${opts.dumpDir}/${n}-${name}.json`, JSON.stringify(obj, null, 1));
+        let body;
+        try { body = JSON.parse(Buffer.concat(chunks).toString("utf8")); } catch (e) {
+            const text = JSON.stringify({ error: { code: 400, message: `invalid JSON body: ${e.message}`, type: "invalid_request_error" } });
+            res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+            return res.end(text);
+        }
+        dump("request", body);
+        const rid = `resp_${n}`;
+        const event = (type, data) => { if (!res.writableEnded && !res.destroyed) res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`); };
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "close" });
+        event("response.created", { response: { id: rid, status: "in_progress" } });
+        const abort = new AbortController();
+        res.on("close", () => { if (!res.writableFinished) abort.abort(); });
+        const { chat, namespaces } = responsesToChat(body);
+        const started = Date.now();
+        oneAtATime(() => {
+            if (abort.signal.aborted) throw Object.assign(new Error("the client went away"), { aborted: true });
+            return complete({ ...chat, tools: chat.tools.length ? chat.tools : undefined }, abort.signal);
+        }).then((reply) => {
+            const message = reply.choices[0].message;
+            const call = message.tool_calls?.[0];
+            const item = call ? { type: "function_call", id: `fc_${n}`, call_id: call.id, name: call.function.name,
+                arguments: call.function.arguments, ...(namespaces.get(call.function.name) ? { namespace: namespaces.get(call.function.name) } : {}) }
+                : { type: "message", id: `msg_${n}`, role: "assistant", status: "completed",
+                    content: [{ type: "output_text", text: message.content ?? "", annotations: [] }] };
+            dump("answer", { item, usage: reply.usage, ms: Date.now() - started });
+            event("response.output_item.added", { output_index: 0, item });
+            event("response.output_item.done", { output_index: 0, item });
+            const usage = { input_tokens: reply.usage.prompt_tokens, input_tokens_details: { cached_tokens: 0 },
+                output_tokens: reply.usage.completion_tokens, output_tokens_details: { reasoning_tokens: 0 },
+                total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens };
+            event("response.completed", { response: { id: rid, status: "completed", usage } });
+            log(`#${n} responses: ${call ? `call ${call.function.name}` : "message"} in ${Date.now() - started} ms`);
+            res.end();
+        }, (e) => {
+            if (abort.signal.aborted || e.aborted) { dump("answer", { aborted: true }); return log(`#${n} aborted`); }
+            log(`#${n} responses error ${e.status ?? 500}: ${e.message}`);
+            dump("answer", { error: e.message, status: e.status ?? 500 });
+            event("response.failed", { response: { id: rid, status: "failed",
+                error: { code: e.type ?? "server_error", message: e.message } } });
+            res.end();
+        });
+    });
+}
+
 server.requestTimeout = 0;
 server.listen(opts.port, "127.0.0.1", () => {
     console.log(`listening on http://127.0.0.1:${server.address().port}`);

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The differential of two run.sh days: the documents each server left must be the same.
+
+  compare.py DIR_A DIR_B
+
+Compares every file of the two days' workspaces (DIR/reports/work/<date>/): the evidence cards,
+the project-synthesis envelopes, daily-report.json, report.md and report.notion.json, and the
+prepared inputs. JSON files are compared as values once times are set aside (every key ending
+in `_at`, which is when `prepare` or a step ran); every other file byte for byte. Set aside as
+well, as decided deviations:
+
+- `.evidence-store/` (the store) and `projects/*/receipts/` (the citation receipts
+  evidence-store writes beside the cards): evidence-store's own files, which prompt-diary
+  neither writes nor reads.
+
+Then the write tools' answers, as the agent saw them (DIR/agent/): every write call, its
+arguments and its answer (accepted, or refused with its errors) must be the same in both days,
+the `Wall time` Codex puts before each aside. One decided deviation: evidence-store's hint for
+a citation outside the turn is the user's wording, "cite only lines inside the evidence
+chain's indexed turn", where prompt-diary 0.2.20 says "cite only lines inside the indexed turn".
+
+Prints one line per difference and a closing `N passed, N failed` line; exits 1 on any
+difference, 2 when a day is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+SET_ASIDE_DIRS = (".evidence-store", "receipts")
+DECIDED_HINTS = {"cite only lines inside the evidence chain's indexed turn": "cite only lines inside the indexed turn"}
+
+
+def write_answers(day: Path) -> set[tuple[str, str, str]]:
+    """(tool, arguments, answer) of every write call the agent made, from its request log."""
+    out = set()
+    for path in sorted((day / "agent").glob("*-request.json")):
+        items = [i for i in json.loads(path.read_text(encoding="utf-8")).get("input") or [] if isinstance(i, dict)]
+        calls = {i.get("call_id"): i for i in items if i.get("type") == "function_call"}
+        for item in items:
+            call = calls.get(item.get("call_id"))
+            if item.get("type") != "function_call_output" or not call or not str(call.get("name")).startswith("write_"):
+                continue
+            output = item.get("output")
+            text = "".join(p.get("text", "") for p in output if isinstance(p, dict)) if isinstance(output, list) else str(output)
+            text = re.sub(r"Wall time: [0-9.]+ seconds", "", text)
+            for ours, theirs in DECIDED_HINTS.items():
+                text = text.replace(ours, theirs)
+            out.add((call["name"], call.get("arguments") or "", text))
+    return out
+
+
+def workspace(day: Path) -> Path:
+    found = sorted((day / "reports" / "work").glob("*"))
+    if len(found) != 1:
+        raise SystemExit(f"compare: {day} holds {len(found)} workspaces, not one")
+    return found[0]
+
+
+def files(ws: Path) -> dict[str, Path]:
+    out = {}
+    for path in ws.rglob("*"):
+        rel = path.relative_to(ws)
+        if path.is_file() and not any(part in SET_ASIDE_DIRS for part in rel.parts):
+            out[str(rel)] = path
+    return out
+
+
+def without_times(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in value.items() if not k.endswith("_at")}
+    if isinstance(value, list):
+        return [without_times(v) for v in value]
+    return value
+
+
+def first_difference(a: object, b: object, path: str = "") -> str:
+    if type(a) is not type(b):
+        return f"{path or '/'}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{path}/{key}: only in {'the second' if key not in a else 'the first'}"
+            if a[key] != b[key]:
+                return first_difference(a[key], b[key], f"{path}/{key}")
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+    return f"{path or '/'}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"
+
+
+def main() -> int:
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    a_ws, b_ws = workspace(Path(sys.argv[1])), workspace(Path(sys.argv[2]))
+    a_files, b_files = files(a_ws), files(b_ws)
+    passed = failed = 0
+    for rel in sorted(set(a_files) | set(b_files)):
+        if rel not in a_files or rel not in b_files:
+            print(f"DIFF {rel}: only in {sys.argv[1] if rel in a_files else sys.argv[2]}")
+            failed += 1
+            continue
+        a_bytes, b_bytes = a_files[rel].read_bytes(), b_files[rel].read_bytes()
+        if rel.endswith(".json"):
+            try:
+                a_val, b_val = without_times(json.loads(a_bytes)), without_times(json.loads(b_bytes))
+            except ValueError as err:
+                print(f"DIFF {rel}: not JSON ({err})")
+                failed += 1
+                continue
+            same, why = a_val == b_val, "" if a_val == b_val else first_difference(a_val, b_val)
+        else:
+            same, why = a_bytes == b_bytes, "bytes differ"
+        if same:
+            passed += 1
+        else:
+            print(f"DIFF {rel}: {why}")
+            failed += 1
+    a_writes, b_writes = write_answers(Path(sys.argv[1])), write_answers(Path(sys.argv[2]))
+    if not a_writes or not b_writes:
+        print("DIFF write answers: a day's agent log holds no write call")
+        failed += 1
+    for tool, arguments, answer in sorted(a_writes ^ b_writes):
+        side = sys.argv[1] if (tool, arguments, answer) in a_writes else sys.argv[2]
+        print(f"DIFF {tool} answered only in {side}: {arguments[:150]} -> {' '.join(answer.split())[:300]}")
+        failed += 1
+    passed += len(a_writes & b_writes)
+    print(f"compare: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
