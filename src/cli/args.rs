@@ -281,30 +281,122 @@ pub(crate) fn settings_env(settings: &ToolOutputSettings) -> Vec<(&'static str, 
     out
 }
 
-/// The settings of a `report mcp serve` started by `run`: each from its environment
-/// variable, else from `run_settings` (what `run` left beside its `report` link, as the
-/// same `NAME=VALUE` entries), else its default.
-fn settings_from_env(run_settings: &[(String, String)]) -> ToolOutputSettings {
+/// The settings of a `report mcp serve`: each from its environment variable, else from
+/// `file` (the settings file `run` left for the servers it starts, as the same
+/// `NAME=VALUE` entries, and where it is), else its default. A value that is not valid is
+/// an error naming where it came from (the variable, or the file and its entry), never
+/// clap's words about a flag no one gave.
+pub(crate) fn server_settings(
+    file: Option<(&Path, &[(String, String)])>,
+) -> anyhow::Result<(ToolOutputSettings, crate::citations::Options)> {
+    use clap::FromArgMatches;
     #[derive(Debug, Parser)]
-    struct EnvOnly {
+    struct Flags {
         #[command(flatten)]
         model: ModelFlags,
     }
+    // clap reads no environment here: each value is given as its flag, so that an error
+    // can say where the value came from.
+    let command = || Flags::command().mut_args(|a| a.env(None));
+    let named = |name: &str, from_file: bool, why: &str| match file {
+        Some((path, _)) if from_file => anyhow::anyhow!(
+            "the settings file {} that `run` left for this server is malformed: its {name} {why}",
+            path.display()
+        ),
+        _ => anyhow::anyhow!("the environment variable {name} {why}"),
+    };
+    let known: Vec<(String, String)> = Flags::command()
+        .get_arguments()
+        .filter_map(|a| {
+            let env = a.get_env()?.to_str()?.to_owned();
+            Some((env, a.get_long()?.to_owned()))
+        })
+        .collect();
+    if let Some((_, entries)) = file
+        && let Some((name, _)) = entries.iter().find(|(name, _)| {
+            name != CITATIONS_JSON_ENV && !known.iter().any(|(env, _)| env == name)
+        })
+    {
+        return Err(named(name, true, "is not a setting of this evidence-store"));
+    }
+    // The value of `name` and whether it came from the file.
+    let lookup = |name: &str| -> anyhow::Result<Option<(String, bool)>> {
+        if let Some(value) = std::env::var_os(name) {
+            let value = value
+                .into_string()
+                .map_err(|_| named(name, false, "is not valid UTF-8"))?;
+            return Ok(Some((value, false)));
+        }
+        Ok(file.and_then(|(_, entries)| {
+            let (_, value) = entries.iter().find(|(n, _)| n == name)?;
+            Some((value.clone(), true))
+        }))
+    };
     let mut argv = vec!["evidence-store".to_owned()];
-    for arg in EnvOnly::command().get_arguments() {
-        let (Some(name), Some(long)) = (arg.get_env(), arg.get_long()) else {
+    let mut given = Vec::new();
+    for (env, long) in &known {
+        let Some((value, from_file)) = lookup(env)? else {
             continue;
         };
-        if std::env::var_os(name).is_some() {
-            continue;
+        let flag = format!("--{long}={value}");
+        match command().try_get_matches_from(["evidence-store", flag.as_str()]) {
+            Err(e) if e.kind() != clap::error::ErrorKind::MissingRequiredArgument => {
+                return Err(named(
+                    env,
+                    from_file,
+                    &format!("is not valid: {}", clap_reason(&e)),
+                ));
+            }
+            _ => {}
         }
-        if let Some((_, value)) = run_settings.iter().find(|(n, _)| name == n.as_str()) {
-            argv.push(format!("--{long}={value}"));
-        }
+        argv.push(flag);
+        given.push((env.as_str(), from_file));
     }
-    match EnvOnly::try_parse_from(argv) {
-        Ok(e) => e.model.settings(),
-        Err(e) => e.exit(),
+    let has = |name: &str| given.iter().find(|(env, _)| *env == name);
+    match (has(MODEL_URL_ENV), has(MODEL_ENV)) {
+        (Some(&(_, from_file)), None) => {
+            return Err(named(
+                MODEL_URL_ENV,
+                from_file,
+                &format!("is set without {MODEL_ENV}"),
+            ));
+        }
+        (None, Some(&(_, from_file))) => {
+            return Err(named(
+                MODEL_ENV,
+                from_file,
+                &format!("is set without {MODEL_URL_ENV}"),
+            ));
+        }
+        _ => {}
+    }
+    let flags = command()
+        .try_get_matches_from(argv)
+        .and_then(|matches| Flags::from_arg_matches(&matches))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the tool_output settings are not valid: {}",
+                clap_reason(&e)
+            )
+        })?;
+    // Set by `run` for the servers it starts: from the environment, anything but `off` is
+    // the default; the file `run` wrote holds `on` or `off`.
+    let citations = match lookup(CITATIONS_JSON_ENV)? {
+        Some((value, true)) if value != "on" && value != "off" => {
+            return Err(named(CITATIONS_JSON_ENV, true, "is neither on nor off"));
+        }
+        Some((value, _)) => value,
+        None => String::new(),
+    };
+    Ok((flags.model.settings(), citation_options(&citations)))
+}
+
+/// Why clap refused a value, in its value parser's words when it has them (not the
+/// flag's).
+fn clap_reason(e: &clap::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => source.to_string(),
+        None => e.kind().to_string(),
     }
 }
 
@@ -404,30 +496,15 @@ fn report_config(
     cwd: PathBuf,
 ) -> Config {
     let workspace = resolve_workspace(env, cwd);
-    // Only `report mcp serve` uses them; reading them for other `report` calls could turn
-    // a bad variable into an error that has nothing to do with that call.
-    let (tool_output, citations) = if args == ["mcp", "serve"] {
-        let run_settings = crate::cli::run::run_settings();
-        // Set by `run` for the servers it starts; anything but `off` is the default.
-        let citations = std::env::var(CITATIONS_JSON_ENV).ok().or_else(|| {
-            run_settings
-                .iter()
-                .find(|(name, _)| name == CITATIONS_JSON_ENV)
-                .map(|(_, value)| value.clone())
-        });
-        (
-            settings_from_env(&run_settings),
-            citation_options(&citations.unwrap_or_default()),
-        )
-    } else {
-        (ToolOutputSettings::default(), citation_options(""))
-    };
+    // Only `report mcp serve` has settings, and it reads them once it runs
+    // (`server_settings`): reading them for other `report` calls could turn a bad variable
+    // into an error that has nothing to do with that call.
     Config {
         store: default_store(&workspace.path),
         workspace,
         command: Command::Report { argv0, args },
-        tool_output,
-        citations,
+        tool_output: ToolOutputSettings::default(),
+        citations: citation_options(""),
         locks: crate::util::wait::Locks::default(),
     }
 }

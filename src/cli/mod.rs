@@ -6,6 +6,7 @@ pub(crate) mod dump;
 pub(crate) mod export;
 pub(crate) mod progress;
 pub(crate) mod run;
+pub(crate) mod run_dir;
 pub(crate) mod serve;
 pub(crate) mod signals;
 

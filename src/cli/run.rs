@@ -10,22 +10,11 @@ use anyhow::{Context, bail};
 use crate::cli::args::{self, Config};
 use crate::cli::export::{ExportError, export_all};
 use crate::cli::progress::{Bar, Status};
+use crate::cli::run_dir::{self, RUN_DIR_ENV};
 use crate::cli::serve::run_serve;
 use crate::import::{self, ImportOptions};
 use crate::store::Store;
 use crate::workspace::{WorkspaceRoot, python_path_display};
-
-/// Tells a `report` started by `run` where to record the workspace it serves.
-const RUN_DIR_ENV: &str = "EVIDENCE_STORE_RUN_DIR";
-/// The file in that directory: workspace paths, each ended by a NUL byte.
-const SERVED_FILE: &str = "served-workspaces";
-/// The file in that directory holding the settings `run` hands its servers, as the
-/// `NAME=VALUE` environment entries it also sets, each ended by a NUL byte. A client may
-/// start its MCP servers with a cleared environment (Codex keeps little more than PATH and
-/// HOME), so a `report` that finds no `EVIDENCE_STORE_RUN_DIR` finds the directory on PATH.
-const SETTINGS_FILE: &str = "settings";
-/// The most a settings file is read (it holds a few short values).
-const SETTINGS_MAX_BYTES: u64 = 64 * 1024;
 
 /// `run -- COMMAND...`: COMMAND runs with a private directory first on PATH holding a
 /// `report` link to this binary; afterwards every workspace a `report mcp serve` served
@@ -35,10 +24,14 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
     let Some((program, args)) = command.split_first() else {
         bail!("run needs a command after `--`");
     };
-    let dir = tempfile::Builder::new()
-        .prefix("evidence-store-run-")
-        .tempdir()
-        .context("cannot create run's private directory")?;
+    // The key's value is never written down: the servers read it from their environment.
+    if let Some(var) = run_dir::missing_key(&config.tool_output) {
+        bail!(
+            "--model-api-key-env names {var}, which is not set (or empty): the servers the \
+             command starts could not reach the model endpoint; set it, or leave out \
+             --model-api-key-env for an endpoint that needs no key"
+        );
+    }
     let exe = std::env::current_exe().context("cannot locate this binary")?;
     let settings: Vec<(&str, String)> = args::settings_env(&config.tool_output)
         .into_iter()
@@ -47,15 +40,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
             (name, value.to_owned())
         }))
         .collect();
-    let mut entries = Vec::new();
-    for (name, value) in &settings {
-        entries.extend_from_slice(format!("{name}={value}").as_bytes());
-        entries.push(0);
-    }
-    std::fs::write(dir.path().join(SETTINGS_FILE), entries)
-        .context("cannot write the settings in run's private directory")?;
-    std::os::unix::fs::symlink(&exe, dir.path().join(args::REPORT_NAME))
-        .context("cannot link `report` in run's private directory")?;
+    let dir = run_dir::Private::create(&exe, &settings)?;
     let original = std::env::var_os("PATH").unwrap_or_default();
     let path = std::env::join_paths(
         std::iter::once(dir.path().to_owned()).chain(std::env::split_paths(&original)),
@@ -91,7 +76,8 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         tracing::warn!(%e, "signals will stop this command without cleaning up");
     }
 
-    let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())
+    let mut targets: Vec<(WorkspaceRoot, PathBuf)> = dir
+        .servers_told()
         .into_iter()
         .map(|path| {
             let store = args::default_store(&path);
@@ -242,21 +228,6 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     }
 }
 
-/// The workspaces recorded by the `report mcp serve` processes of this run, in order,
-/// without repeats.
-fn served_workspaces(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = std::fs::read(dir.join(SERVED_FILE)).unwrap_or_default();
-    let mut out: Vec<PathBuf> = Vec::new();
-    for entry in bytes.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        let path = PathBuf::from(OsStr::from_bytes(entry));
-        if !out.contains(&path) {
-            out.push(path);
-        }
-    }
-    out
-}
-
 /// This binary invoked as `report`: `report mcp serve` is `serve` on
 /// `$PROMPT_DIARY_WORKSPACE`; anything else runs the real `report` found later on PATH,
 /// with the same arguments and environment.
@@ -266,8 +237,7 @@ pub(crate) fn run_report(
     args: &[OsString],
 ) -> anyhow::Result<ExitCode> {
     if args == ["mcp", "serve"] {
-        record_served(&config.workspace.path);
-        return run_serve(config);
+        return run_serve(run_dir::server_config(config)?);
     }
     let Some(real) = real_report() else {
         eprintln!(
@@ -286,71 +256,6 @@ pub(crate) fn run_report(
         .args(args)
         .exec();
     bail!("cannot run {}: {err}", real.display())
-}
-
-/// The private directory of the `run` that started this `report`, if any:
-/// `$EVIDENCE_STORE_RUN_DIR`, else the first directory on PATH whose `report` is a link to
-/// this binary and that holds `run`'s settings file (the environment may have been cleared
-/// between `run` and this process; PATH is kept, or `report` would not have been found).
-fn run_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(RUN_DIR_ENV) {
-        return Some(PathBuf::from(dir));
-    }
-    let me = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .ok()?;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|dir| {
-        let link = dir.join(args::REPORT_NAME);
-        std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink())
-            && std::fs::canonicalize(&link).is_ok_and(|target| target == me)
-            && std::fs::symlink_metadata(dir.join(SETTINGS_FILE)).is_ok_and(|m| m.is_file())
-    })
-}
-
-/// The settings `run` left for its servers (see `SETTINGS_FILE`), none if this `report`
-/// was not started under `run` or the file cannot be read.
-pub(crate) fn run_settings() -> Vec<(String, String)> {
-    use std::io::Read;
-    let Some(dir) = run_dir() else {
-        return Vec::new();
-    };
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(dir.join(SETTINGS_FILE))
-        .and_then(|f| f.take(SETTINGS_MAX_BYTES).read_to_end(&mut bytes));
-    if let Err(e) = read {
-        tracing::warn!(%e, "cannot read the settings `run` left for its servers");
-        return Vec::new();
-    }
-    bytes
-        .split(|b| *b == 0)
-        .filter_map(|entry| {
-            let entry = std::str::from_utf8(entry).ok()?;
-            let (name, value) = entry.split_once('=')?;
-            Some((name.to_owned(), value.to_owned()))
-        })
-        .collect()
-}
-
-/// Notes the served workspace for the `run` that started this process, if any.
-fn record_served(workspace: &Path) {
-    use std::io::Write;
-    use std::os::unix::ffi::OsStrExt;
-    let Some(dir) = run_dir() else {
-        return;
-    };
-    let path = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_owned());
-    let mut entry = path.as_os_str().as_bytes().to_vec();
-    entry.push(0);
-    // One append of the whole entry: concurrent servers do not interleave.
-    let written = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(Path::new(&dir).join(SERVED_FILE))
-        .and_then(|mut f| f.write_all(&entry));
-    if let Err(e) = written {
-        tracing::warn!(%e, "cannot tell `run` which workspace this server serves");
-    }
 }
 
 /// The first `report` on PATH that is not this binary, nor any other evidence-store

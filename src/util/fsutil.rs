@@ -305,6 +305,64 @@ impl HeldDir {
         self.0.open_beneath_errno(rel, flags, Mode::empty())
     }
 
+    /// Whether the held directory has an entry `name`, of any type (a symlink there is not
+    /// followed).
+    pub fn has_entry(&self, name: &OsStr) -> bool {
+        rfs::statat(self.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
+    /// Opens the entry `name` of the held directory (one plain name, no `/`), a file this
+    /// program keeps for itself: relative to the held descriptor, `O_NOFOLLOW|O_NONBLOCK|
+    /// O_CLOEXEC` (a symlink at the name is refused, a FIFO there cannot block the open),
+    /// created with mode 0600 when `how` creates, then checked with [`check_own`] (a regular
+    /// file of one link, owned by the effective user) before anything is read or written.
+    /// `None`: [`OwnIn::Read`] and there is no such entry.
+    pub fn open_own(&self, name: &OsStr, how: OwnIn) -> io::Result<Option<File>> {
+        let single = Path::new(name).components().count() == 1
+            && matches!(
+                Path::new(name).components().next(),
+                Some(Component::Normal(_))
+            );
+        if !single {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not a plain file name"),
+            ));
+        }
+        let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let flags = match how {
+            OwnIn::Read => flags | OFlags::RDONLY,
+            OwnIn::CreateNew => flags | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            OwnIn::Append => flags | OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
+        };
+        let fd = match rfs::openat(self.as_fd(), name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if how == OwnIn::Read => return Ok(None),
+            Err(Errno::LOOP) => return Err(NotOwnFile::Symlink.into()),
+            Err(Errno::ISDIR) => return Err(NotOwnFile::NotRegular.into()),
+            Err(e) => return Err(e.into()),
+        };
+        let file = File::from(fd);
+        check_own(&file)?;
+        let _ = rfs::fcntl_setfl(&file, rfs::fcntl_getfl(&file)?.difference(OFlags::NONBLOCK));
+        Ok(Some(file))
+    }
+
+    /// The bytes of the entry `name`, opened as [`HeldDir::open_own`] reads it: `None` when
+    /// there is none; a file of more than `max` bytes is refused (`InvalidData`, naming both
+    /// sizes), and read no further than that even if it grows meanwhile.
+    pub fn read_own_within(&self, name: &OsStr, max: u64) -> io::Result<Option<Vec<u8>>> {
+        let Some(file) = self.open_own(name, OwnIn::Read)? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(too_large(bytes.len() as u64, max));
+        }
+        Ok(Some(bytes))
+    }
+
     /// The target of the symlink `rel` beneath the directory (its own directory resolved
     /// beneath; the link itself not followed).
     pub fn read_link_beneath(&self, rel: &Path) -> Result<PathBuf, Errno> {
@@ -620,6 +678,75 @@ pub fn check_own(file: &impl AsFd) -> io::Result<()> {
             me,
         }
         .into());
+    }
+    Ok(())
+}
+
+/// How [`HeldDir::open_own`] opens a file of the program's own in a held directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnIn {
+    /// Read only; `None` when it does not exist.
+    Read,
+    /// Created, mode 0600; refused when anything is already at the name.
+    CreateNew,
+    /// Appended to (each write lands at the end), created with mode 0600 when missing.
+    Append,
+}
+
+/// Why a directory this program keeps its own files in is not used: only a directory owned
+/// by the effective user that no one else may write into (nor, when it must be private,
+/// list or enter) holds them. A directory another user can write into is one where that
+/// user may plant or swap any of its entries.
+#[derive(Debug, thiserror::Error)]
+pub enum NotOwnDir {
+    #[error("it is not a directory")]
+    NotDirectory,
+    #[error("it is owned by uid {owner}, not by this user (uid {me})")]
+    Owner { owner: u32, me: u32 },
+    #[error("its mode is {mode:04o}: its group or other users may write into it")]
+    Writable { mode: u32 },
+    #[error("its mode is {mode:04o}, not 0700: its group or other users may read it")]
+    Readable { mode: u32 },
+}
+
+impl From<NotOwnDir> for io::Error {
+    fn from(e: NotOwnDir) -> io::Error {
+        io::Error::new(io::ErrorKind::PermissionDenied, e)
+    }
+}
+
+/// Who besides its owner may use a directory [`check_own_dir`] accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirAccess {
+    /// No one (mode 0700 or less): for a directory holding secrets.
+    Private,
+    /// Others may read it, no one may write into it.
+    NotWritable,
+}
+
+/// Checks the opened directory by its descriptor (`fstat`): a directory owned by the
+/// effective user, writable by no one else, and with [`DirAccess::Private`] not readable
+/// or searchable by anyone else either.
+pub fn check_own_dir(dir: &impl AsFd, access: DirAccess) -> io::Result<()> {
+    let st = rfs::fstat(dir)?;
+    if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::Directory {
+        return Err(NotOwnDir::NotDirectory.into());
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if st.st_uid != me {
+        return Err(NotOwnDir::Owner {
+            owner: st.st_uid,
+            me,
+        }
+        .into());
+    }
+    #[allow(clippy::useless_conversion)]
+    let mode = u32::from(st.st_mode) & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(NotOwnDir::Writable { mode }.into());
+    }
+    if access == DirAccess::Private && mode & 0o077 != 0 {
+        return Err(NotOwnDir::Readable { mode }.into());
     }
     Ok(())
 }
@@ -1043,6 +1170,76 @@ mod tests {
                 "{through}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn own_files_in_a_held_directory_are_regular_single_links_made_0600_and_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let held = HeldDir::open(dir.path()).unwrap();
+        let name = OsStr::new("settings");
+        held.open_own(name, OwnIn::CreateNew)
+            .unwrap()
+            .unwrap()
+            .write_all(b"a")
+            .unwrap();
+        let mode = fs::metadata(dir.path().join("settings"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = held.open_own(name, OwnIn::CreateNew).unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+        held.open_own(name, OwnIn::Append)
+            .unwrap()
+            .unwrap()
+            .write_all(b"b")
+            .unwrap();
+        assert_eq!(held.read_own_within(name, 2).unwrap().unwrap(), b"ab");
+        assert_eq!(
+            held.read_own_within(name, 1).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert!(
+            held.read_own_within(OsStr::new("none"), 9)
+                .unwrap()
+                .is_none()
+        );
+        std::os::unix::fs::symlink("settings", dir.path().join("link")).unwrap();
+        fs::hard_link(dir.path().join("settings"), dir.path().join("twin")).unwrap();
+        for (refused, why) in [("link", "a symlink"), ("twin", "2 hard links")] {
+            let e = held.read_own_within(OsStr::new(refused), 9).unwrap_err();
+            assert!(e.to_string().contains(why), "{refused}: {e}");
+        }
+        assert!(held.open_own(OsStr::new("a/b"), OwnIn::Read).is_err());
+        assert!(held.has_entry(OsStr::new("link")) && !held.has_entry(OsStr::new("none")));
+    }
+
+    #[test]
+    fn an_own_directory_is_this_user_s_and_writable_by_no_one_else() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let set = |mode| fs::set_permissions(dir.path(), fs::Permissions::from_mode(mode)).unwrap();
+        let check = |access| check_own_dir(&HeldDir::open(dir.path()).unwrap().as_fd(), access);
+        set(0o700);
+        assert!(check(DirAccess::Private).is_ok());
+        set(0o755);
+        assert!(check(DirAccess::NotWritable).is_ok());
+        assert!(
+            check(DirAccess::Private)
+                .unwrap_err()
+                .to_string()
+                .contains("0755, not 0700")
+        );
+        for mode in [0o775, 0o757, 0o1777] {
+            set(mode);
+            let e = check(DirAccess::NotWritable).unwrap_err();
+            assert!(e.to_string().contains("may write into it"), "{mode:o}: {e}");
+        }
+        set(0o700);
+        let plain = tempfile::NamedTempFile::new().unwrap();
+        let e = check_own_dir(plain.as_file(), DirAccess::NotWritable).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
     }
 
     #[test]

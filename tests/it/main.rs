@@ -32,6 +32,7 @@ mod read_text;
 mod real_model;
 mod rebuild_race;
 mod run_command;
+mod run_settings;
 mod session_files;
 mod store_format;
 mod tool_output;

@@ -36,6 +36,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import deviations  # noqa: E402
 import handles  # noqa: E402
 import histories  # noqa: E402
 from gen_workspace import indexes  # noqa: E402
@@ -239,9 +240,10 @@ async def server_pair(ws_ours: Path, ws_ref: Path, binary: Path, reference_pytho
             if normalize is not None:
                 results = [normalize(r) for r in results]
             ours, theirs = results
-            for e in theirs.get("errors", []):  # ours names the chain's turn
-                if e.get("hint") == "cite only lines inside the indexed turn":
-                    e["hint"] = "cite only lines inside the evidence chain's indexed turn"
+            for e in theirs.get("errors", []):  # a decided wording of ours
+                for our_hint, their_hint in deviations.DECIDED_HINTS.items():
+                    if e.get("hint") == their_hint:
+                        e["hint"] = our_hint
             diff.compare(what, ours, theirs)
             return ours
 

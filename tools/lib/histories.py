@@ -32,15 +32,24 @@ What each release's prepare makes of the split rollout:
 gen_workspace.py without edge cases (3 projects of 3 sessions of 6 turns, tool outputs up
 to 64K), then `write_histories`.
 
+The stamping is shared with any other writer of histories (tools/realday/fake_home.py):
+`claude_path` and `stamp_claude` (a Claude Code record's `cwd`, `sessionId`, `uuid` and
+timestamp), `codex_path` and `codex_meta` (a rollout's name and its `session_meta` header).
+
 `prepare(venv_bin, hist_dir, reports_root, home)` runs `<venv_bin>/prompt-diary prepare --date
 2026-01-15 --timezone UTC --reports-root <reports_root> --quiet` with both releases' history
 roots, PROMPT_DIARY_CODEX_SESSIONS and PROMPT_DIARY_CLAUDE_PROJECTS (the same names, flags and
 report layout in 0.2.10 and 0.2.20), and HOME pointed at `home` so that no user
-configuration or real history is read.
+configuration or real history is read; keywords give another day, timezone, history roots
+(`home_roots`: a home's own), content language, log file and time limit. From the shell:
+
+  histories.py prepare --venv-bin DIR --histories-home HOME --reports-root DIR [--home H]
+      [--date D] [--timezone TZ] [--content-language L] [--log FILE] [--timeout SECS]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -50,10 +59,46 @@ from pathlib import Path
 
 REPORT_DATE = "2026-01-15"
 GEN_WORKSPACE = Path(__file__).resolve().parent / "gen_workspace.py"
+# Longest `prepare` may take (a day of a few dozen sessions takes seconds).
+PREPARE_TIMEOUT = 600
+# What of the caller's environment prepare must not see: prompt-diary's own configuration, a
+# workspace or timezone of the caller's, and any model credentials.
+PREPARE_UNSET = ("PROMPT_DIARY_HOME", "PROMPT_DIARY_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+                 "PROMPT_DIARY_WORKSPACE", "PROMPT_DIARY_CONTENT_LANGUAGE", "TZ", "OPENAI_API_KEY",
+                 "OPENAI_BASE_URL", "CODEX_API_KEY")
 
 
-def dumps_records(records: list[dict]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+def dumps_records(records: list[dict], compact: bool = False) -> str:
+    separators = (",", ":") if compact else None
+    return "".join(json.dumps(r, ensure_ascii=False, separators=separators) + "\n" for r in records)
+
+
+def claude_path(root: Path, cwd: str, sid: str) -> Path:
+    """Where Claude Code keeps session `sid` of the project in `cwd`, under its projects root."""
+    return root / cwd.replace("/", "-") / f"{sid}.jsonl"
+
+
+def stamp_claude(record: dict, cwd: str, sid: str, n: int, timestamp: str) -> dict:
+    """The `n`th record of Claude Code session `sid` given what prepare reads: its project's
+    `cwd`, the session id, a `uuid` (uuid5 of the session and `n`) and its timestamp."""
+    record["timestamp"] = timestamp
+    record.update(cwd=cwd, sessionId=sid, uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{n}")))
+    return record
+
+
+def codex_path(root: Path, sid: str, started: str) -> Path:
+    """Where Codex keeps the rollout of session `sid` started at `started` (ISO 8601, UTC),
+    under its sessions root: `YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<sid>.jsonl`."""
+    y, m, d = started[:10].split("-")
+    time = started[11:19].replace(":", "-")
+    return root / y / m / d / f"rollout-{y}-{m}-{d}T{time}-{sid}.jsonl"
+
+
+def codex_meta(sid: str, cwd: str, started: str) -> dict:
+    """A rollout's `session_meta` header: what prepare reads of a Codex session."""
+    return {"timestamp": started, "type": "session_meta", "payload": {
+        "id": sid, "timestamp": started, "cwd": cwd, "originator": "codex_cli_rs", "cli_version": "0.50.0",
+        "source": "cli"}}
 
 
 def write_histories(gen_ws: Path, hist_dir: Path, seed: str) -> None:
@@ -69,13 +114,13 @@ def write_histories(gen_ws: Path, hist_dir: Path, seed: str) -> None:
         for n, row in enumerate(rows):
             sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{project}/{n}"))
             records: list[dict] = []
+            codex_root, claude_root = history_roots(hist_dir)
             if row["source"] == "codex":
-                records.append({"timestamp": f"{REPORT_DATE}T09:00:00.000Z", "type": "session_meta", "payload": {
-                    "id": sid, "timestamp": f"{REPORT_DATE}T09:00:00.000Z", "cwd": cwd, "originator": "codex_cli_rs",
-                    "cli_version": "0.50.0", "source": "cli"}})
-                dest = hist_dir / "codex" / "2026" / "01" / "15" / f"rollout-2026-01-15T09-00-00-{sid}.jsonl"
+                started = f"{REPORT_DATE}T09:00:00.000Z"
+                records.append(codex_meta(sid, cwd, started))
+                dest = codex_path(codex_root, sid, started)
             else:
-                dest = hist_dir / "claude" / cwd.replace("/", "-") / f"{sid}.jsonl"
+                dest = claude_path(claude_root, cwd, sid)
             lines = (index.parent / row["session_path"]).read_bytes().decode("utf-8").splitlines()
             for k, text in enumerate(lines):
                 record = json.loads(text)
@@ -83,9 +128,11 @@ def write_histories(gen_ws: Path, hist_dir: Path, seed: str) -> None:
                     # The generated session's own header: one header, with what prepare reads.
                     records[0]["payload"] = dict(record.get("payload") or {}, **records[0]["payload"])
                     continue
-                record["timestamp"] = f"{REPORT_DATE}T{10 + n:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
-                if row["source"] != "codex":
-                    record.update(cwd=cwd, sessionId=sid, uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{k}")))
+                timestamp = f"{REPORT_DATE}T{10 + n:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z"
+                if row["source"] == "codex":
+                    record["timestamp"] = timestamp
+                else:
+                    stamp_claude(record, cwd, sid, k, timestamp)
                 records.append(record)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if row["source"] == "codex" and not split:
@@ -125,20 +172,75 @@ def write_split_rollouts(dest: Path, thread: str, records: list[dict]) -> None:
     (dest.parent / name).write_text(dumps_records(second), encoding="utf-8")
 
 
-def prepare(venv_bin: Path, hist_dir: Path, reports_root: Path, home: Path) -> Path:
+def history_roots(hist_dir: Path) -> tuple[Path, Path]:
+    """The Codex sessions root and the Claude Code projects root of `write_histories`'s layout."""
+    return hist_dir / "codex", hist_dir / "claude"
+
+
+def home_roots(home: Path) -> tuple[Path, Path]:
+    """The Codex sessions root and the Claude Code projects root of a home, where the tools
+    keep them (`~/.codex/sessions`, `~/.claude/projects`)."""
+    return home / ".codex" / "sessions", home / ".claude" / "projects"
+
+
+def prepare(venv_bin: Path, hist_dir: Path, reports_root: Path, home: Path, *, date: str = REPORT_DATE,
+            timezone: str = "UTC", roots: tuple[Path, Path] | None = None, content_language: str | None = None,
+            log: Path | None = None, timeout: float = PREPARE_TIMEOUT) -> Path:
     """Run the prompt-diary of the venv whose bin directory is `venv_bin` on the histories in
-    `hist_dir` (written by `write_histories`) for 2026-01-15, UTC; returns the workspace it
-    prepared (`reports_root/work/2026-01-15`). Raises CalledProcessError if prepare fails."""
-    env = dict(os.environ, PROMPT_DIARY_CODEX_SESSIONS=str(hist_dir / "codex"),
-               PROMPT_DIARY_CLAUDE_PROJECTS=str(hist_dir / "claude"), HOME=str(home))
-    for name in ("PROMPT_DIARY_HOME", "PROMPT_DIARY_CONFIG", "XDG_CONFIG_HOME"):
-        env.pop(name, None)
-    subprocess.run([str(venv_bin / "prompt-diary"), "prepare", "--date", REPORT_DATE, "--timezone", "UTC",
-                    "--reports-root", str(reports_root), "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
-    return reports_root / "work" / REPORT_DATE
+    `hist_dir` (written by `write_histories`; `roots`, as (Codex sessions, Claude projects),
+    names others) for `date` in `timezone`; returns the workspace it prepared
+    (`reports_root/work/<date>`). prepare's output goes to `log` (else nowhere); one that
+    takes longer than `timeout` seconds is killed. Raises CalledProcessError if prepare
+    fails, TimeoutExpired if it was killed."""
+    codex, claude = roots or history_roots(hist_dir)
+    env = {k: v for k, v in os.environ.items() if k not in PREPARE_UNSET}
+    env.update(PROMPT_DIARY_CODEX_SESSIONS=str(codex), PROMPT_DIARY_CLAUDE_PROJECTS=str(claude), HOME=str(home))
+    if content_language is not None:
+        env["PROMPT_DIARY_CONTENT_LANGUAGE"] = content_language
+    command = [str(venv_bin / "prompt-diary"), "prepare", "--date", date, "--timezone", timezone,
+               "--reports-root", str(reports_root), "--quiet"]
+    if log is None:
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, timeout=timeout)
+    else:
+        with log.open("wb") as out:
+            subprocess.run(command, env=env, check=True, stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
+    return reports_root / "work" / date
 
 
 def audit_manifest(reports_root: Path) -> dict:
     """The private audit manifest prepare wrote beside the workspace."""
     path = reports_root / "private" / REPORT_DATE / "audit.manifest.json"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="prompt-diary's prepare on a home's histories")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare", help="run prepare; prints the workspace it made")
+    p.add_argument("--venv-bin", type=Path, required=True, help="the bin directory of prompt-diary's venv")
+    p.add_argument("--histories-home", type=Path, required=True,
+                   help="a home holding .codex/sessions and .claude/projects")
+    p.add_argument("--home", type=Path, help="HOME for prepare (default: the histories' home)")
+    p.add_argument("--reports-root", type=Path, required=True)
+    p.add_argument("--date", default=REPORT_DATE)
+    p.add_argument("--timezone", default="UTC")
+    p.add_argument("--content-language")
+    p.add_argument("--log", type=Path)
+    p.add_argument("--timeout", type=float, default=PREPARE_TIMEOUT)
+    a = parser.parse_args()
+    try:
+        ws = prepare(a.venv_bin, a.histories_home, a.reports_root, a.home or a.histories_home, date=a.date, timezone=a.timezone,
+                     roots=home_roots(a.histories_home), content_language=a.content_language, log=a.log,
+                     timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"histories: prompt-diary prepare took longer than {a.timeout:g} s and was killed", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as err:
+        print(f"histories: prompt-diary prepare failed (exit {err.returncode})", file=sys.stderr)
+        return 1
+    print(ws)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

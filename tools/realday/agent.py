@@ -16,7 +16,9 @@ what a tool returned.
 What it does, by the tools a request offers:
 
 - `read_session_lines` + `write_evidence` (extraction of one turn): reads the assigned turn in
-  compact mode, following `next_cursor` until it is null and joining fragmented records; then
+  compact mode, following `next_cursor` until it is null and joining fragmented records (it
+  stops, saying why in its final message, after 2 reads that gave no page, of any kind, on a
+  cursor it already followed, or past 200 pages); then
   writes one evidence chain whose citations lie inside the turn (the trigger on the turn's first
   line, the reaction on the agent's lines, an observed check on a tool result, an outcome when
   the agent both acted and answered). On a refusal (`status: invalid`) it corrects the fields the
@@ -29,7 +31,11 @@ What it does, by the tools a request offers:
   states, values taken from the instructions' lists); turns named without a chain get an
   `evidence_gap_item`. Uncovered turns reported by the tool or the resume prompt are covered next.
 - `write_project_summary`, `write_report_title`, `write_engagement`, `write_team_learning` (the
-  daily passes): one write each, citing turns the work items in the input cover.
+  daily passes): one write each, citing turns the work items in the input cover; a refused one
+  is written again without the entries its errors point at, each correction on top of the last.
+
+Every controlled value it sends (kinds, types, categories) is one the instructions list; when
+they list none under a heading it needs, it fails loudly (its final message says which).
 
 `--log-dir` keeps every request and answer (`NNNN-request.json`, `NNNN-answer.json`) and a line
 per request in `requests.jsonl` (phase, tool called or final, seconds spent deciding).
@@ -52,6 +58,8 @@ WRITE_EVIDENCE = "write_evidence"
 WRITE_WORK_ITEM = "write_work_item"
 DAILY_WRITERS = ("write_project_summary", "write_report_title", "write_engagement", "write_team_learning")
 MAX_REFUSALS = 4  # corrections of one write before the agent gives up and says so
+MAX_FAILED_READS = 2  # reads of one turn that gave no page, of any kind, before the agent stops
+MAX_PAGES = 200  # pages of one turn's read: past it a cursor that keeps coming is not followed
 AGENT_KINDS = {"assistant_message", "subagent_message", "tool_call", "tool_result", "context_compaction"}
 
 
@@ -194,12 +202,31 @@ def listed_values(instructions: str, heading: str) -> list[str]:
     return values
 
 
-def pick(values: list[str], *preferred: str) -> str:
-    """The first of `preferred` the instructions list, else their first value."""
+class NoValues(Exception):
+    """The instructions list no controlled values under a heading the agent needs: prompt-diary's
+    prompt changed, and the agent must say so rather than send values of its own."""
+
+
+def pick(instructions: str, heading: str, *preferred: str) -> str:
+    """The first of `preferred` the instructions list under `heading`, else the first value
+    they list there; NoValues when they list none."""
+    values = listed_values(instructions, heading)
+    if not values:
+        raise NoValues(f"the instructions list no values under {heading!r}")
     for value in preferred:
         if value in values:
             return value
-    return values[0] if values else preferred[0]
+    return values[0]
+
+
+def status(output: Any) -> Any:
+    """The `status` of a tool's answer, None when it is not a JSON object."""
+    return output.get("status") if isinstance(output, dict) else None
+
+
+def refused(writes: list["Call"]) -> list["Call"]:
+    """The writes the server refused (`status: invalid`)."""
+    return [w for w in writes if status(w.output) == "invalid"]
 
 
 def clip(text: str, limit: int = 160) -> str:
@@ -274,7 +301,8 @@ def draft_chain(turn: dict, records: list[dict], instructions: str) -> dict:
     answers = [r for r in agent if "assistant_message" in record_kinds(r) and record_text(r).strip()]
     calls = [r for r in agent if "tool_call" in record_kinds(r)]
     results = [r for r in agent if "tool_result" in record_kinds(r)]
-    terminal_types = listed_values(instructions, "Terminal state types:")
+    terminal = "Terminal state types:"
+    materiality = "Materiality values:"
     chain: dict[str, Any] = {
         "turn_ref": turn["turn_ref"],
         "trigger": {"citations": [{"lines": f"{start}-{start}"}]},
@@ -290,28 +318,26 @@ def draft_chain(turn: dict, records: list[dict], instructions: str) -> dict:
     else:
         chain["agent_reactions"] = []
     if results:
-        check_types = listed_values(instructions, "Check type values:")
-        chain["observed_checks"] = [{"type": pick(check_types, "command_output"),
+        chain["observed_checks"] = [{"type": pick(instructions, "Check type values:", "command_output"),
                                      "summary": f"Tool output is visible at line {results[0]['line']}.",
                                      "citations": [span([results[0]["line"]])]}]
     if calls and answers:
-        categories = listed_values(instructions, "Outcome categories:")
         cited = [r["line"] for r in calls + answers]
-        chain["outcomes"] = [{"category": pick(categories, "code_outcome"),
+        chain["outcomes"] = [{"category": pick(instructions, "Outcome categories:", "code_outcome"),
                               "summary": f"Reported by the agent: {clip(record_text(answers[-1]), 120)}",
                               "citations": [span(cited)]}]
-        chain["terminal_state"] = {"type": pick(terminal_types, "material_result"),
+        chain["terminal_state"] = {"type": pick(instructions, terminal, "material_result"),
                                    "summary": "The agent acted and reported its result.",
                                    "citations": [span([answers[-1]["line"]])]}
-        chain["materiality"] = pick(listed_values(instructions, "Materiality values:"), "material")
+        chain["materiality"] = pick(instructions, materiality, "material")
     else:
         last = (answers or agent or inside or [{"line": start}])[-1]["line"]
         chain["outcomes"] = []
-        chain["terminal_state"] = {"type": pick(terminal_types, "no_material" if agent else "evidence_gap"),
+        chain["terminal_state"] = {"type": pick(instructions, terminal, "no_material" if agent else "evidence_gap"),
                                    "summary": "The agent reacted without a visible result." if agent
                                    else "No agent reaction is visible in the turn.",
                                    "citations": [span([last])]}
-        chain["materiality"] = pick(listed_values(instructions, "Materiality values:"), "minor")
+        chain["materiality"] = pick(instructions, materiality, "minor")
     return chain
 
 
@@ -383,17 +409,28 @@ def extraction(body: dict, tools: dict, instructions: str, calls: list[Call]) ->
     request = {"project_key": project_key, "session_ref": session_ref, "start_line": turn["turn_start_line"],
                "end_line": turn["turn_end_line"], "mode": "compact"}
     reads = [c for c in calls if c.name == READ and all(c.arguments.get(k) == v for k, v in request.items())]
-    pages = [c.output for c in reads]
     if not reads:
         return Decision(phase, READ, request, namespace=tools[READ])
-    last = pages[-1]
-    if not isinstance(last, dict) or "records" not in last:
-        # A read that failed: try once more from where it stood, then stop.
-        if len(reads) >= 2 and not isinstance(pages[-2], dict):
-            return Decision(phase, text=f"read_session_lines failed twice: {clip(output_text(last), 300)}")
+    page = lambda output: isinstance(output, dict) and isinstance(output.get("records"), list)  # noqa: E731
+    pages = [c.output for c in reads if page(c.output)]
+    failed = [c for c in reads if not page(c.output)]
+    if len(failed) >= MAX_FAILED_READS:
+        # Any answer that is not a page (an error object, plain text, nothing) counts.
+        return Decision(phase, text=f"read_session_lines failed {len(failed)} times; the last answer: "
+                                    f"{clip(output_text(failed[-1].output) or json.dumps(failed[-1].output), 300)}")
+    if not page(reads[-1].output):
+        # A read that failed: once more from where it stood.
         return Decision(phase, READ, dict(reads[-1].arguments), namespace=tools[READ])
-    if last.get("next_cursor") is not None:
-        return Decision(phase, READ, {**request, "cursor": last["next_cursor"]}, namespace=tools[READ])
+    cursor = reads[-1].output.get("next_cursor")
+    if cursor is not None:
+        followed = [c.arguments.get("cursor") for c in reads if "cursor" in c.arguments]
+        if cursor in followed:
+            return Decision(phase, text=f"read_session_lines gave the cursor {clip(json.dumps(cursor), 80)} again "
+                                        f"after {len(pages)} page(s); the read does not end, nothing was written.")
+        if len(pages) >= MAX_PAGES:
+            return Decision(phase, text=f"read_session_lines gave more than {MAX_PAGES} pages for one turn "
+                                        "and a cursor still; the read does not end, nothing was written.")
+        return Decision(phase, READ, {**request, "cursor": cursor}, namespace=tools[READ])
     writes = [c for c in calls if c.name == WRITE_EVIDENCE]
     if writes and isinstance(writes[-1].output, dict):
         result = writes[-1].output
@@ -402,7 +439,7 @@ def extraction(body: dict, tools: dict, instructions: str, calls: list[Call]) ->
         errors = result.get("errors") or []
         if any("duplicate" in str(e) for e in errors):
             return Decision(phase, text="The turn already has a committed chain.")
-        if len([w for w in writes if (w.output or {}).get("status") == "invalid"]) > MAX_REFUSALS:
+        if len(refused(writes)) > MAX_REFUSALS:
             return Decision(phase, text=f"write_evidence kept refusing: {clip(json.dumps(errors), 400)}")
         chain = corrected(writes[-1].arguments.get("evidence_chain") or {}, errors, turn)
         return Decision(phase, WRITE_EVIDENCE, {"project_key": project_key, "session_ref": session_ref,
@@ -461,7 +498,7 @@ def uncovered_in(text: str) -> list[tuple[str, str, bool]]:
 
 
 def work_item(ref: str, session_ref: str, chains: list[dict], instructions: str) -> dict:
-    kinds = listed_values(instructions, "Choose exactly one:") or ["material_work_item", "no_material_work_item"]
+    kinds = "Choose exactly one:"
     refs = [{"session_ref": c["session_ref"], "turn_ref": c["turn_ref"]} for c in chains]
     material = [c for c in chains if c.get("materiality") == "material"]
     summaries = [clip(s, 100) for c in chains for s in c.get("reactions") or []]
@@ -476,27 +513,29 @@ def work_item(ref: str, session_ref: str, chains: list[dict], instructions: str)
                 "main_actions": summaries[:3] or ["Answered the user's requests."]}
     if material:
         mrefs = [{"session_ref": c["session_ref"], "turn_ref": c["turn_ref"]} for c in material]
-        category = next((o.get("category") for c in material for o in c.get("outcomes") or []
+        # The project-synthesis prompt lists no categories: it says to reuse the chains' own.
+        category = next((o.get("category") for c in material + chains for o in c.get("outcomes") or []
                          if isinstance(o, dict) and o.get("category")), None)
-        item.update(kind=pick(kinds, "material_work_item"), trigger=trigger, agent_reaction=reaction,
-                    outcomes=[{"category": category or pick(listed_values(instructions, "category"), "code_outcome"),
+        if category is None:
+            raise NoValues(f"no chain of session {session_ref} has an outcome category to reuse")
+        item.update(kind=pick(instructions, kinds, "material_work_item"), trigger=trigger, agent_reaction=reaction,
+                    outcomes=[{"category": category,
                                "summary": f"Results the agent reported in session {session_ref}.",
                                "evidence_refs": mrefs, "confidence": "medium"}],
                     terminal_states=[],
-                    disposition={"type": pick(listed_values(instructions, "Task dispositions:"), "completed"),
+                    disposition={"type": pick(instructions, "Task dispositions:", "completed"),
                                  "scope": "The requests made in the covered turns.",
                                  "summary": "The agent reported results for the requests; they were not verified here.",
                                  "evidence_refs": mrefs},
                     limits=["Results are as the agent reported them."])
     else:
-        item.update(kind=pick(kinds, "no_material_work_item"), trigger=trigger, agent_reaction=reaction,
+        item.update(kind=pick(instructions, kinds, "no_material_work_item"), trigger=trigger, agent_reaction=reaction,
                     outcomes=[], terminal_states=[], limits=["No material result is visible."])
     return item
 
 
 def gap_item(ref: str, turns: list[tuple[str, str]], instructions: str) -> dict:
-    kinds = listed_values(instructions, "Choose exactly one:")
-    return {"work_item_ref": ref, "kind": pick(kinds, "evidence_gap_item"),
+    return {"work_item_ref": ref, "kind": pick(instructions, "Choose exactly one:", "evidence_gap_item"),
             "title": "Turns without an evidence chain",
             "covered_turns": [{"session_ref": s, "turn_ref": t} for s, t in turns],
             "limits": ["No evidence chain was extracted."], "confidence": "low"}
@@ -519,9 +558,8 @@ def project_synthesis(body: dict, tools: dict, instructions: str, calls: list[Ca
     used = [int(r[1:]) for r in committed_refs] + [int(c.arguments["work_item"]["work_item_ref"][1:]) for c in accepted
                                                    if str((c.arguments.get("work_item") or {}).get("work_item_ref", "W0")).startswith("W")]
     next_ref = f"W{(max(used) if used else 0) + 1:04d}"
-    if writes and isinstance(writes[-1].output, dict) and writes[-1].output.get("status") == "invalid":
-        refused = [w for w in writes if (w.output or {}).get("status") == "invalid"]
-        if len(refused) > MAX_REFUSALS:
+    if writes and status(writes[-1].output) == "invalid":
+        if len(refused(writes)) > MAX_REFUSALS:
             return Decision(phase, text=f"write_work_item kept refusing: {clip(json.dumps(writes[-1].output), 400)}")
         # Retry the refused item as a smaller one: only its own session's turns, fresh ref.
         item = json.loads(json.dumps(writes[-1].arguments.get("work_item") or {}))
@@ -629,10 +667,17 @@ def daily(body: dict, tools: dict, writer: str, instructions: str, calls: list[C
     users = message_texts(body, "user")
     text = "\n".join(users)
     writes = [c for c in calls if c.name == writer]
-    if writes and isinstance(writes[-1].output, dict) and writes[-1].output.get("status") not in ("invalid", None):
+    if writes and status(writes[-1].output) not in ("invalid", None):
         return Decision(phase, text="Done.")
-    if len([w for w in writes if (w.output or {}).get("status") == "invalid"]) > MAX_REFUSALS:
+    if len(refused(writes)) > MAX_REFUSALS:
         return Decision(phase, text=f"{writer} kept refusing: {clip(json.dumps(writes[-1].output), 400)}")
+    if writes and status(writes[-1].output) == "invalid":
+        # The refused write put right where its errors point: it already holds every earlier
+        # correction, so corrections add up.
+        args = correct_daily(writes[-1].arguments, writes[-1].output.get("errors") or [])
+        return Decision(phase, writer, args, namespace=tools[writer])
+    if writes:
+        return Decision(phase, text=f"{writer} gave no result: {clip(output_text(writes[-1].output) or str(writes[-1].output), 300)}")
     refs = turn_refs_in(users[0] if users else "")
     project_key = bullet(users[0], "Project key") if users else None
     if writer == "write_project_summary":
@@ -657,8 +702,6 @@ def daily(body: dict, tools: dict, writer: str, instructions: str, calls: list[C
             args = {"takeaways": {"text": "Short, concrete requests got direct results.",
                                   "confidence": "medium", "citations": cites},
                     "patterns": [], "limits": ["Read from the evidence chains only."]}
-    if writes and isinstance(writes[-1].output, dict):
-        args = correct_daily(args, writes[-1].output.get("errors") or [], refs)
     return Decision(phase, writer, args, namespace=tools[writer])
 
 
@@ -669,9 +712,10 @@ def project_label(text: str) -> str | None:
     return None
 
 
-def correct_daily(args: dict, errors: list, refs: list[dict]) -> dict:
-    """A refused daily write put right: a citation the server refuses is dropped, and if none
-    is left the first turn the input shows is cited."""
+def correct_daily(args: dict, errors: list) -> dict:
+    """A refused daily write put right: every list entry an error points at (a citation the
+    server refuses, an observation or a pattern it cannot take) is dropped; an error at a
+    field is left as it is (the next refusal counts towards MAX_REFUSALS)."""
     out = json.loads(json.dumps(args))
     for error in errors:
         if not isinstance(error, dict):

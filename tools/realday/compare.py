@@ -5,22 +5,22 @@
 
 Compares every file of the two days' workspaces (DIR/reports/work/<date>/): the evidence cards,
 the project-synthesis envelopes, daily-report.json, report.md and report.notion.json, and the
-prepared inputs. JSON files are compared as values once times are set aside (every key ending
-in `_at`, which is when `prepare` or a step ran); every other file byte for byte. Set aside as
-well, as decided deviations:
+prepared inputs. JSON files are compared as values, the keys of SET_ASIDE_KEYS (when `prepare`
+ran) set aside: each must be present in both, its value is not compared; every other file byte
+for byte. Set aside as well, as decided deviations:
 
-- `.evidence-store/` (the store) and `projects/*/receipts/` (the citation receipts
-  evidence-store writes beside the cards): evidence-store's own files, which prompt-diary
-  neither writes nor reads.
+- `.evidence-store/` at the workspace's root (the store) and `projects/<key>/receipts/` (the
+  citation receipts evidence-store writes beside the cards): evidence-store's own files, which
+  prompt-diary neither writes nor reads.
 
 Then the write tools' answers, as the agent saw them (DIR/agent/): every write call, its
 arguments and its answer (accepted, or refused with its errors) must be the same in both days,
-the `Wall time` Codex puts before each aside. One decided deviation: evidence-store's hint for
-a citation outside the turn is the user's wording, "cite only lines inside the evidence
-chain's indexed turn", where prompt-diary 0.2.20 says "cite only lines inside the indexed turn".
+the `Wall time` Codex puts before each aside. The decided deviations of evidence-store's
+wording (tools/lib/deviations.py: the hint for a citation outside the turn names "the evidence
+chain's indexed turn") are put in prompt-diary's words first.
 
 Prints one line per difference and a closing `N passed, N failed` line; exits 1 on any
-difference, 2 when a day is missing.
+difference, 2 when a day is missing (no DIR, or not exactly one workspace in it).
 """
 
 from __future__ import annotations
@@ -30,8 +30,16 @@ import re
 import sys
 from pathlib import Path
 
-SET_ASIDE_DIRS = (".evidence-store", "receipts")
-DECIDED_HINTS = {"cite only lines inside the evidence chain's indexed turn": "cite only lines inside the indexed turn"}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+from deviations import DECIDED_HINTS  # noqa: E402
+
+# Keys whose values say when a step ran, not what it made: compared for presence only.
+SET_ASIDE_KEYS = frozenset({"prepared_at"})
+SET_ASIDE = "<set aside>"
+
+
+class MissingDay(Exception):
+    """A day directory without exactly one workspace in it."""
 
 
 def write_answers(day: Path) -> set[tuple[str, str, str]]:
@@ -54,24 +62,35 @@ def write_answers(day: Path) -> set[tuple[str, str, str]]:
 
 
 def workspace(day: Path) -> Path:
-    found = sorted((day / "reports" / "work").glob("*"))
+    if not day.is_dir():
+        raise MissingDay(f"{day} is not a directory")
+    found = sorted(p for p in (day / "reports" / "work").glob("*") if p.is_dir())
     if len(found) != 1:
-        raise SystemExit(f"compare: {day} holds {len(found)} workspaces, not one")
+        raise MissingDay(f"{day} holds {len(found)} workspaces under reports/work, not one")
     return found[0]
+
+
+def set_aside(rel: Path) -> bool:
+    """evidence-store's own files: the store's directory at the workspace root, and each
+    project's citation receipts."""
+    parts = rel.parts
+    return parts[0] == ".evidence-store" or (len(parts) > 3 and parts[0] == "projects" and parts[2] == "receipts")
 
 
 def files(ws: Path) -> dict[str, Path]:
     out = {}
     for path in ws.rglob("*"):
         rel = path.relative_to(ws)
-        if path.is_file() and not any(part in SET_ASIDE_DIRS for part in rel.parts):
+        if path.is_file() and not set_aside(rel):
             out[str(rel)] = path
     return out
 
 
 def without_times(value: object) -> object:
+    """`value` with the value of every key in SET_ASIDE_KEYS replaced by a placeholder (the key
+    itself kept, so that one only on one side is still a difference)."""
     if isinstance(value, dict):
-        return {k: without_times(v) for k, v in value.items() if not k.endswith("_at")}
+        return {k: SET_ASIDE if k in SET_ASIDE_KEYS else without_times(v) for k, v in value.items()}
     if isinstance(value, list):
         return [without_times(v) for v in value]
     return value
@@ -99,7 +118,11 @@ def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    a_ws, b_ws = workspace(Path(sys.argv[1])), workspace(Path(sys.argv[2]))
+    try:
+        a_ws, b_ws = workspace(Path(sys.argv[1])), workspace(Path(sys.argv[2]))
+    except MissingDay as err:
+        print(f"compare: {err}", file=sys.stderr)
+        return 2
     a_files, b_files = files(a_ws), files(b_ws)
     passed = failed = 0
     for rel in sorted(set(a_files) | set(b_files)):

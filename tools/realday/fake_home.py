@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import histories  # noqa: E402
 
 
 def dumps(value: object) -> str:
@@ -71,9 +75,7 @@ class Claude:
 
     def _add(self, record: dict) -> None:
         self.n += 1
-        record.update(cwd=self.cwd, sessionId=self.sid, timestamp=self.clock.next(),
-                      uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.sid}/{self.n}")))
-        self.records.append(record)
+        self.records.append(histories.stamp_claude(record, self.cwd, self.sid, self.n, self.clock.next()))
 
     def user(self, text: str) -> None:
         self._add({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
@@ -90,19 +92,17 @@ class Claude:
         self._add({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
 
     def write(self, home: Path) -> None:
-        dest = home / ".claude" / "projects" / self.cwd.replace("/", "-") / f"{self.sid}.jsonl"
+        _, projects = histories.home_roots(home)
+        dest = histories.claude_path(projects, self.cwd, self.sid)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text("".join(dumps(r) + "\n" for r in self.records), encoding="utf-8")
+        dest.write_text(histories.dumps_records(self.records, compact=True), encoding="utf-8")
 
 
 class Codex:
     def __init__(self, cwd: str, sid: str, clock: Clock) -> None:
         self.cwd, self.sid, self.clock, self.calls = cwd, sid, clock, 0
-        stamp = clock.next()
-        self.started = stamp
-        self.records = [{"timestamp": stamp, "type": "session_meta", "payload": {
-            "id": sid, "timestamp": stamp, "cwd": cwd, "originator": "codex_cli_rs", "cli_version": "0.50.0",
-            "source": "cli"}}]
+        self.started = clock.next()
+        self.records = [histories.codex_meta(sid, cwd, self.started)]
 
     def _add(self, kind: str, payload: dict) -> None:
         self.records.append({"timestamp": self.clock.next(), "type": kind, "payload": payload})
@@ -124,11 +124,10 @@ class Codex:
         self._add("event_msg", {"type": "agent_message", "message": text})
 
     def write(self, home: Path) -> None:
-        y, m, d = self.started[:10].split("-")
-        time = self.started[11:19].replace(":", "-")
-        dest = home / ".codex" / "sessions" / y / m / d / f"rollout-{y}-{m}-{d}T{time}-{self.sid}.jsonl"
+        sessions, _ = histories.home_roots(home)
+        dest = histories.codex_path(sessions, self.sid, self.started)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text("".join(dumps(r) + "\n" for r in self.records), encoding="utf-8")
+        dest.write_text(histories.dumps_records(self.records, compact=True), encoding="utf-8")
 
 
 def make(home: Path, date: str, one_turn: bool = False) -> dict:

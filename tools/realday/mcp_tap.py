@@ -9,8 +9,10 @@ other `report ...` is handed to the next `report` as it is (exec).
 
 For each server started it writes `LOG_DIR/serve-<pid>.json`: every JSON-RPC request (method,
 tool name, seconds until its answer, whether the answer was an error), notifications,
-when Codex closed stdin, which signals Codex sent (each is passed on to the server), and how
-the server ended (exit code or signal). The server's stderr goes to
+when Codex closed stdin, which signals Codex sent (each is passed on to the server), how
+the server ended (exit code or signal), and its protocol errors: a line on its stdout that is
+not a JSON-RPC message (not JSON, or not an object), or an answer to an id no request had
+(or already answered). The server's stderr goes to
 `LOG_DIR/serve-<pid>.stderr` (evidence-store's log; `RUST_LOG` is set to `debug` for it
 unless already set, since Codex starts MCP servers with a cleared environment).
 
@@ -63,7 +65,8 @@ def main() -> int:
     started = time.time()
     record: dict = {"pid": pid, "argv": args, "target": target, "started": started,
                     "env": sorted(os.environ), "requests": [], "notifications": [], "signals": [],
-                    "stdin_closed_at": None, "exit": None, "ended": None, "unanswered": []}
+                    "stdin_closed_at": None, "exit": None, "ended": None, "unanswered": [],
+                    "protocol_errors": []}
     env = dict(os.environ)
     env.setdefault("RUST_LOG", "debug")
     stderr = (log_dir / f"serve-{pid}.stderr").open("wb")
@@ -123,14 +126,25 @@ def main() -> int:
             line = child.stdout.readline()
             if not line:
                 break
+            now = round(time.time() - started, 6)
             try:
                 message = json.loads(line)
             except ValueError:
                 message = None
+                with lock:
+                    record["protocol_errors"].append({"at": now, "what": "a line that is not JSON",
+                                                      "line": line[:200].decode("utf-8", "replace")})
+            if message is not None and not isinstance(message, dict):
+                with lock:
+                    record["protocol_errors"].append({"at": now, "what": "JSON that is not a JSON-RPC message",
+                                                      "line": line[:200].decode("utf-8", "replace")})
             if isinstance(message, dict) and "id" in message and "method" not in message:
                 with lock:
                     entry = pending.pop(json.dumps(message["id"]), None)
-                    if entry is not None:
+                    if entry is None:
+                        record["protocol_errors"].append({"at": now, "what": "an answer to an id no request is waiting on",
+                                                          "line": line[:200].decode("utf-8", "replace")})
+                    else:
                         entry["seconds"] = round(time.time() - started - entry["at"], 6)
                         if "error" in message:
                             entry["error"] = message["error"]

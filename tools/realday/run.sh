@@ -18,12 +18,14 @@
 #                     without it Codex uses its bundled model metadata, as a user's Codex does
 #
 # Steps: installs prompt-diary 0.2.20 with its Codex into a cached venv (setup.sh); runs
-# `prompt-diary prepare` on the histories into DIR/reports; starts the endpoint; writes a
+# `prompt-diary prepare` on the histories into DIR/reports (tools/lib/histories.py, at most
+# REALDAY_PREPARE_TIMEOUT s, default 600); starts the endpoint; writes a
 # private CODEX_HOME (DIR/codex-home) that sends every model request there; runs
 #   evidence-store --workspace DIR/reports/work/D run -- prompt-diary generate --date D ...
 # or prompt-diary generate with its own server, both with a `report` tap first on PATH
 # (mcp_tap.py: it records each MCP server's traffic, the signals it gets and how it ends);
-# then `evidence-store verify` on the store; and writes DIR/summary.json (summarize.py).
+# then `evidence-store verify` on the store, as Codex left it and after `run` (each at most
+# REALDAY_VERIFY_TIMEOUT s, default 300); and writes DIR/summary.json (summarize.py).
 # Exit status: generate's (0 only when generate exited 0); 2 when the install or a setup step
 # failed before generate could run.
 set -euo pipefail
@@ -68,14 +70,17 @@ reports="$out/reports"
 workspace="$reports/work/$date"
 mkdir -p "$out/user-home" "$out/codex-home" "$out/bin" "$out/tap"
 
-# prompt-diary reads no configuration of the user's: a home of its own, English content.
+# prepare as the differential tests run it (tools/lib/histories.py): no configuration of the
+# user's, the histories' home as HOME, English content, at most REALDAY_PREPARE_TIMEOUT s.
+"$py" "$root/tools/lib/histories.py" prepare --venv-bin "$venv/bin" --histories-home "$histories" \
+  --reports-root "$reports" --date "$date" --timezone "$tz" --content-language en --log "$out/prepare.log" \
+  --timeout "${REALDAY_PREPARE_TIMEOUT:-600}" >/dev/null \
+  || { cat "$out/prepare.log" >&2; die "prompt-diary prepare failed or timed out"; }
+
+# generate reads no configuration of the user's either: a home of its own, English content.
 clean_env=(env -u PROMPT_DIARY_HOME -u PROMPT_DIARY_CONFIG -u XDG_CONFIG_HOME -u XDG_DATA_HOME
   -u PROMPT_DIARY_WORKSPACE -u TZ -u OPENAI_API_KEY -u OPENAI_BASE_URL -u CODEX_API_KEY
   PROMPT_DIARY_CONTENT_LANGUAGE=en)
-"${clean_env[@]}" HOME="$histories" \
-  PROMPT_DIARY_CLAUDE_PROJECTS="$histories/.claude/projects" PROMPT_DIARY_CODEX_SESSIONS="$histories/.codex/sessions" \
-  "$venv/bin/prompt-diary" prepare --date "$date" --timezone "$tz" --reports-root "$reports" --quiet \
-  >"$out/prepare.log" 2>&1 || { cat "$out/prepare.log" >&2; die "prompt-diary prepare failed"; }
 
 agent_pid=""
 cleanup() { if [ -n "$agent_pid" ]; then kill "$agent_pid" 2>/dev/null || true; wait "$agent_pid" 2>/dev/null || true; fi; }
@@ -121,14 +126,18 @@ generate=(prompt-diary generate --date "$date" --timezone "$tz" --reports-root "
 # store as Codex left it, before `run`'s own import and export open it again.
 with_tap=(sh -c 'PATH="$0:$PATH" "$@"; rc=$?
   if [ -n "${REALDAY_VERIFY_BIN:-}" ]; then
-    "$REALDAY_VERIFY_BIN" --workspace "$REALDAY_WORKSPACE" verify >"$REALDAY_VERIFY_LOG" 2>&1
+    timeout --kill-after=10 "$REALDAY_VERIFY_TIMEOUT" "$REALDAY_VERIFY_BIN" --workspace "$REALDAY_WORKSPACE" verify \
+      >"$REALDAY_VERIFY_LOG" 2>&1
     echo "$?" >"$REALDAY_VERIFY_LOG.rc"
   fi
   exit "$rc"' "$out/bin")
 verify_env=()
+# A verify of this day's store takes well under a second; past this it hangs.
+verify_timeout="${REALDAY_VERIFY_TIMEOUT:-300}"
 if [ "$server" = evidence-store ]; then
   command=("$bin" --workspace "$workspace" run -- "${with_tap[@]}" "${generate[@]}")
-  verify_env=(REALDAY_VERIFY_BIN="$bin" REALDAY_WORKSPACE="$workspace" REALDAY_VERIFY_LOG="$out/verify-as-codex-left-it.log")
+  verify_env=(REALDAY_VERIFY_BIN="$bin" REALDAY_WORKSPACE="$workspace" REALDAY_VERIFY_LOG="$out/verify-as-codex-left-it.log"
+    REALDAY_VERIFY_TIMEOUT="$verify_timeout")
 else
   command=("${with_tap[@]}" "${generate[@]}")
 fi
@@ -145,7 +154,7 @@ ended="$(date +%s.%N)"
 verify_rc=""
 if [ "$server" = evidence-store ] && [ -e "$workspace/.evidence-store" ]; then
   set +e
-  "$bin" --workspace "$workspace" verify >"$out/verify.log" 2>&1
+  timeout --kill-after=10 "$verify_timeout" "$bin" --workspace "$workspace" verify >"$out/verify.log" 2>&1
   verify_rc=$?
   set -e
 fi

@@ -14,13 +14,17 @@ Fields:
   `tools/call:NAME`), counted from the servers' own logs: evidence-store's `received request`
   lines (RUST_LOG=debug) and `Service initialized` for initialize; prompt-diary's `Processing
   request of type ...` lines (its log has no line for initialize, counted from the tap);
-- protocol_errors: JSON-RPC error answers, and error lines in the servers' logs (rmcp's
-  `response error`, any `ERROR` line, a Python traceback), with the first few quoted;
+- protocol_errors: JSON-RPC error answers, what the tap saw on a server's stdout that is not a
+  JSON-RPC message or answers an id no request was waiting on, and error lines in the servers'
+  logs (rmcp's `response error`, any `ERROR` line, a Python traceback), with the first few
+  quoted;
 - servers: how many MCP servers Codex started, the seconds they spent answering (each request
   from its line in to its answer out, plus each start until `initialize` was answered, summed
   over servers running at once), the wall time during which at least one was so busy and
   that as a share of the day; how Codex stopped them (signals, whether stdin was closed
-  before the signal) and how they ended; requests never answered;
+  before the signal) and how they ended; requests never answered; and the servers whose tap
+  record is missing (a `serve-<pid>.stderr` without its `serve-<pid>.json`: the tap did not
+  finish), which the other figures cannot count;
 - verify: for evidence-store, `evidence-store verify` on the store as Codex left it (inside
   the command `run` runs, after generate, before `run`'s own import) and after `run`;
 - agent: the endpoint's requests, the tools it called, and the refusals it got and corrected.
@@ -119,8 +123,10 @@ def main() -> int:
         log_counts += server_log_requests(body, a.server)
         errors += [f"{log.name}: {line}" for line in error_lines(body)]
 
-    taps = [load(f) for f in sorted((out / "tap").glob("serve-*.json"))]
-    taps = [t for t in taps if isinstance(t, dict)]
+    taps_by_name = {f.name.removesuffix(".json"): load(f) for f in sorted((out / "tap").glob("serve-*.json"))}
+    taps = [t for t in taps_by_name.values() if isinstance(t, dict)]
+    without_record = sorted(log.name.removesuffix(".stderr") for log in logs
+                            if not isinstance(taps_by_name.get(log.name.removesuffix(".stderr")), dict))
     tap_counts: collections.Counter = collections.Counter()
     busy = 0.0
     signals: collections.Counter = collections.Counter()
@@ -139,6 +145,8 @@ def main() -> int:
             intervals.append((begin, t["started"] + r["at"] + (r.get("seconds") or 0.0)))
             if "error" in r:
                 errors.append(f"JSON-RPC error answer to {method}: {json.dumps(r['error'])[:300]}")
+        for e in t.get("protocol_errors") or []:
+            errors.append(f"serve-{t['pid']} stdout at {e.get('at')} s: {e.get('what')}: {e.get('line')}")
         for s in t["signals"]:
             signals[s["signal"]] += 1
         first_signal = min((s["at"] for s in t["signals"]), default=None)
@@ -209,6 +217,7 @@ def main() -> int:
         "protocol_error_lines": errors[:10],
         "servers": {
             "started": len(taps),
+            "without_tap_record": without_record,
             "requests_seen_by_tap": dict(sorted(tap_counts.items())),
             "unanswered_requests": unanswered,
             "seconds_in_server": round(busy, 3),

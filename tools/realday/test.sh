@@ -3,8 +3,11 @@
 # `generate` and its real Codex, with evidence-store and then with prompt-diary's own server,
 # the same scripted endpoint and the same histories; then the differential of the documents
 # both left (compare.py). Checks, for evidence-store: generate exited 0, a chain for every
-# indexed turn, the report rendered, 0 protocol errors in the servers' logs, every request
-# answered, `verify` clean after `run`; for prompt-diary's server, the same day succeeded.
+# indexed turn, the report rendered, 0 protocol errors (in the servers' logs and on their
+# stdout), every request answered, a tap record for every server started, `verify` clean on
+# the store as Codex left it (after it SIGTERMed its servers, before `run`'s own import, which
+# would repair a store left unclosed) and after `run`; for prompt-diary's server, the same day
+# succeeded. First, the realday tools' own tests (test_tools.py).
 #   tools/realday/test.sh [--bin target/debug/evidence-store] [--keep DIR]
 # When prompt-diary 0.2.20 and its Codex cannot be installed: in CI (CI=true), where PyPI is
 # reachable, that is a failure; elsewhere the test is skipped, loudly, with the reason.
@@ -20,6 +23,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 started=$SECONDS
+python3 "$here/test_tools.py" >&2 || { echo "FAIL realday: the realday tools' own tests (test_tools.py)" >&2; exit 1; }
 log="$(mktemp)"
 if ! "$here/setup.sh" >/dev/null 2>"$log"; then
   reason="$(tail -n 1 "$log")"
@@ -75,7 +79,12 @@ if not s["report"]["rendered"]: problems.append("no report rendered")
 if s["protocol_errors"]: problems.append(f"{s['protocol_errors']} protocol errors: {s['protocol_error_lines']}")
 if s["servers"]["unanswered_requests"]: problems.append(f"{s['servers']['unanswered_requests']} requests never answered")
 if not s["requests"].get("tools/call:write_evidence"): problems.append("the server's log shows no write_evidence")
-if (s.get("verify") or {}).get("after_run", {}).get("rc") != 0: problems.append(f"verify after run: {s.get('verify')}")
+if s["servers"]["without_tap_record"]: problems.append(f"servers without a tap record: {s['servers']['without_tap_record']}")
+verify = s.get("verify") or {}
+# The store as Codex left it must be closed cleanly: run's repairing import would hide one
+# that is not.
+if (verify.get("as_codex_left_it") or {}).get("rc") != 0: problems.append(f"verify as Codex left the store: {verify.get('as_codex_left_it')}")
+if (verify.get("after_run") or {}).get("rc") != 0: problems.append(f"verify after run: {verify.get('after_run')}")
 for p in problems: print(f"FAIL evidence-store day: {p}", file=sys.stderr)
 sys.exit(1 if problems else 0)
 PY

@@ -245,32 +245,48 @@ const server = http.createServer((req, res) => {
         });
     });
 });
-// POST /v1/responses: the one answer item, streamed as server-sent events.
+// POST /v1/responses: the one answer item, streamed as server-sent events. Whatever fails once
+// the 200 header is out (a body that is no Responses request, a reply of an unexpected shape,
+// the model) ends the stream with `response.failed`, never the process.
 function responses(req, res) {
     const n = ++requests;
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
         const dump = (name, obj) => opts.dumpDir && fs.writeFileSync(`${opts.dumpDir}/${n}-${name}.json`, JSON.stringify(obj, null, 1));
+        const refuse = (status, message, type) => {
+            log(`#${n} responses refused ${status}: ${message}`);
+            const text = JSON.stringify({ error: { code: status, message, type } });
+            res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+            res.end(text);
+        };
         let body;
         try { body = JSON.parse(Buffer.concat(chunks).toString("utf8")); } catch (e) {
-            const text = JSON.stringify({ error: { code: 400, message: `invalid JSON body: ${e.message}`, type: "invalid_request_error" } });
-            res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-            return res.end(text);
+            return refuse(400, `invalid JSON body: ${e.message}`, "invalid_request_error");
         }
-        dump("request", body);
+        if (body === null || typeof body !== "object" || Array.isArray(body))
+            return refuse(400, "the body is not a JSON object", "invalid_request_error");
+        try { dump("request", body); } catch (e) { return refuse(500, `cannot dump the request: ${e.message}`, "server_error"); }
         const rid = `resp_${n}`;
         const event = (type, data) => { if (!res.writableEnded && !res.destroyed) res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`); };
+        const failed = (e) => {
+            log(`#${n} responses error ${e?.status ?? 500}: ${e?.message ?? e}`);
+            try { dump("answer", { error: String(e?.message ?? e), status: e?.status ?? 500 }); } catch { /* the answer matters more than its dump */ }
+            event("response.failed", { response: { id: rid, status: "failed",
+                error: { code: e?.type ?? "server_error", message: String(e?.message ?? e) } } });
+            if (!res.writableEnded) res.end();
+        };
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "close" });
         event("response.created", { response: { id: rid, status: "in_progress" } });
         const abort = new AbortController();
         res.on("close", () => { if (!res.writableFinished) abort.abort(); });
-        const { chat, namespaces } = responsesToChat(body);
+        let chat, namespaces;
+        try { ({ chat, namespaces } = responsesToChat(body)); } catch (e) { return failed(e); }
         const started = Date.now();
         oneAtATime(() => {
             if (abort.signal.aborted) throw Object.assign(new Error("the client went away"), { aborted: true });
             return complete({ ...chat, tools: chat.tools.length ? chat.tools : undefined }, abort.signal);
-        }).then((reply) => {
+        }).then((reply) => { try {
             const message = reply.choices[0].message;
             const call = message.tool_calls?.[0];
             const item = call ? { type: "function_call", id: `fc_${n}`, call_id: call.id, name: call.function.name,
@@ -286,14 +302,10 @@ function responses(req, res) {
             event("response.completed", { response: { id: rid, status: "completed", usage } });
             log(`#${n} responses: ${call ? `call ${call.function.name}` : "message"} in ${Date.now() - started} ms`);
             res.end();
-        }, (e) => {
-            if (abort.signal.aborted || e.aborted) { dump("answer", { aborted: true }); return log(`#${n} aborted`); }
-            log(`#${n} responses error ${e.status ?? 500}: ${e.message}`);
-            dump("answer", { error: e.message, status: e.status ?? 500 });
-            event("response.failed", { response: { id: rid, status: "failed",
-                error: { code: e.type ?? "server_error", message: e.message } } });
-            res.end();
-        });
+        } catch (e) { failed(e); } }, (e) => {
+            if (abort.signal.aborted || e?.aborted) { dump("answer", { aborted: true }); return log(`#${n} aborted`); }
+            failed(e);
+        }).catch((e) => log(`#${n} responses: cannot end the stream: ${e?.message ?? e}`));
     });
 }
 
