@@ -19,18 +19,20 @@ else
   echo "[test.sh] NOT RUN (needs root): the ignored tests of tests/it/disk_full.rs and tests/it/damaged_store.rs" >&2
 fi
 cargo build --locked --quiet   # the binary the Python checks drive
-echo "[test.sh] ${SECONDS}s: Rust tests done"
-tools/check/view_browser.sh target/debug/evidence-store   # `view` in headless Chromium
+# Where cargo put it: CARGO_TARGET_DIR, or a cargo config's target-dir, as cargo decides.
+bin="$(python3 tools/lib/cargo_target.py debug)"
+echo "[test.sh] ${SECONDS}s: Rust tests done (binary: $bin)"
+tools/check/view_browser.sh "$bin"   # `view` in headless Chromium
 
 tools/setup_python.sh
 py=tools/.venv/bin/python
-"$py" tools/check/test_interop.py --bin target/debug/evidence-store
-"$py" tools/check/test_differential.py --bin target/debug/evidence-store --seeds 1,2
-"$py" tools/check/test_end_to_end.py --bin target/debug/evidence-store
-"$py" tools/check/test_run_prompt_diary.py --bin target/debug/evidence-store
-tools/.venv-0.2.20/bin/python tools/check/test_differential_0220.py --bin target/debug/evidence-store --seeds 1
-tools/.venv-0.2.20/bin/python tools/check/test_run_prompt_diary.py --bin target/debug/evidence-store
+"$py" tools/check/test_interop.py --bin "$bin"
+"$py" tools/check/test_differential.py --bin "$bin" --seeds 1,2
+"$py" tools/check/test_end_to_end.py --bin "$bin"
+"$py" tools/check/test_run_prompt_diary.py --bin "$bin"
+tools/.venv-0.2.20/bin/python tools/check/test_differential_0220.py --bin "$bin" --seeds 1
+tools/.venv-0.2.20/bin/python tools/check/test_run_prompt_diary.py --bin "$bin"
 echo "[test.sh] ${SECONDS}s: Python checks done"
-tools/check/smoke_tools.sh target/debug/evidence-store   # every attack and bench script, --smoke
+tools/check/smoke_tools.sh "$bin"   # every attack and bench script, --smoke
 echo "[test.sh] ${SECONDS}s: attack and bench smoke runs done"
 tools/realmodel/test.sh   # tool_output against a real small model (installs it; skipped loudly outside CI if it cannot)

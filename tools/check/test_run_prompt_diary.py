@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import handles  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,7 +325,7 @@ def outer(binary: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin", type=Path, default=ROOT / "target/debug/evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     parser.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if RELEASE not in RELEASES:

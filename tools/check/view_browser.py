@@ -37,6 +37,8 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 PROJECT = "Demo-0123456789ab"
 
 
