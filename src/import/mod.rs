@@ -155,42 +155,18 @@ fn is_own_store(root: &WorkspaceRoot, store_path: &Path) -> bool {
 }
 
 /// A store serves one workspace: the writers of a workspace take its own document lock,
-/// which does not keep another workspace's writers off a store they share.
-///
-/// - A workspace's own store must really be its own: one whose `.evidence-store` leads to
-///   another workspace's store directory is refused. (One moved or copied with its
-///   workspace is still its own.)
-/// - A store elsewhere (`--store`) holds the workspace whose identity it recorded first;
-///   any other is refused. It takes a new one only by `import --rebuild`.
+/// which does not keep another workspace's writers off a store they share. A store
+/// elsewhere (`--store`) holds the workspace whose identity it recorded first; any other
+/// is refused, and it takes a new one only by `import --rebuild`. (A workspace's own
+/// store is its own by where it lives, moved or copied with it: `store::check_own_store`
+/// refuses one whose `.evidence-store` leads to another workspace's.)
 pub fn check_same_workspace(
     lookup: &impl Lookup,
     root: &WorkspaceRoot,
     store_path: &Path,
 ) -> Result<(), ImportError> {
-    let refused = |holds: String| ImportError::AnotherWorkspace {
-        store: lookup.shown().to_owned(),
-        holds,
-        this: root.display.clone(),
-    };
     if is_own_store(root, store_path) {
-        let (Ok(real_store), Ok(real_root)) = (
-            std::fs::canonicalize(store_path),
-            std::fs::canonicalize(&root.path),
-        ) else {
-            return Ok(());
-        };
-        // `.evidence-store`, the directory every workspace keeps its store in.
-        let own_dir = Path::new(crate::store::WORKSPACE_STORE)
-            .parent()
-            .and_then(Path::file_name);
-        let holder = real_store
-            .parent()
-            .filter(|dir| dir.file_name() == own_dir)
-            .and_then(Path::parent);
-        return match holder {
-            Some(holder) if holder != real_root => Err(refused(holder.display().to_string())),
-            _ => Ok(()),
-        };
+        return Ok(());
     }
     let Some(recorded) = lookup.workspace_identity()? else {
         return Ok(());
@@ -201,7 +177,11 @@ pub fn check_same_workspace(
     let holds = lookup
         .workspace()?
         .map_or_else(|| "another workspace".to_owned(), |w| w.root_display);
-    Err(refused(holds))
+    Err(ImportError::AnotherWorkspace {
+        store: lookup.shown().to_owned(),
+        holds,
+        this: root.display.clone(),
+    })
 }
 
 /// Whether the store records `identity` as its workspace, when that matters for an import
