@@ -9,14 +9,14 @@ cd "$(dirname "$0")/.."
 cargo test --locked
 # The tests that need root (a tmpfs, a read-only bind mount) are ignored in a plain
 # `cargo test`; here they run when we are root, and CI (which runs as root) must run them.
-privileged=(disk_full:: damaged_store::)
+privileged=(disk_full:: damaged_store:: wrong_setup::a_foreign_owned_document_lock)
 if [[ "$(id -u)" == 0 ]]; then
   cargo test --locked --test it -- --ignored "${privileged[@]}"
 elif [[ "${CI:-}" == true ]]; then
   echo "[test.sh] the root-only tests cannot run: CI must run as root" >&2
   exit 1
 else
-  echo "[test.sh] NOT RUN (needs root): the ignored tests of tests/it/disk_full.rs and tests/it/damaged_store.rs" >&2
+  echo "[test.sh] NOT RUN (needs root): the ignored tests of tests/it/disk_full.rs and tests/it/damaged_store.rs, and wrong_setup::a_foreign_owned_document_lock_says_how_to_fix_it" >&2
 fi
 cargo build --locked --quiet   # the binary the Python checks drive
 # Where cargo put it: CARGO_TARGET_DIR, or a cargo config's target-dir, as cargo decides.
