@@ -205,7 +205,10 @@ async def drive(tmp: Path) -> list[str]:
     command, args, env = codex_server_config(workspace)
     check("prompt-diary's command", (command, args) == ("report", ["mcp", "serve"]), (command, args))
     params = StdioServerParameters(command=command, args=args, env={**os.environ, **env})
-    async with stdio_client(params) as (read, write):
+    # The server's stderr goes to a log of its own, as Codex keeps an MCP server's.
+    server_log = tmp / "server.log"
+    errlog = server_log.open("w", encoding="utf-8")
+    async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             check("server name", init.serverInfo.name == "evidence-store", init.serverInfo)
@@ -267,6 +270,11 @@ async def drive(tmp: Path) -> list[str]:
                 check(f"{tool} written", json.loads(got.content[0].text).get("status") == "written", got.content[0].text)
                 if RELEASE == "0.2.20":
                     getattr(synthesis, tool)(workspace_path=reference, **arguments)
+
+    errlog.close()
+    first = (server_log.read_text(encoding="utf-8").splitlines() or [""])[0]
+    check("the server's first log line names the workspace and its day",
+          first.startswith(f"evidence-store serve: workspace {workspace}, report date {DAY} "), first)
 
     # prompt-diary's Finalize rewrites daily-report.json after the last tool call, and its
     # extraction runner deletes an incomplete card before re-extracting it: `run` must
