@@ -10,9 +10,14 @@
 //!   command, the block's first line (`pytest tests/ -v`); the context is the rest of the
 //!   block, the command's output, stripped and cut to 200 characters (none when empty).
 //! - **Test**: `pytest <node id> - PASS|FAIL`; the reference is the marker's text,
-//!   `pytest <node id> - <result>`, as JSON citations write it. The pattern requires
-//!   `pytest` and whitespace: `**Evidence**: lint - PASS` or a link followed by ` - FAIL`
-//!   is no test citation (and, matching no other pattern, no citation).
+//!   `pytest <node id> - <result>`, as JSON citations write it. Without `pytest `, only a
+//!   pytest node id, a `.py` path then `::` and a name (`tests/test_auth.py::test_login`),
+//!   followed by ` - PASS|FAIL` is a test citation, its reference as written
+//!   (`tests/test_auth.py::test_login - PASS`, nothing added): the documentation's "For
+//!   Agent Users" sample writes its test that way and says it is extracted, which Ralph's
+//!   own pattern misses. Anything else before ` - PASS|FAIL` (`**Evidence**: lint - PASS`,
+//!   a link followed by ` - FAIL`) is no test citation (and, matching no other pattern,
+//!   no citation).
 //! - **URL**: `[label](url)`; the reference is `label: url`.
 //!
 //! 1. **Line endings.** Every run of CRs directly before an LF is removed before matching
@@ -93,6 +98,13 @@ static TEST_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static URL_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\*\*Evidence\*\*:\s*\[([^\]]+)\]\(([^)]+)\)"));
+
+/// Beside them, a test marker without `pytest `: a pytest node id (a `.py` path, `::`,
+/// then the name and any more parts, in the characters Ralph's test pattern allows) and
+/// its result.
+static NODE_TEST_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(r"\*\*Evidence\*\*:\s*([a-zA-Z0-9_/\.\-]+\.py::[a-zA-Z0-9_/\.\-:]+)\s+-\s+(PASS|FAIL)")
+});
 
 /// The first fenced `json` block holding an object.
 static JSON_BLOCK_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"(?s)```json\s*(\{.*?\})\s*```"));
@@ -182,6 +194,14 @@ fn marker_citations(text: &str) -> Vec<Found> {
             continue;
         };
         let reference = format!("pytest {} - {}", path.as_str(), result.as_str());
+        found.push((whole.start(), whole.end(), citation(TEST, &reference, None)));
+    }
+    for caps in NODE_TEST_RE.captures_iter(text) {
+        let (Some(whole), Some(node), Some(result)) = (caps.get(0), caps.get(1), caps.get(2))
+        else {
+            continue;
+        };
+        let reference = format!("{} - {}", node.as_str(), result.as_str());
         found.push((whole.start(), whole.end(), citation(TEST, &reference, None)));
     }
     for caps in URL_RE.captures_iter(text) {
@@ -533,6 +553,7 @@ mod tests {
             &FILE_RE,
             &COMMAND_RE,
             &TEST_RE,
+            &NODE_TEST_RE,
             &URL_RE,
             &JSON_BLOCK_RE,
             &JSON_TAIL_RE,

@@ -165,8 +165,9 @@ fn example_3_with_json_off_has_no_markers() {
     );
 }
 
-/// "For Agent Users": the test line has no `pytest `, so Ralph's test pattern does not
-/// match it, and no other pattern does: only the file is cited.
+/// "For Agent Users", which the documentation says is extracted: the test line has no
+/// `pytest `, but it is a pytest node id followed by its result, so it is a test
+/// citation with its reference as written.
 #[test]
 fn for_agent_users() {
     check(
@@ -182,8 +183,72 @@ The login function now validates JWT tokens correctly."###,
     "type": "file",
     "reference": "src/auth/login.py:42-56",
     "context": "I've implemented the authentication feature.\n\n**Evidence**: src/auth/login.py:42-56\n**Evidence**: tests/test_auth.py::test_login - PASS\n\nThe login function now validates JWT tokens co"
+  },
+  {
+    "type": "test",
+    "reference": "tests/test_auth.py::test_login - PASS",
+    "context": null
   }
 ]"###,
+    );
+}
+
+/// The "Format" line of each marker type, as the documentation writes them: the test's
+/// `PASS|FAIL` is read as `PASS` (the pattern stops at the first result word).
+#[test]
+fn format_lines() {
+    check(
+        true,
+        r###"**Format:** `**Evidence**: path/to/file.py:42`
+**Format:** `**Evidence**: pytest path/to/test.py::test_name - PASS|FAIL`
+**Format:** `**Evidence**: [link text](url)`"###,
+        r###"[
+  {
+    "type": "file",
+    "reference": "path/to/file.py:42",
+    "context": "**Format:** `**Evidence**: path/to/file.py:42`\n**Format:** `**Evidence**: pytest path/to/test.py::test_name - PASS|FAIL`\n**Format:** `**Evidence*"
+  },
+  {
+    "type": "test",
+    "reference": "pytest path/to/test.py::test_name - PASS",
+    "context": null
+  },
+  {
+    "type": "url",
+    "reference": "link text: url",
+    "context": null
+  }
+]"###,
+    );
+}
+
+/// The file pattern's "Matches" list from the documentation's technical details: each
+/// line alone is one file citation of itself.
+#[test]
+fn file_pattern_matches_list() {
+    for reference in ["src/file.py:42", "src/file.py:42:47", "src/file.py:42-47"] {
+        let marker = format!("**Evidence**: {reference}");
+        check(
+            true,
+            &marker,
+            &serde_json::json!([{"type": "file", "reference": reference, "context": marker}])
+                .to_string(),
+        );
+    }
+}
+
+/// The receipt's three citations, each written as its marker: the file, the test and
+/// the command block, in that order, as the receipt lists them.
+#[test]
+fn receipt_citations_as_markers() {
+    check(
+        false,
+        "**Evidence**: src/auth/login.py:42\n**Evidence**: pytest tests/test_auth.py::test_login - PASS\n**Evidence**:\n```bash\npytest tests/ -v\n======================== test session starts...\n```",
+        r#"[{"type": "file", "reference": "src/auth/login.py:42",
+             "context": "**Evidence**: src/auth/login.py:42\n**Evidence**: pytest tests/test_auth.py::test_login - PASS\n**Evidence**:\n```bash\npytest tests/ -v\n="},
+            {"type": "test", "reference": "pytest tests/test_auth.py::test_login - PASS", "context": null},
+            {"type": "command", "reference": "pytest tests/ -v",
+             "context": "======================== test session starts..."}]"#,
     );
 }
 
@@ -492,26 +557,31 @@ fn json_test_extraction_object() {
 
 // The fixes to Ralph's rules (numbered as in `extract.rs`) and the JSON rules.
 
-/// A test citation needs `pytest` and whitespace, as Ralph's pattern does; its
-/// reference is `pytest <node id> - <result>` whatever the whitespace between them.
+/// A test citation is `pytest <path> - <result>`, its reference normalised to single
+/// spaces whatever the whitespace between them, or, without `pytest `, a pytest node id
+/// (`<path>.py::<name>`) and its result, the reference as written.
 #[test]
-fn a_test_citation_needs_pytest() {
+fn a_test_citation_is_pytest_or_a_node_id() {
     let text = "**Evidence**: t.py::a - FAIL\n**Evidence**: pytest t.py::a - FAIL";
     let found = extract(text, &Options::default());
-    assert_eq!(found.len(), 1);
-    assert_eq!((found[0].offset, found[0].len), (29, 35));
+    assert_eq!(found.len(), 2);
+    assert_eq!((found[0].offset, found[0].len), (0, 28));
+    assert_eq!((found[1].offset, found[1].len), (29, 35));
     check(
         true,
-        "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b  -  PASS",
-        r#"[{"type": "test", "reference": "pytest tests/t.py::a - FAIL", "context": null},
-            {"type": "test", "reference": "pytest tests/t.py::b - PASS", "context": null}]"#,
+        "**Evidence**: tests/t.py::a - FAIL\n**Evidence**: pytest tests/t.py::a - FAIL\n**Evidence**: pytest\ttests/t.py::b  -  PASS\n**Evidence**: tests/t.py::C::test_c\t-  PASS",
+        r#"[{"type": "test", "reference": "tests/t.py::a - FAIL", "context": null},
+            {"type": "test", "reference": "pytest tests/t.py::a - FAIL", "context": null},
+            {"type": "test", "reference": "pytest tests/t.py::b - PASS", "context": null},
+            {"type": "test", "reference": "tests/t.py::C::test_c - PASS", "context": null}]"#,
     );
 }
 
-/// Results without `pytest ` are no citation at all: neither a bare word nor a link is a
-/// test, and neither is a file line or a `[label](url)` link.
+/// Results after anything but `pytest <path>` or a node id are no citation at all: a bare
+/// word, a link, a path without `::`, a `::` name on a file that is not `.py`, a node id
+/// with nothing after `::`, a result that is not PASS or FAIL.
 #[test]
-fn results_without_pytest_are_no_citation() {
+fn results_without_pytest_or_a_node_id_are_no_citation() {
     check(false, "**Evidence**: lint - PASS", "[]");
     check(
         false,
@@ -523,6 +593,16 @@ fn results_without_pytest_are_no_citation() {
         "Done.\n**Evidence**: lint - PASS\n**Evidence**: https://ci.example.com/run/1 - FAIL\n",
         "[]",
     );
+    for text in [
+        "**Evidence**: tests/test_auth.py - PASS",
+        "**Evidence**: tests/test_auth.rs::login - PASS",
+        "**Evidence**: tests/test_auth.py:: - PASS",
+        "**Evidence**: tests/test_auth.py::test_login - SKIP",
+        "**Evidence**: tests/test_auth.py::test_login-PASS",
+        "**Evidence**: see tests/test_auth.py::test_login - PASS",
+    ] {
+        check(false, text, "[]");
+    }
 }
 
 /// A command block written with CRLF line endings matches (the pattern wants `\n`), and
@@ -603,7 +683,8 @@ fn bare_pytest_is_no_test() {
     check(
         false,
         "**Evidence**: pytest - PASS\n**Evidence**: pytest tests/t.py - PASS\n**Evidence**: t.py::x - FAIL",
-        r#"[{"type": "test", "reference": "pytest tests/t.py - PASS", "context": null}]"#,
+        r#"[{"type": "test", "reference": "pytest tests/t.py - PASS", "context": null},
+            {"type": "test", "reference": "t.py::x - FAIL", "context": null}]"#,
     );
 }
 

@@ -61,14 +61,56 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
         // A lock on the store held past the wait's bound: name who holds it, when the
         // document lock's holder (which a writer takes first) says.
         let busy = e.chain().any(|c| kind(c) == Kind::StoreBusy);
-        match busy
+        let e = match busy
             .then(|| crate::documents::holder(&config.workspace.path))
             .flatten()
         {
             Some(holder) => e.context(format!("the workspace's document lock is held by {holder}")),
             None => e,
+        };
+        // A document lock that is not a file of this user's own refuses every writer:
+        // say how to fix it (the tool answers say it too).
+        match lock_fix(&config.workspace.path) {
+            Some(fix) => anyhow::anyhow!("{}; {fix}", crate::cli::chain_text(&e)),
+            None => e,
         }
     })
+}
+
+/// What to do about a document lock that is not a regular file of one link owned by
+/// this user (which every writer refuses, never writing through it); `None` when it is
+/// one, or there is none.
+fn lock_fix(root: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let path = root.join(crate::documents::LOCK_FILE);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    let shown = shown.display();
+    let me = rustix::process::geteuid().as_raw();
+    let again = "evidence-store makes it again";
+    if meta.file_type().is_dir() {
+        Some(format!(
+            "to fix it, remove that directory (`rmdir {shown}`); {again}"
+        ))
+    } else if !meta.file_type().is_file() {
+        Some(format!(
+            "to fix it, remove what is at that name (`rm {shown}`); {again}"
+        ))
+    } else if meta.nlink() != 1 {
+        Some(format!(
+            "to fix it, remove that name (`rm {shown}`): the file it is linked to keeps its \
+             content; {again}"
+        ))
+    } else if meta.uid() != me {
+        Some(format!(
+            "to fix it, run evidence-store as the user who owns the workspace (uid {}), or, if \
+             no evidence-store of that user is working in it, remove the lock file \
+             (`rm {shown}`); {again}",
+            meta.uid()
+        ))
+    } else {
+        None
+    }
 }
 
 /// The kind of one error of a command's chain, from the core error types that carry one
@@ -92,12 +134,17 @@ enum WritersNotHeld {
     Busy(crate::documents::LockBusy),
     /// What is at the document lock's name is not a lock file of its own; `reason` is
     /// the message's own last part.
-    #[error("{rel} cannot be used: {reason}")]
-    NotOwnLock { rel: String, reason: std::io::Error },
+    #[error("{rel} cannot be used: {reason}; {fix}")]
+    NotOwnLock {
+        rel: String,
+        reason: std::io::Error,
+        fix: String,
+    },
 }
 
 fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
     let config = config.clone();
+    workspace_must_exist(&config)?;
     match &config.command {
         Command::Import { rehash, rebuild } => run_import(&config, *rehash, *rebuild),
         Command::Verify => {
@@ -125,6 +172,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
                         Err(WritersNotHeld::NotOwnLock {
                             rel,
                             reason: source,
+                            fix: lock_fix(root).unwrap_or_else(|| "remove it".to_owned()),
                         })
                     }
                     Err(_) => Ok(None),
@@ -208,6 +256,7 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
         Command::Export => {
             store_must_exist(&config)?;
             let store = Store::open(&config.store, config.locks.timeout)?;
+            import::check_same_workspace(&store.reader()?, &config.workspace, &config.store)?;
             let shown = std::path::absolute(&config.workspace.path)
                 .unwrap_or_else(|_| config.workspace.path.clone());
             let failed = || format!("export to {} failed", shown.display());
@@ -258,17 +307,41 @@ fn run_view(config: &Config, out: &std::path::Path) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// A directory that does not exist is named as such, with what named it and what to do.
+pub(crate) fn missing_workspace(config: &Config) -> String {
+    let shown = std::path::absolute(&config.workspace.path).map_or_else(
+        |_| config.workspace.display.clone(),
+        |p| p.display().to_string(),
+    );
+    format!(
+        "the workspace directory {shown} (from {}) does not exist: give --workspace (or \
+         PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made \
+         (<reports root>/work/<date>; `prompt-diary list` lists them)",
+        config.workspace_from.shown()
+    )
+}
+
+/// The commands that work in the workspace (import, rebuild, build, export,
+/// verify-citations) refuse a workspace directory that does not exist, before anything
+/// is made; the read-only ones need only the store ([`store_must_exist`]), and `serve`
+/// starts anyway, saying so on stderr.
+fn workspace_must_exist(config: &Config) -> anyhow::Result<()> {
+    let works_in_it = matches!(
+        config.command,
+        Command::Import { .. } | Command::Build | Command::Export | Command::VerifyCitations { .. }
+    );
+    if works_in_it && !config.workspace.path.is_dir() {
+        bail!("{}", missing_workspace(config));
+    }
+    Ok(())
+}
+
 /// The commands that read a store refuse to make one: without it, they say to import,
 /// or, when the workspace directory itself does not exist, that it does not.
 fn store_must_exist(config: &Config) -> anyhow::Result<()> {
     let workspace = &config.workspace.path;
     if !config.store.exists() && !workspace.exists() {
-        bail!(
-            "the workspace directory {} does not exist: give --workspace (or \
-             PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made \
-             (<reports root>/work/<date>; `prompt-diary list` lists them)",
-            config.workspace.display
-        );
+        bail!("{}", missing_workspace(config));
     }
     if !config.store.exists() {
         bail!(
@@ -385,11 +458,16 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
             &Bar::new("rebuild"),
             &config.locks,
         )
-        .with_context(|| {
-            format!(
+        .map_err(|e| {
+            let failed = format!(
                 "rebuild of {} failed; the store is unchanged",
                 config.store.display()
-            )
+            );
+            if config.workspace.path.join("metadata.json").exists() {
+                anyhow::Error::new(e).context(failed)
+            } else {
+                anyhow::anyhow!("{failed}: {e}; {NOT_A_WORKSPACE}")
+            }
         })?;
         println!("rebuilt {}: {}", config.store.display(), summary(&report));
         return Ok(ExitCode::SUCCESS);
@@ -435,6 +513,7 @@ fn run_verify_citations(
 ) -> anyhow::Result<ExitCode> {
     store_must_exist(config)?;
     let store = Store::open(&config.store, config.locks.timeout)?;
+    import::check_same_workspace(&store.reader()?, &config.workspace, &config.store)?;
     let done = crate::citations::stored::verify_citations(
         &config.workspace.path,
         &store,

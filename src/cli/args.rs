@@ -55,10 +55,12 @@ struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     store: Option<PathBuf>,
     /// Whether a JSON `evidence` or `citations` block in an assistant message is read as
-    /// its citations before its `**Evidence**:` markers (Ralph's `enable_json`). Changing
-    /// it makes the next import take every session's citations again
-    #[arg(long, global = true, env = CITATIONS_JSON_ENV, hide_env_values = true, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
-    citations_json: String,
+    /// its citations before its `**Evidence**:` markers (Ralph's `enable_json`), on the
+    /// commands that import (`import`, `serve`, `build`, `run`). Changing it makes the next
+    /// import take every session's citations again [default: $EVIDENCE_STORE_CITATIONS_JSON,
+    /// else on]
+    #[arg(long, global = true, value_name = "on|off", value_parser = ["on", "off"])]
+    citations_json: Option<String>,
     #[command(subcommand)]
     command: CliCommand,
 }
@@ -412,10 +414,31 @@ struct DumpArgs {
     what: Option<DumpTarget>,
 }
 
+/// Where the workspace directory was named, for messages about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkspaceFrom {
+    Flag,
+    Env,
+    CurrentDir,
+}
+
+impl WorkspaceFrom {
+    /// How a message names what chose the directory.
+    pub(crate) fn shown(self) -> &'static str {
+        match self {
+            WorkspaceFrom::Flag => "--workspace",
+            WorkspaceFrom::Env => "$PROMPT_DIARY_WORKSPACE",
+            WorkspaceFrom::CurrentDir => "the current directory",
+        }
+    }
+}
+
 /// Everything a run needs, free of clap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub(crate) workspace: WorkspaceRoot,
+    /// What named `workspace`.
+    pub(crate) workspace_from: WorkspaceFrom,
     pub(crate) store: PathBuf,
     pub(crate) command: Command,
     /// `tool_output`'s model and thresholds (used by `serve` and `run`).
@@ -468,16 +491,78 @@ pub(crate) enum Command {
 /// server (`report mcp serve`).
 pub(crate) const REPORT_NAME: &str = "report";
 
-/// Parses `std::env::args`, exiting with clap's usage message on error.
+/// Parses `std::env::args`, exiting with clap's usage message on error (exit 2). A bad
+/// value that came from an environment variable, not from the command line, is named as
+/// that variable.
 pub fn parse() -> Config {
-    let mut args = std::env::args_os();
-    let argv0 = args.next().unwrap_or_default();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = argv.first().cloned().unwrap_or_default();
     let env = std::env::var_os(WORKSPACE_ENV).map(PathBuf::from);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     if invoked_as_report(&argv0) {
-        return report_config(argv0, args.collect(), env, cwd);
+        return report_config(argv0, argv.into_iter().skip(1).collect(), env, cwd);
     }
-    config(Cli::parse(), env, cwd)
+    let cli =
+        Cli::try_parse_from(&argv).unwrap_or_else(|e| match from_the_environment(&e, &argv) {
+            Some(message) => usage_exit(&message),
+            None => e.exit(),
+        });
+    config(cli, env, cwd).unwrap_or_else(|message| usage_exit(&message))
+}
+
+/// Prints a usage error the way `main` prints an error, and exits as clap does (2).
+fn usage_exit(message: &str) -> ! {
+    eprintln!("evidence-store: {message}");
+    std::process::exit(2)
+}
+
+/// When clap refused a flag's value that the user did not type but set through the
+/// flag's environment variable: the message naming that variable, its value, what is
+/// wrong and what to do.
+fn from_the_environment(e: &clap::Error, argv: &[OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
+    let Some(ContextValue::String(shown)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    // Shown as `--model-timeout-secs <SECS>`.
+    let long = shown.split_whitespace().next()?.strip_prefix("--")?;
+    let typed = argv.iter().any(|a| {
+        a.to_str().is_some_and(|a| {
+            a.strip_prefix("--")
+                .and_then(|rest| rest.strip_prefix(long))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
+    });
+    if typed {
+        return None;
+    }
+    let command = Cli::command();
+    let var = std::iter::once(&command)
+        .chain(command.get_subcommands())
+        .flat_map(|c| c.get_arguments())
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())?
+        .to_string_lossy()
+        .into_owned();
+    let value = std::env::var_os(&var)?;
+    let why = match (e.get(ContextKind::ValidValue), std::error::Error::source(e)) {
+        (Some(ContextValue::Strings(valid)), _) => {
+            format!("it must be one of {}", valid.join(", "))
+        }
+        (_, Some(source)) => source.to_string(),
+        _ => "it is not a valid value".to_owned(),
+    };
+    Some(format!(
+        "the environment variable {var}={:?} (which sets {shown}) is refused: {why}; set it \
+         to a valid value, or unset it (`unset {var}`)",
+        value.to_string_lossy()
+    ))
 }
 
 /// True when `argv[0]`'s file name is `report` (the link `run` puts on PATH).
@@ -495,6 +580,7 @@ fn report_config(
     env: Option<PathBuf>,
     cwd: PathBuf,
 ) -> Config {
+    let workspace_from = workspace_from(false, env.as_deref());
     let workspace = resolve_workspace(env, cwd);
     // Only `report mcp serve` has settings, and it reads them once it runs
     // (`server_settings`): reading them for other `report` calls could turn a bad variable
@@ -502,10 +588,23 @@ fn report_config(
     Config {
         store: default_store(&workspace.path),
         workspace,
+        workspace_from,
         command: Command::Report { argv0, args },
         tool_output: ToolOutputSettings::default(),
         citations: citation_options(""),
         locks: crate::util::wait::Locks::default(),
+    }
+}
+
+/// What names the workspace: the flag, else the variable (when not empty), else the
+/// current directory, as [`resolve_workspace`] decides.
+fn workspace_from(flag: bool, env: Option<&Path>) -> WorkspaceFrom {
+    if flag {
+        WorkspaceFrom::Flag
+    } else if env.is_some_and(|p| !p.as_os_str().is_empty()) {
+        WorkspaceFrom::Env
+    } else {
+        WorkspaceFrom::CurrentDir
     }
 }
 
@@ -543,14 +642,54 @@ fn help_text(names: &[String]) -> String {
     }
 }
 
-fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
+/// The citation setting of a command: `--citations-json`, else, on the commands that
+/// import (the only ones it changes), [`CITATIONS_JSON_ENV`] (empty: unset), else on.
+/// `Err`: the message for a variable that is neither `on` nor `off`.
+fn citations_setting(
+    flag: Option<&str>,
+    imports: bool,
+    env: Option<OsString>,
+) -> Result<crate::citations::Options, String> {
+    if let Some(flag) = flag {
+        return Ok(citation_options(flag));
+    }
+    match env.filter(|v| imports && !v.is_empty()) {
+        None => Ok(crate::citations::Options::default()),
+        Some(v) if v == "on" || v == "off" => Ok(citation_options(&v.to_string_lossy())),
+        Some(v) => Err(format!(
+            "the environment variable {CITATIONS_JSON_ENV}={:?} (which sets --citations-json, \
+             whether JSON evidence blocks are read) is neither `on` nor `off`: set it to on or \
+             off, or unset it (`unset {CITATIONS_JSON_ENV}`)",
+            v.to_string_lossy()
+        )),
+    }
+}
+
+fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Result<Config, String> {
+    let workspace_from = workspace_from(
+        cli.workspace
+            .as_ref()
+            .is_some_and(|p| !p.as_os_str().is_empty()),
+        env.as_deref(),
+    );
     let workspace = resolve_workspace(cli.workspace.or(env), cwd);
     let store = cli.store.unwrap_or_else(|| default_store(&workspace.path));
     let tool_output = match &cli.command {
         CliCommand::Serve { model } | CliCommand::Run { model, .. } => model.settings(),
         _ => ToolOutputSettings::default(),
     };
-    let citations = citation_options(&cli.citations_json);
+    let imports = matches!(
+        cli.command,
+        CliCommand::Import { .. }
+            | CliCommand::Serve { .. }
+            | CliCommand::Run { .. }
+            | CliCommand::Build
+    );
+    let citations = citations_setting(
+        cli.citations_json.as_deref(),
+        imports,
+        std::env::var_os(CITATIONS_JSON_ENV),
+    )?;
     let command = match cli.command {
         CliCommand::Import { rehash, rebuild } => Command::Import { rehash, rebuild },
         CliCommand::Verify => Command::Verify,
@@ -579,14 +718,15 @@ fn config(cli: Cli, env: Option<PathBuf>, cwd: PathBuf) -> Config {
             },
         },
     };
-    Config {
+    Ok(Config {
         workspace,
+        workspace_from,
         store,
         command,
         tool_output,
         citations,
         locks: crate::util::wait::Locks::default(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -595,7 +735,7 @@ mod tests {
 
     fn parse_from(args: &[&str], env: Option<&str>) -> Config {
         let cli = Cli::try_parse_from(args).expect("valid arguments");
-        config(cli, env.map(PathBuf::from), PathBuf::from("/home/u/cwd"))
+        config(cli, env.map(PathBuf::from), PathBuf::from("/home/u/cwd")).expect("valid")
     }
 
     #[test]

@@ -166,10 +166,13 @@ fn not_started(program: &OsStr, e: &std::io::Error) -> String {
     let found_on_path = !shown.contains('/');
     match e.kind() {
         std::io::ErrorKind::NotFound if shown == "prompt-diary" => {
-            "cannot run prompt-diary: `prompt-diary` was not found on PATH; install it with \
-             `pip install prompt-diary` and activate its venv (`source VENV/bin/activate`), \
-             so that `prompt-diary` and `report` are on PATH"
-                .to_owned()
+            format!(
+                "cannot run prompt-diary: `prompt-diary` was not found on PATH; install a release \
+                 evidence-store serves into a venv (`python3 -m venv VENV && VENV/bin/pip install \
+                 prompt-diary=={}`) and activate it (`source VENV/bin/activate`), so that \
+                 `prompt-diary` and `report` are on PATH",
+                crate::workspace::contract::Contract::NEWEST.release()
+            )
         }
         std::io::ErrorKind::NotFound if found_on_path => {
             format!("cannot run {shown}: `{shown}` was not found on PATH")

@@ -17,6 +17,8 @@ const TASK_STACK_BYTES: usize = 4 << 20;
 const SHUTDOWN_GRACE: std::time::Duration = mcp::STOP_GRACE;
 
 pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
+    say_what_is_served(&config);
+    let missing = !config.workspace.path.is_dir();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Tool arguments nest up to `mcp::DEPTH_MAX` levels, and converting or dropping
@@ -74,7 +76,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
             // A client shows a server that started as connected, whatever its workspace:
             // say plainly on stderr (its log) that this one answers nothing useful.
             if let Some(problem) = service.unavailable() {
-                eprintln!("{}", unavailable_warning(&problem));
+                eprintln!("{}", unavailable_warning(&problem, missing));
             }
             service
         })
@@ -84,16 +86,70 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     // read) is not waited for past this: the tasks are dropped, the threads left to the
     // process's exit.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
-    served?;
+    served.map_err(no_client_hint)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The warning `serve` prints when its workspace cannot be served.
-fn unavailable_warning(problem: &str) -> String {
+/// Where the README says how a client starts `serve`.
+const CONNECT_A_CLIENT: &str = "README.md, \"Connect a client\"";
+
+/// `serve`'s first words on stderr, said at once: the workspace it serves and the day it
+/// prepares (so a client's MCP log shows which day this server answers for), or that the
+/// directory does not exist; and, when a person typed `serve` at a terminal, what it is.
+/// (A workspace whose `metadata.json` does not load is named by the warning that follows.)
+fn say_what_is_served(config: &Config) {
+    let root = &config.workspace;
+    if !root.path.is_dir() {
+        eprintln!(
+            "evidence-store serve: WARNING: {}",
+            crate::cli::app::missing_workspace(config)
+        );
+    } else if let Ok((contract, metadata)) = crate::workspace::load::load_metadata(root) {
+        let absolute = |p: &std::path::Path| {
+            std::path::absolute(p)
+                .map_or_else(|_| p.display().to_string(), |p| p.display().to_string())
+        };
+        eprintln!(
+            "evidence-store serve: workspace {}, report date {} (prompt-diary {}), store {}",
+            absolute(&root.path),
+            metadata.report_date,
+            contract.release(),
+            absolute(&config.store)
+        );
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!(
+            "evidence-store serve: this is an MCP server, for an MCP client (Claude Code, Codex, \
+             the MCP Inspector) to start: it reads JSON-RPC messages on stdin, so typed lines get \
+             JSON-RPC errors. To connect a client, see {CONNECT_A_CLIENT}. Ctrl-D or Ctrl-C \
+             ends it."
+        );
+    }
+}
+
+/// A session that ended before any client's `initialize` (stdin closed, or Ctrl-D at a
+/// terminal) says that `serve` waits for a client.
+fn no_client_hint(e: crate::mcp::ServeError) -> anyhow::Error {
+    match e {
+        crate::mcp::ServeError::Initialize(_) => anyhow::Error::new(e).context(format!(
+            "no MCP client spoke to this server (`serve` is started by one; see \
+             {CONNECT_A_CLIENT})"
+        )),
+        e => e.into(),
+    }
+}
+
+/// The warning `serve` prints when its workspace cannot be served; for a directory that
+/// does not exist, its first line was said already.
+fn unavailable_warning(problem: &str, missing: bool) -> String {
+    let first = if missing {
+        String::new()
+    } else {
+        format!("evidence-store serve: WARNING: {problem}\n")
+    };
     format!(
-        "evidence-store serve: WARNING: {problem}\n\
-         evidence-store serve: every tool, prompt_diary_ping included, answers \"unavailable\" \
-         with this problem; give --workspace (or PROMPT_DIARY_WORKSPACE) a workspace \
-         `prompt-diary prepare` made (<reports root>/work/<date>)"
+        "{first}evidence-store serve: every tool, prompt_diary_ping included, answers \
+         \"unavailable\" with this problem; give --workspace (or PROMPT_DIARY_WORKSPACE) a \
+         workspace `prompt-diary prepare` made (<reports root>/work/<date>)"
     )
 }

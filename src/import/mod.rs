@@ -88,6 +88,18 @@ pub enum ImportError {
         stored: Contract,
         found: Contract,
     },
+    #[error(
+        "the store {store} holds the workspace {holds}, not {this}: a store serves one \
+         workspace, since each workspace's writers lock out only their own; give {this} a \
+         store of its own (leave out --store, so that it is {this}/.evidence-store/store.redb, \
+         or name another file), or, if {holds} was moved to {this}, run \
+         `evidence-store import --rebuild` to make the store this workspace's"
+    )]
+    AnotherWorkspace {
+        store: String,
+        holds: String,
+        this: String,
+    },
 }
 
 impl ImportError {
@@ -101,7 +113,8 @@ impl ImportError {
             ImportError::Lock(e) => e.kind(),
             ImportError::Busy(_)
             | ImportError::Stopped(_)
-            | ImportError::ContractChanged { .. } => Kind::Lasting,
+            | ImportError::ContractChanged { .. }
+            | ImportError::AnotherWorkspace { .. } => Kind::Lasting,
         }
     }
 }
@@ -122,6 +135,64 @@ fn same_contract(lookup: &impl Lookup, workspace: &Workspace) -> Result<(), Impo
         });
     }
     Ok(())
+}
+
+/// Which workspace a store holds ([`crate::store::schema::WORKSPACE_ROOT_KEY`]): the first
+/// 8 bytes of the SHA-256 of the root's real path; `None` when it cannot be resolved.
+fn workspace_identity(root: &Path) -> Option<u64> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let real = std::fs::canonicalize(root).ok()?;
+    let digest = Sha256::digest(real.as_os_str().as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    Some(u64::from_be_bytes(first))
+}
+
+/// Whether `store_path` is the workspace's own store, `DIR/.evidence-store/store.redb`.
+fn is_own_store(root: &WorkspaceRoot, store_path: &Path) -> bool {
+    store_path == root.path.join(crate::store::WORKSPACE_STORE)
+}
+
+/// A store serves one workspace: the writers of a workspace take its own document lock,
+/// which does not keep another workspace's writers off a store they share. A store
+/// elsewhere (`--store`) holds the workspace whose identity it recorded first; any other
+/// is refused, and it takes a new one only by `import --rebuild`. (A workspace's own
+/// store is its own by where it lives, moved or copied with it: `store::check_own_store`
+/// refuses one whose `.evidence-store` leads to another workspace's.)
+pub fn check_same_workspace(
+    lookup: &impl Lookup,
+    root: &WorkspaceRoot,
+    store_path: &Path,
+) -> Result<(), ImportError> {
+    if is_own_store(root, store_path) {
+        return Ok(());
+    }
+    let Some(recorded) = lookup.workspace_identity()? else {
+        return Ok(());
+    };
+    if Some(recorded) == workspace_identity(&root.path) {
+        return Ok(());
+    }
+    let holds = lookup
+        .workspace()?
+        .map_or_else(|| "another workspace".to_owned(), |w| w.root_display);
+    Err(ImportError::AnotherWorkspace {
+        store: lookup.shown().to_owned(),
+        holds,
+        this: root.display.clone(),
+    })
+}
+
+/// Whether the store records `identity` as its workspace, when that matters for an import
+/// to be up to date: a store elsewhere must record it before it serves this workspace.
+fn identity_recorded(
+    lookup: &impl Lookup,
+    root: &WorkspaceRoot,
+    store_path: &Path,
+    identity: Option<u64>,
+) -> Result<bool, ImportError> {
+    Ok(is_own_store(root, store_path) || lookup.workspace_identity()? == identity)
 }
 
 /// Receives import progress; the CLI draws a bar with it when on a terminal.
@@ -299,12 +370,16 @@ pub fn import_loaded(
     progress: &dyn Progress,
     locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, ImportError> {
+    let identity = workspace_identity(&root.path);
     if !options.rehash {
         // Most starts find nothing changed: check on a snapshot, without the write lock.
         let reader = store.reader()?;
         same_contract(&reader, workspace)?;
+        check_same_workspace(&reader, root, store.path())?;
         let plan = plan(root, &reader, workspace, options)?;
-        if let Some(report) = up_to_date(&reader, root, workspace, &plan)? {
+        if identity_recorded(&reader, root, store.path(), identity)?
+            && let Some(report) = up_to_date(&reader, root, workspace, &plan)?
+        {
             return Ok(report);
         }
     }
@@ -334,10 +409,12 @@ pub fn import_loaded(
     };
     let mut writer = store.writer()?;
     same_contract(&writer, workspace)?;
+    check_same_workspace(&writer, root, store.path())?;
     // Planned again against what this transaction sees: another import may have
     // committed since the snapshot, and its line tables are the ones to keep or replace.
     let plan = plan(root, &writer, workspace, options)?;
     if !options.rehash
+        && identity_recorded(&writer, root, store.path(), identity)?
         && let Some(report) = up_to_date(&writer, root, workspace, &plan)?
     {
         // Dropped without a commit: nothing is written.
@@ -478,6 +555,9 @@ pub fn import_loaded(
     writer.put_workspace(workspace_record(root, workspace))?;
     writer.put_contract(workspace.contract)?;
     writer.put_citation_options(options.citations.bits())?;
+    if let Some(identity) = identity {
+        writer.put_workspace_identity(identity)?;
+    }
     pause_point("before-commit");
     // The last safe point: from the commit on, the import finishes.
     crate::util::stop::check()?;

@@ -60,6 +60,8 @@ pub fn rebuild(
     progress: &dyn Progress,
     locks: &crate::util::wait::Locks,
 ) -> Result<ImportReport, RebuildError> {
+    // Loaded before anything is made: a directory that is no workspace gets nothing.
+    let workspace = crate::workspace::load(root).map_err(ImportError::from)?;
     if crate::store::open_by_a_writer(store_path) {
         return Err(RebuildError::InUse {
             path: store_path.display().to_string(),
@@ -67,7 +69,9 @@ pub fn rebuild(
     }
     let temp = temp_store_path(store_path);
     remove_abandoned_scratch(store_path);
-    let result = build_and_replace(root, store_path, &temp, citations, progress, locks);
+    let result = build_and_replace(
+        root, &workspace, store_path, &temp, citations, progress, locks,
+    );
     // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -77,6 +81,7 @@ pub fn rebuild(
 
 fn build_and_replace(
     root: &WorkspaceRoot,
+    workspace: &crate::workspace::Workspace,
     store_path: &Path,
     temp: &Path,
     citations: crate::citations::Options,
@@ -85,8 +90,9 @@ fn build_and_replace(
 ) -> Result<ImportReport, RebuildError> {
     let report = {
         let store = Store::create_new(temp, locks.timeout)?;
-        import::import(
+        import::import_loaded(
             root,
+            workspace,
             &store,
             ImportOptions {
                 rehash: true,

@@ -58,6 +58,14 @@ pub enum OwnStoreError {
         path: String,
         reason: std::io::Error,
     },
+    /// `.evidence-store` leads to another workspace's store directory (inside this one).
+    #[error(
+        "the store {path} is the store of the workspace {holder} (this workspace's \
+         .evidence-store leads there): a store serves one workspace, since each workspace's \
+         writers lock out only their own; make .evidence-store a directory of this \
+         workspace's own (remove the link)"
+    )]
+    OtherWorkspace { path: String, holder: String },
 }
 
 /// A failure reading or writing an open store.

@@ -1,5 +1,5 @@
-//! The stored format of schema version 7, pinned by a store that version wrote
-//! (`tests/fixtures/store-v7.redb`, made by `tests/it/store_format.rs`). Every table holds a
+//! The stored format of schema version 8, pinned by a store that version wrote
+//! (`tests/fixtures/store-v8.redb`, made by `tests/it/store_format.rs`). Every table holds a
 //! value there; each is read with today's code and compared with what was written, and
 //! every value must encode back to the very bytes stored. A field added to, removed from
 //! or moved in a stored record without a schema step fails here.
@@ -19,7 +19,7 @@ use crate::workspace::{Span, Turn};
 
 const PROJECT: &str = "Demo-0123456789ab";
 /// The workspace root the fixture was imported from (a temp dir then).
-const ROOT: &str = "/tmp/.tmp1O2G0j";
+const ROOT: &str = "/tmp/.tmpqTLYNa";
 
 fn digest(hex: &str) -> [u8; 32] {
     let mut out = [0u8; 32];
@@ -31,12 +31,20 @@ fn digest(hex: &str) -> [u8; 32] {
 
 /// A copy of the fixture opened the way every command opens a store.
 fn fixture() -> (tempfile::TempDir, Store) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v7.redb");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v8.redb");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     std::fs::copy(from, &path).unwrap();
     let store = Store::open(&path, crate::util::wait::DEFAULT_TIMEOUT).unwrap();
     (dir, store)
+}
+
+/// The workspace's identity as `meta` records it: the first 8 bytes (big-endian) of the
+/// SHA-256 of its root's real path.
+fn root_identity(root: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(root.as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().unwrap())
 }
 
 fn span(start: i64, end: i64) -> Span {
@@ -89,17 +97,17 @@ fn indexed(file_id: u64, size: u64, time_ns: u64, lines: u64, hex: &str, inode: 
 /// SHA-256.
 type Line = (u64, u64, &'static str);
 
-const C1_DIGEST: &str = "5b54ea2c30e7f97fb31033fa8894577a072697ced084146bb924a6666036f6ca";
+const C1_DIGEST: &str = "c901f09ee4f2ec8f59ce8ce858abcb2e1099dc8b467bec2e94d8e53a77e0e470";
 const X1_DIGEST: &str = "f6299d5be83d13b3dd4a9cba890e25b780cf5a0456bd2130fe4485f185e15794";
-const C3_DIGEST: &str = "04fe23bccb369b5d44499a35f06fc24d232656866ab38df90c5f79dcb4ac185d";
+const C3_DIGEST: &str = "6859ddf981c9e8380bc571c74fc27fecd9ec872b21d382d87d8265f041cef617";
 
 #[test]
-fn the_schema_7_fixture_reads_as_written() {
+fn the_schema_8_fixture_reads_as_written() {
     let (_dir, store) = fixture();
     let reader = store.reader().unwrap();
-    assert_eq!(reader.schema_version().unwrap(), Some(7));
+    assert_eq!(reader.schema_version().unwrap(), Some(8));
     assert_eq!(
-        SCHEMA_VERSION, 7,
+        SCHEMA_VERSION, 8,
         "a new schema version needs its own fixture"
     );
     assert_eq!(reader.contract().unwrap(), Contract::V0_2_10);
@@ -117,7 +125,8 @@ fn the_schema_7_fixture_reads_as_written() {
         meta,
         [
             ("next_file_id".to_owned(), 4),
-            ("schema_version".to_owned(), 7),
+            ("schema_version".to_owned(), 8),
+            ("workspace_root".to_owned(), root_identity(ROOT)),
             ("workspace_schema".to_owned(), 2),
         ]
     );
@@ -157,8 +166,8 @@ fn the_schema_7_fixture_reads_as_written() {
         })
     );
 
-    let t1 = 1_795_781_581_926_856_250;
-    let t2 = 1_795_781_581_926_881_630;
+    let t1 = 1_796_173_946_753_863_582;
+    let t2 = 1_796_173_946_753_898_117;
     let sessions = [
         SessionRecord {
             session: session(
@@ -169,7 +178,7 @@ fn the_schema_7_fixture_reads_as_written() {
                 &[("T0001", span(1, 6)), ("T0002", span(7, 8))],
                 1,
             ),
-            file: indexed(1, 1347, t1, 8, C1_DIGEST, 10_108_966),
+            file: indexed(1, 1354, t1, 8, C1_DIGEST, 10_027_056),
         },
         SessionRecord {
             session: session(
@@ -180,7 +189,7 @@ fn the_schema_7_fixture_reads_as_written() {
                 &[("T0001", span(2, 8))],
                 2,
             ),
-            file: indexed(2, 2221, t2, 8, X1_DIGEST, 10_108_968),
+            file: indexed(2, 2221, t2, 8, X1_DIGEST, 10_027_062),
         },
         SessionRecord {
             session: session(
@@ -191,7 +200,7 @@ fn the_schema_7_fixture_reads_as_written() {
                 &[("T0001", span(1, 2))],
                 3,
             ),
-            file: indexed(3, 420, t2, 2, C3_DIGEST, 10_108_972),
+            file: indexed(3, 420, t2, 2, C3_DIGEST, 10_027_066),
         },
         SessionRecord {
             session: session(
@@ -246,16 +255,16 @@ fn the_schema_7_fixture_reads_as_written() {
                 ),
                 (
                     971,
-                    243,
-                    "8d216c26764da3584f3d248cb854b24b122d366d07d02c568e038d3a16c9491f",
+                    250,
+                    "1ac246f9ea0bc88d5caab527f07289ee4df422e4de3f5c767a1da1b3090a2047",
                 ),
                 (
-                    1215,
+                    1222,
                     69,
                     "790a498b33daa4a9b3eeceb833687d0623470547489ff830ebbfcf54bd9733ef",
                 ),
                 (
-                    1285,
+                    1292,
                     61,
                     "4833b6e5fe35876c9d523754d64cda3afb4c9000261a6dd8e4631a4621ddd61c",
                 ),
@@ -312,12 +321,12 @@ fn the_schema_7_fixture_reads_as_written() {
                 (
                     0,
                     117,
-                    "0a8bcd54bb2759714d1efbe28a9ec7ad6d3ea47cd136d38760258c4d0f8e4eb7",
+                    "a9383c67eb8ac5f2696feca88e9040a2f7f3f92027f1e168a49f45d5fc3924f4",
                 ),
                 (
                     118,
                     301,
-                    "58e5a7ef107eb98a02f89db580e3941186052a995b816dd69c1ec9a89cd18602",
+                    "8e710a1438923e184cd1c3caf99638c42be999b914fd989129ac7f140976f9f4",
                 ),
             ],
         ),
@@ -363,7 +372,7 @@ fn the_schema_7_fixture_reads_as_written() {
     }
 
     let scans = [
-        ("S0001", Some((C1_DIGEST, 8, 1))),
+        ("S0001", Some((C1_DIGEST, 8, 2))),
         ("S0002", Some((X1_DIGEST, 8, 0))),
         ("S0003", Some((C3_DIGEST, 2, 1))),
         ("S0004", None),
@@ -389,20 +398,35 @@ fn the_schema_7_fixture_reads_as_written() {
     };
     let c1_text = "Fixed the off-by-one in parse_tokens; all 5 tests pass.\n\n\
                    **Evidence**: src/parser.py:41-42\n\
-                   **Evidence**: tests/test_parser.py::test_parse_tokens - PASS";
-    let s1 = vec![CitationRecord {
-        line: 6,
-        citation: StoredCitation {
-            turn_ref: Some("T0001".into()),
-            content_index: Some(0),
-            offset: 57,
-            len: 33,
-            kind: "file".into(),
-            reference: "src/parser.py:41-42".into(),
-            context: Some(c1_text.into()),
-            check: unchecked("the session records no working directory"),
+                   **Evidence**: pytest tests/test_parser.py::test_parse_tokens - PASS";
+    let s1 = vec![
+        CitationRecord {
+            line: 6,
+            citation: StoredCitation {
+                turn_ref: Some("T0001".into()),
+                content_index: Some(0),
+                offset: 57,
+                len: 33,
+                kind: "file".into(),
+                reference: "src/parser.py:41-42".into(),
+                context: Some(c1_text.into()),
+                check: unchecked("the session records no working directory"),
+            },
         },
-    }];
+        CitationRecord {
+            line: 6,
+            citation: StoredCitation {
+                turn_ref: Some("T0001".into()),
+                content_index: Some(0),
+                offset: 91,
+                len: 67,
+                kind: "test".into(),
+                reference: "pytest tests/test_parser.py::test_parse_tokens - PASS".into(),
+                context: None,
+                check: unchecked("not a file citation"),
+            },
+        },
+    ];
     let s3 = vec![CitationRecord {
         line: 2,
         citation: StoredCitation {
@@ -426,8 +450,7 @@ fn the_schema_7_fixture_reads_as_written() {
     }];
     assert_eq!(reader.session_citations(PROJECT, "S0001").unwrap(), s1);
     assert_eq!(reader.session_citations(PROJECT, "S0003").unwrap(), s3);
-    // The test marker of S0001 has no `pytest `: no citation.
-    assert_eq!(reader.citation_count().unwrap(), 2);
+    assert_eq!(reader.citation_count().unwrap(), 3);
     let all = reader.workspace_citations(None).unwrap();
     let refs: Vec<&str> = all.iter().map(|s| s.session_ref.as_str()).collect();
     assert_eq!(refs, ["S0001", "S0003"]);
@@ -487,7 +510,7 @@ fn every_stored_value_encodes_back_to_its_bytes() {
 /// `verify` finds the fixture whole: every record decodes, line tables match their
 /// digests, documents their checksums.
 #[test]
-fn the_schema_7_fixture_verifies() {
+fn the_schema_8_fixture_verifies() {
     let (dir, store) = fixture();
     drop(store);
     let verified = verify::verify(

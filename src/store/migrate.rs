@@ -43,16 +43,22 @@ const STEPS: &[Step] = &[
         from: 6,
         run: retake_citations,
     },
+    Step {
+        from: 7,
+        run: retake_citations,
+    },
 ];
 
-/// 5 → 6 and 6 → 7: every stored citation and scan record goes; the layout is unchanged.
-/// Version 5 took a Codex line's project directory from any earlier `"cwd"` key, read
-/// cited files in system directories, counted `src/a.py:3 - PASS` as a test too and
-/// `pytest - PASS` as a test. Version 6 took a test marker without `pytest ` as a test
+/// 5 → 6, 6 → 7 and 7 → 8: every stored citation and scan record goes; the layout is
+/// unchanged. Version 5 took a Codex line's project directory from any earlier `"cwd"`
+/// key, read cited files in system directories, counted `src/a.py:3 - PASS` as a test too
+/// and `pytest - PASS` as a test. Version 6 took a test marker without `pytest ` as a test
 /// and stored a test's reference without `pytest `, and a command block whole as its
-/// reference with no context. Results of those rules stay wrong until the session file
-/// changes. With no scan record left, the next import takes every session's citations
-/// again under the current rules (line tables are kept when the lines are the same).
+/// reference with no context. Version 7 took no test from a marker without `pytest `,
+/// even a pytest node id (`tests/test_auth.py::test_login - PASS`). Results of those rules
+/// stay wrong until the session file changes. With no scan record left, the next import
+/// takes every session's citations again under the current rules (line tables are kept
+/// when the lines are the same).
 fn retake_citations(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(schema::CITATIONS)
         .store()?
@@ -442,10 +448,10 @@ mod tests {
         }
     }
 
-    /// A version-5 store's citations and scan records are dropped, nothing else.
+    /// A version-5, 6 or 7 store's citations and scan records are dropped, nothing else.
     #[test]
-    fn version_5_and_6_stores_lose_their_citations_and_scans() {
-        for version in [5, 6] {
+    fn version_5_6_and_7_stores_lose_their_citations_and_scans() {
+        for version in [5, 6, 7] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.redb");
             let store =

@@ -83,20 +83,41 @@ pub const WORKSPACE_STORE: &str = ".evidence-store/store.redb";
 
 /// Refuses the workspace's own store when its real location is outside the workspace: a
 /// symlink planted at `.evidence-store` or at the store file (dangling or not) would make
-/// this program create or take over a store elsewhere. A store at any other path was
-/// named with `--store`, the user's choice, and is not checked.
+/// this program create or take over a store elsewhere; and when it leads, within the
+/// workspace, to another workspace's `.evidence-store` (one nested inside it), whose
+/// writers take that workspace's document lock. Checked before the store is opened. A
+/// store at any other path was named with `--store`, the user's choice, and is checked by
+/// the workspace identity it records (`import::check_same_workspace`).
 pub fn check_own_store(root: &Path, store_path: &Path) -> Result<(), OwnStoreError> {
     if store_path != root.join(WORKSPACE_STORE) {
         return Ok(());
     }
     match crate::util::fsutil::check_confined(root, WORKSPACE_STORE) {
         Err(reason) if reason.kind() == std::io::ErrorKind::PermissionDenied => {
-            Err(OwnStoreError::Outside {
+            return Err(OwnStoreError::Outside {
                 path: store_path.display().to_string(),
                 reason,
-            })
+            });
         }
         // Anything else (no workspace there, say) is for the opening to report.
+        Err(_) => return Ok(()),
+        Ok(()) => {}
+    }
+    // Where the store directory really is: `<workspace>/.evidence-store` of which one.
+    let own_dir = Path::new(WORKSPACE_STORE).parent();
+    let (Some(dir), Ok(real_root)) = (own_dir, std::fs::canonicalize(root)) else {
+        return Ok(());
+    };
+    let Ok(real_dir) = std::fs::canonicalize(root.join(dir)) else {
+        return Ok(());
+    };
+    match real_dir.parent() {
+        Some(holder) if real_dir.file_name() == dir.file_name() && holder != real_root => {
+            Err(OwnStoreError::OtherWorkspace {
+                path: store_path.display().to_string(),
+                holder: holder.display().to_string(),
+            })
+        }
         _ => Ok(()),
     }
 }

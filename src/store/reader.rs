@@ -79,6 +79,18 @@ pub trait Lookup: Tables {
         })
     }
 
+    /// The identity of the workspace the store holds ([`WORKSPACE_ROOT_KEY`]); `None`
+    /// before the first import that recorded one.
+    fn workspace_identity(&self) -> Result<Option<u64>, StoreError> {
+        guard::guard(self.shown(), || {
+            Ok(self
+                .table(META)?
+                .get(WORKSPACE_ROOT_KEY)
+                .store()?
+                .map(|v| v.value()))
+        })
+    }
+
     /// Whether a workspace was imported, without decoding it.
     fn has_workspace(&self) -> Result<bool, StoreError> {
         guard::guard(self.shown(), || {

@@ -12,7 +12,7 @@
 //!
 //! Each table of [`super::schema`] names its record as its value type (through
 //! [`super::codec::Bincode`]); line tables are packed by hand in [`super::codec`]. The
-//! fixture store `tests/fixtures/store-v7.redb` pins every one of these layouts
+//! fixture store `tests/fixtures/store-v8.redb` pins every one of these layouts
 //! (`format_tests`).
 
 use std::marker::PhantomData;

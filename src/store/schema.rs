@@ -4,7 +4,7 @@
 //!
 //! Changing a table's key or value layout (a field of a stored record too) is a schema
 //! change: bump [`SCHEMA_VERSION`], add a step to `store/migrate.rs`, a note under
-//! `migrations/`, and a fixture store of the new version beside `store-v7.redb` (the
+//! `migrations/`, and a fixture store of the new version beside `store-v8.redb` (the
 //! `format_tests` fail until then).
 
 use redb::TableDefinition;
@@ -13,7 +13,7 @@ use super::codec::{Bincode, PackedLines};
 use super::records;
 
 /// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 7;
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// Store-level counters: `schema_version`, `next_file_id`, and `workspace_schema` (the
 /// imported workspace's contract, key [`CONTRACT_KEY`]).
@@ -24,6 +24,12 @@ pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// a prompt-diary 0.2.10 workspace: stores before schema step 6 only ever imported those
 /// (the step writes the record for them).
 pub const CONTRACT_KEY: &str = "workspace_schema";
+
+/// `meta` key: which workspace the store holds, as the first 8 bytes (big-endian) of the
+/// SHA-256 of its root's real path. Written by every import that commits. A store outside
+/// its workspace (`--store`) serves that workspace alone: another workspace's document
+/// lock would not keep its writers off this one's.
+pub const WORKSPACE_ROOT_KEY: &str = "workspace_root";
 
 /// The imported workspace: key [`WORKSPACE_KEY`] → [`records::Workspace`].
 pub const WORKSPACE: TableDefinition<&str, Bincode<records::Workspace>> =

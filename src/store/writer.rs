@@ -222,6 +222,15 @@ impl Writer {
         })
     }
 
+    /// Records which workspace the store holds ([`WORKSPACE_ROOT_KEY`]).
+    pub fn put_workspace_identity(&mut self, identity: u64) -> Result<(), StoreError> {
+        guard::guard(&self.shown.clone(), || {
+            let mut table = self.txn()?.open_table(META).store()?;
+            table.insert(WORKSPACE_ROOT_KEY, identity).store()?;
+            Ok(())
+        })
+    }
+
     /// Makes everything written visible, durably, as one step.
     pub fn commit(mut self) -> Result<(), StoreError> {
         if let Some(fault) = self.fault.as_ref().filter(|_| self.stores_document) {

@@ -21,6 +21,9 @@ impl Contract {
     /// Every contract served, oldest first.
     pub const ALL: [Contract; 2] = [Contract::V0_2_10, Contract::V0_2_20];
 
+    /// The newest contract served: the release to install.
+    pub const NEWEST: Contract = Contract::ALL[Contract::ALL.len() - 1];
+
     /// The contract whose `prepare` writes this workspace `schema_version`.
     pub fn from_workspace_schema(version: i64) -> Option<Contract> {
         Contract::ALL

@@ -10,9 +10,7 @@ use crate::workspace::{WorkspaceRoot, display_join, layout};
 /// Loads and validates the whole workspace: `metadata.json`, then every project in
 /// directory-name order with its `project.json` and `sessions.index.jsonl`.
 pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
-    let metadata_file = display_join(&root.display, "metadata.json");
-    let bytes = read_required(root, "metadata.json", &metadata_file)?;
-    let (contract, metadata) = validate::workspace_metadata(&metadata_file, &bytes)?;
+    let (contract, metadata) = load_metadata(root)?;
 
     let mut projects = Vec::new();
     for dir in project_dirs(root)? {
@@ -23,6 +21,15 @@ pub fn load(root: &WorkspaceRoot) -> Result<Workspace, LoadError> {
         metadata,
         projects,
     })
+}
+
+/// `metadata.json` alone, validated: the contract it selects and the day it prepares.
+pub fn load_metadata(
+    root: &WorkspaceRoot,
+) -> Result<(crate::workspace::contract::Contract, super::Metadata), LoadError> {
+    let metadata_file = display_join(&root.display, "metadata.json");
+    let bytes = read_required(root, "metadata.json", &metadata_file)?;
+    validate::workspace_metadata(&metadata_file, &bytes)
 }
 
 /// Sub-directories of `projects/` (symlinks to directories included), in code-point order.

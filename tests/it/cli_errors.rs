@@ -54,9 +54,9 @@ fn dump_on_a_missing_directory_says_it_does_not_exist() {
     assert_eq!(
         err,
         format!(
-            "evidence-store: the workspace directory {} does not exist: give --workspace (or \
-             PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made (<reports \
-             root>/work/<date>; `prompt-diary list` lists them)\n",
+            "evidence-store: the workspace directory {} (from --workspace) does not exist: give \
+             --workspace (or PROMPT_DIARY_WORKSPACE) a workspace `prompt-diary prepare` made \
+             (<reports root>/work/<date>; `prompt-diary list` lists them)\n",
             missing.display()
         )
     );

@@ -206,7 +206,7 @@ fn run_without_the_command_exits_as_a_shell_does_with_a_hint() {
     let empty_path = ws.path("nothing-here");
     std::fs::create_dir(&empty_path).unwrap();
     let run = |args: &[&str]| {
-        Command::new(BIN)
+        Command::new(common::bin())
             .arg("run")
             .arg("--")
             .args(args)
@@ -714,4 +714,356 @@ fn view_keeps_planted_markup_as_text() {
     assert!(!page.contains("<img"), "no planted element");
     assert!(!page.contains("</textarea>"));
     assert!(page.contains("&lt;script&gt;document.title='PWNED'&lt;/script&gt;&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+}
+
+/// The lines of the README a newcomer sees first: a terminal's first screen.
+const FIRST_SCREEN_LINES: usize = 45;
+
+/// The fenced `sh` blocks within `text`, each as its lines joined.
+fn sh_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in text.lines() {
+        match (&mut current, line) {
+            (None, "```sh") => current = Some(Vec::new()),
+            (Some(lines), "```") => {
+                blocks.push(lines.join("\n"));
+                current = None;
+            }
+            (Some(lines), line) => lines.push(line),
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md")
+}
+
+/// Within the README's first screen: one command that sets everything up and runs the
+/// main job on the example (install, import, build, export, view), and one that runs the
+/// tests, said with how long they take on 2 cores and what they need. The first one's
+/// steps after the install run as written, with this build of the binary on PATH, on a
+/// copy of the example, and end with the page's URL.
+#[test]
+fn the_readme_s_first_screen_holds_the_set_up_and_the_test_command() {
+    let text = readme();
+    let screen: String = text
+        .lines()
+        .take(FIRST_SCREEN_LINES)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let blocks = sh_blocks(&screen);
+    assert_eq!(
+        blocks.len(),
+        2,
+        "two commands in the first screen: {blocks:?}"
+    );
+    let (set_up, tests) = (&blocks[0], &blocks[1]);
+    let (install, steps) = set_up
+        .split_once(" &&")
+        .unwrap_or_else(|| panic!("the install, then the steps: {set_up}"));
+    assert_eq!(install.trim(), "cargo install --locked --path .");
+    for step in ["import", "build", "export", "view"] {
+        assert!(
+            steps.contains(&format!("evidence-store {step}")),
+            "no {step} in {set_up}"
+        );
+    }
+    assert_eq!(tests.trim(), "bash tools/test.sh");
+    let after_tests = screen
+        .split("bash tools/test.sh")
+        .nth(1)
+        .expect("text after the test command");
+    for said in ["minutes", "2 cores", "Python", "Chromium", "root"] {
+        assert!(
+            after_tests.contains(said) || screen.contains(said),
+            "the first screen does not say {said:?}"
+        );
+    }
+
+    let dir = Workspace::empty();
+    common::copy_example(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
+        &dir.path("examples/workspace"),
+    );
+    let bin_dir = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(common::bin(), bin_dir.path().join("evidence-store")).expect("link");
+    let path = std::env::join_paths(std::iter::once(bin_dir.path().to_owned()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    let out = Command::new("sh")
+        .args(["-euc", steps.trim()])
+        .current_dir(dir.root())
+        .env("PATH", path)
+        .env_remove("PROMPT_DIARY_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("sh runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{steps}: {}", stderr(&out));
+    let page = dir.path("examples/workspace/.evidence-store/view.html");
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with(&format!("file://{}", page.display())),
+        "{stdout}"
+    );
+    assert!(dir.path("examples/workspace/daily-report.json").exists());
+}
+
+/// The README's claims that were wrong: what prompt-diary's `generate` shows while it
+/// waits for a Codex login (its progress board, not nothing), and Chromium, which the
+/// tests use, among the prerequisites.
+#[test]
+fn the_readme_says_what_generate_shows_and_lists_chromium() {
+    let text = readme();
+    let prerequisites = text
+        .split("\n## Prerequisites\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a Prerequisites section");
+    assert!(prerequisites.contains("Chromium"), "{prerequisites}");
+    assert!(
+        !text.contains("neither\nprompt-diary nor `run` prints anything")
+            && !text.contains("neither prompt-diary nor `run` prints anything"),
+        "the README still says nothing is printed while generate waits"
+    );
+    assert!(
+        text.contains("progress board"),
+        "no word of the progress board"
+    );
+}
+
+/// Every command on a `--workspace` directory that does not exist says that it does not
+/// exist (not that `metadata.json` is missing), names what named it, and creates nothing:
+/// `serve` says it on its first stderr line and still starts for its client.
+#[test]
+fn every_command_names_a_missing_workspace_directory_as_missing() {
+    let parent = Workspace::empty();
+    let missing = parent.path("work/2026-01-15");
+    let shown = missing.display().to_string();
+    let first_line = |out: &Output| stderr(out).lines().next().unwrap_or("").to_owned();
+    for args in [
+        &["import"][..],
+        &["import", "--rebuild"],
+        &["import", "--rehash"],
+        &["build"],
+        &["export"],
+        &["verify"],
+        &["dump"],
+        &["view"],
+        &["verify-citations"],
+    ] {
+        let out = Command::new(common::bin())
+            .args(args)
+            .arg("--workspace")
+            .arg(&missing)
+            .env_remove("PROMPT_DIARY_WORKSPACE")
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let line = first_line(&out);
+        assert!(
+            line.contains(&format!(
+                "the workspace directory {shown} (from --workspace) does not exist"
+            )),
+            "{args:?}: {line}"
+        );
+        assert!(
+            !line.contains("required JSON file is missing"),
+            "{args:?}: {line}"
+        );
+        if args == ["import"] {
+            insta::assert_snapshot!(
+                "import_of_a_missing_directory",
+                parent.redact(&stderr(&out))
+            );
+        }
+    }
+    // `serve` until its ping is answered, so that its start has said all it says.
+    let (answers, err) = common::serve_until_a_ping(&missing);
+    assert!(
+        answers
+            .iter()
+            .any(|l| l.contains(r#"\"status\": \"unavailable\""#)),
+        "{answers:?}"
+    );
+    insta::assert_snapshot!("serve_on_a_missing_directory", parent.redact(&err));
+    assert_eq!(
+        std::fs::read_dir(parent.root()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+}
+
+/// `serve`'s first stderr line names the workspace it serves, its report date, the
+/// prompt-diary release and the store, so a client's MCP log shows which day a server
+/// answers for; `prompt_diary_ping`'s answer stays prompt-diary's own.
+#[test]
+fn serve_names_its_workspace_and_report_date_first() {
+    for schema_7 in [false, true] {
+        let ws = Workspace::example();
+        if schema_7 {
+            ws.to_schema_7();
+        }
+        let (stdout, err) = common::serve_until_a_ping(ws.root());
+        let release = if schema_7 { "0.2.20" } else { "0.2.10" };
+        assert_eq!(
+            err.lines().next(),
+            Some(
+                format!(
+                    "evidence-store serve: workspace {root}, report date 2026-01-15 (prompt-diary \
+                     {release}), store {root}/.evidence-store/store.redb",
+                    root = ws.root().display()
+                )
+                .as_str()
+            ),
+            "{err}"
+        );
+        let ping = stdout
+            .iter()
+            .find(|l| l.contains(r#""id":1"#))
+            .expect("the ping's answer");
+        let ping: Value = serde_json::from_str(ping).expect("JSON");
+        assert_eq!(
+            ping["result"]["structuredContent"],
+            serde_json::json!({"name": "prompt-diary", "status": "ok"}),
+            "{ping}"
+        );
+    }
+}
+
+/// `serve` typed at a terminal says on stderr, before anything is typed, that it is an
+/// MCP server a client starts, and points to the README's "Connect a client"; Ctrl-D (the
+/// end of input before any client spoke) says that no client spoke.
+#[test]
+fn serve_on_a_terminal_says_it_is_a_server_for_a_client_at_once() {
+    let ws = Workspace::example();
+    let mut command = Command::new(common::bin());
+    command
+        .arg("--workspace")
+        .arg(ws.root())
+        .arg("serve")
+        .env("RUST_LOG", "off");
+    let (status, shown) = terminal::run_typing(command, "Connect a client", b"\x04");
+    assert_eq!(status.code(), Some(1), "{shown}");
+    // Only what evidence-store wrote (the terminal also echoes what was typed).
+    let said: Vec<&str> = shown
+        .split("\r\n")
+        .filter_map(|line| line.find("evidence-store").map(|at| &line[at..]))
+        .collect();
+    insta::assert_snapshot!("serve_on_a_terminal", ws.redact(&said.join("\n")));
+}
+
+/// The evidence document's "For Agent Users" sample, as an agent's message: its file
+/// and its test written as a pytest node id without `pytest ` are both cited (the test
+/// with its reference as written), and markers that are no test (`lint - PASS`, a CI
+/// link then ` - FAIL`) count for nothing.
+#[test]
+fn the_agent_users_sample_yields_its_test_citation_and_results_of_no_test_do_not() {
+    let ws = Workspace::example();
+    let text = "I've implemented the authentication feature.\n\n\
+                **Evidence**: src/auth/login.py:42-56\n\
+                **Evidence**: tests/test_auth.py::test_login - PASS\n\n\
+                The login function now validates JWT tokens correctly.\n\n\
+                **Evidence**: lint - PASS\n\
+                **Evidence**: https://ci.example.com/run/1 - FAIL";
+    let lines = [
+        serde_json::json!({"type": "user", "message": {"role": "user",
+            "content": [{"type": "text", "text": "Add login."}]}}),
+        serde_json::json!({"type": "assistant", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": text}]}}),
+    ];
+    let session: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let dir = format!("projects/{PROJECT}");
+    ws.write(&format!("{dir}/sessions/claude-code/agent.jsonl"), session);
+    let index = format!("{dir}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).expect("utf-8 index");
+    rows.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"session_path": "sessions/claude-code/agent.jsonl",
+            "session_ref": "S0003", "source": "claude-code", "source_session_id": "agent",
+            "subagent_path": "", "target_end_line": 2, "target_start_line": 1,
+            "turns": [{"target_subagents": [], "turn_end_line": 2, "turn_ref": "T0001",
+                "turn_start_line": 1}]})
+    ));
+    ws.write(&index, rows);
+    ws.ok(&["import"]);
+    let dumped: Value =
+        serde_json::from_str(&ws.ok(&["dump", "citations", "--json", PROJECT, "S0003"]))
+            .expect("JSON");
+    assert_eq!(
+        dumped["by_type"],
+        serde_json::json!({"file": 1, "test": 1}),
+        "{dumped}"
+    );
+    let page = view_page(&ws);
+    assert!(
+        page.contains("<td class=\"mono\">tests/test_auth.py::test_login - PASS</td>"),
+        "the test citation, its reference as written"
+    );
+    for none in ["lint - PASS", "https://ci.example.com/run/1 - FAIL"] {
+        assert!(
+            !page.contains(&format!("<td class=\"mono\">{none}</td>")),
+            "{none} is no citation"
+        );
+    }
+}
+
+/// Every tool finds the binary where cargo put it: `tools/lib/cargo_target.py` follows
+/// `CARGO_TARGET_DIR` as cargo does, and no script of `tools/` or `.ci/run` runs a binary
+/// by a fixed `target/debug` or `target/release` path (only usage lines name one).
+#[test]
+fn tools_find_the_binary_where_cargo_put_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    for profile in ["debug", "release"] {
+        let out = Command::new("python3")
+            .arg(root.join("tools/lib/cargo_target.py"))
+            .arg(profile)
+            .env("CARGO_TARGET_DIR", elsewhere.path())
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            elsewhere
+                .path()
+                .join(profile)
+                .join("evidence-store")
+                .display()
+                .to_string()
+        );
+    }
+    let listed = Command::new("git")
+        .args(["ls-files", "tools", ".ci"])
+        .current_dir(root)
+        .output()
+        .expect("git runs");
+    let mut fixed = Vec::new();
+    for rel in String::from_utf8_lossy(&listed.stdout).lines() {
+        if rel.ends_with(".md") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root.join(rel)) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let usage = line.trim_start().starts_with("Usage:") || line.contains("Usage: ");
+            if !usage
+                && (line.contains("target/debug/evidence-store")
+                    || line.contains("target/release/evidence-store")
+                    || line.contains("\"target\" / \"debug\"")
+                    || line.contains("\"target\" / \"release\""))
+            {
+                fixed.push(format!("{rel}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert_eq!(fixed, Vec::<String>::new(), "binaries run by a fixed path");
 }

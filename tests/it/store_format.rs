@@ -1,4 +1,4 @@
-//! How `tests/fixtures/store-v7.redb` was made: a store of schema version 7 with a value in
+//! How `tests/fixtures/store-v8.redb` was made: a store of schema version 8 with a value in
 //! every table, written by the real binary's `import`. The test that reads it back and
 //! pins every stored layout is `store::format_tests` (src/store/format_tests.rs).
 //!
@@ -64,12 +64,12 @@ fn fixture_workspace() -> Workspace {
 }
 
 #[test]
-#[ignore = "regenerates tests/fixtures/store-v7.redb, which must stay as schema 7 wrote it"]
-fn regenerate_the_schema_7_fixture() {
+#[ignore = "regenerates tests/fixtures/store-v8.redb, which must stay as schema 8 wrote it"]
+fn regenerate_the_schema_8_fixture() {
     let ws = fixture_workspace();
     let out = ws.ok(&["import"]);
     assert!(out.contains("imported"), "{out}");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v7.redb");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v8.redb");
     std::fs::copy(ws.store(), &fixture).expect("fixture written");
 }
 
@@ -131,4 +131,47 @@ fn the_schema_6_fixture_is_upgraded_and_its_citations_taken_again() {
         !page.contains(&cell("tests/test_parser.py::test_parse_tokens - PASS")),
         "the citation taken under the old rules is still there"
     );
+}
+
+/// A store schema 7 wrote took no citation from a test marker without `pytest `, even a
+/// pytest node id: the session the schema-7 fixture was imported from (its S0001, kept as
+/// `store-v7-c1.jsonl`) ends with `**Evidence**: tests/test_parser.py::test_parse_tokens -
+/// PASS`, and the store holds only its file citation, with a scan record saying the
+/// session's citations are current. The upgrade to 8 drops every citation and scan record,
+/// so the next import takes them again from the very same lines: the test citation is
+/// there, its reference as written.
+#[test]
+fn the_schema_7_fixture_is_upgraded_and_its_citations_taken_again() {
+    let v7 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v7.redb");
+    let ws = fixture_workspace();
+    ws.write(
+        &format!("projects/{PROJECT}/sessions/claude-code/c1.jsonl"),
+        common::fixture_bytes("store-v7-c1.jsonl"),
+    );
+    std::fs::create_dir_all(ws.path(".evidence-store")).expect("store directory");
+    std::fs::copy(&v7, ws.store()).expect("store copied");
+    let refused = ws.fails(&["dump", "citations"]);
+    assert!(
+        refused.contains("schema version 7") && refused.contains("evidence-store import"),
+        "{refused}"
+    );
+    ws.ok(&["import"]);
+    let dumped: serde_json::Value =
+        serde_json::from_str(&ws.ok(&["dump", "citations", "--json", PROJECT, "S0001"]))
+            .expect("JSON");
+    assert_eq!(dumped["by_type"], json!({"file": 1, "test": 1}), "{dumped}");
+    // The page lists each citation's reference in a cell of its own.
+    ws.ok(&["view"]);
+    let page =
+        String::from_utf8(std::fs::read(ws.path(".evidence-store/view.html")).expect("page"))
+            .expect("UTF-8 page");
+    for reference in [
+        "src/parser.py:41-42",
+        "tests/test_parser.py::test_parse_tokens - PASS",
+    ] {
+        assert!(
+            page.contains(&format!("<td class=\"mono\">{reference}</td>")),
+            "no citation {reference}"
+        );
+    }
 }

@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-RELEASE = ROOT / "target" / "release" / "evidence-store"  # each script's default --bin
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 from gen_workspace import indexes, relabel_schema_7  # noqa: E402,F401  (indexes: re-exported)
 from mcp_client import Raw  # noqa: E402,F401  (re-exported for the attack scripts)
 import smoke  # noqa: E402
+
+RELEASE = cargo_target.binary("release")  # each script's default --bin
 
 
 SMOKE = False  # set by parse(): --smoke, CI's quick run of the script

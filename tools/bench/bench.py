@@ -29,11 +29,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "target" / "release" / "evidence-store"
+BIN = cargo_target.binary("release")
 REFERENCE_ROWS = True
 SMOKE = False  # --smoke: every section at its smallest (a second or so), so that CI runs it
 

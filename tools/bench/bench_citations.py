@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
@@ -52,7 +53,7 @@ def make(work: Path, citations: int) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default=str(ROOT / "target" / "release" / "evidence-store"))
+    parser.add_argument("--bin", default=str(cargo_target.binary("release")))
     parser.add_argument("--citations", type=int, default=10_000)
     parser.add_argument("--work", default="/tmp/evidence-store-bench-citations")
     args = smoke.parse(parser, citations=100)

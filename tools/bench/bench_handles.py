@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 from bench import ROOT  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
@@ -109,7 +110,7 @@ def measure(binary: str, ws: Path, repeat: int, log_file: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", default=str(ROOT / "target/release/evidence-store"))
+    parser.add_argument("--bin", default=str(cargo_target.binary("release")))
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("--repeat", type=int, default=20)
     args = smoke.parse(parser, repeat=1)

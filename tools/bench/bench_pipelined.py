@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import bench  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import INITIALIZED, frame, initialize_params, message, tool_call  # noqa: E402
@@ -38,7 +39,7 @@ def vm_hwm_mb(pid: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", default=str(ROOT / "target" / "release" / "evidence-store"))
+    parser.add_argument("--bin", default=str(cargo_target.binary("release")))
     parser.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     parser.add_argument("-n", type=int, default=10_000)
     parser.add_argument("--pause", type=float, default=20.0)

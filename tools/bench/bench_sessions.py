@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import smoke  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ def first_ping(binary: Path, ws: Path) -> tuple[float, float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "release" / "evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("release"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-sessions"))
     parser.add_argument("--sessions", type=int, nargs="+", default=[20000, 200000])
     parser.add_argument("--runs", type=int, default=1, help="runs of each step (the best is shown)")

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import smoke  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def measure(binary: Path, ws: Path) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", type=Path, default=ROOT / "target" / "release" / "evidence-store")
+    ap.add_argument("--bin", type=Path, default=cargo_target.binary("release"))
     ap.add_argument("--work", type=Path, default=Path("/tmp/evidence-store-bench"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("which", nargs="*", default=list(WORKSPACES))

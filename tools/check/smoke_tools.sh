@@ -6,13 +6,13 @@
 # Exits 1 when any script fails; a script that cannot run here is skipped with a loud line
 # (under CI=true, where everything must run, a skip fails too).
 #
-#   tools/check/smoke_tools.sh [EVIDENCE_STORE_BINARY]   (default: target/debug/evidence-store)
+#   tools/check/smoke_tools.sh [EVIDENCE_STORE_BINARY]   (default: the debug build, where cargo puts it)
 #
 # Needs tools/.venv and tools/.venv-0.2.20 (tools/setup_python.sh), strace (hostile_cwd) and
 # root (diskfull mounts a tmpfs).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="$(realpath "${1:-target/debug/evidence-store}")"
+bin="$(realpath "${1:-$(python3 tools/lib/cargo_target.py debug)}")"
 py=tools/.venv/bin/python
 py20=tools/.venv-0.2.20/bin/python
 work="$(mktemp -d /tmp/smoke-tools.XXXXXX)"

@@ -36,6 +36,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import deviations  # noqa: E402
 import handles  # noqa: E402
 import histories  # noqa: E402
@@ -613,7 +614,7 @@ def compare_all(ws: Path, binary: Path, reference_python: Path, diff: Diff) -> N
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--only", choices=["args"], help="only the argument cases, on the generated workspaces")
     args = parser.parse_args()

@@ -41,6 +41,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import histories  # noqa: E402
 import gen_workspace  # noqa: E402
 from gen_workspace import indexes  # noqa: E402
@@ -177,7 +178,7 @@ async def compare_writes(ws_ours: Path, ws_ref: Path, binary: Path, reference_py
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--only", choices=["args"], help="only the argument cases, on the relabelled workspaces")
     args = parser.parse_args()

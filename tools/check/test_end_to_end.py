@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
@@ -177,7 +178,7 @@ def check(binary: Path, source: Path, tmp: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         generated = Path(tmp) / "generated"

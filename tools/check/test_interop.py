@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import handles  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
@@ -121,7 +122,7 @@ async def check_tool_output(session: ClientSession, tools: dict, checks: Checks)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", type=Path, default=ROOT / "target" / "debug" / "evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     args = parser.parse_args()
     checks = Checks()
     with tempfile.TemporaryDirectory() as tmp:

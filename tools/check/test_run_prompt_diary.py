@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 import handles  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,7 +205,10 @@ async def drive(tmp: Path) -> list[str]:
     command, args, env = codex_server_config(workspace)
     check("prompt-diary's command", (command, args) == ("report", ["mcp", "serve"]), (command, args))
     params = StdioServerParameters(command=command, args=args, env={**os.environ, **env})
-    async with stdio_client(params) as (read, write):
+    # The server's stderr goes to a log of its own, as Codex keeps an MCP server's.
+    server_log = tmp / "server.log"
+    errlog = server_log.open("w", encoding="utf-8")
+    async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             check("server name", init.serverInfo.name == "evidence-store", init.serverInfo)
@@ -267,6 +271,11 @@ async def drive(tmp: Path) -> list[str]:
                 if RELEASE == "0.2.20":
                     getattr(synthesis, tool)(workspace_path=reference, **arguments)
 
+    errlog.close()
+    first = (server_log.read_text(encoding="utf-8").splitlines() or [""])[0]
+    check("the server's first log line names the workspace and its day",
+          first.startswith(f"evidence-store serve: workspace {workspace}, report date {DAY} "), first)
+
     # prompt-diary's Finalize rewrites daily-report.json after the last tool call, and its
     # extraction runner deletes an incomplete card before re-extracting it: `run` must
     # adopt the files as they are now, not write the store's older copies over them.
@@ -324,7 +333,7 @@ def outer(binary: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin", type=Path, default=ROOT / "target/debug/evidence-store")
+    parser.add_argument("--bin", type=Path, default=cargo_target.binary("debug"))
     parser.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if RELEASE not in RELEASES:

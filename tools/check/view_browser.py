@@ -37,6 +37,8 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "lib"))  # tools/lib: the shared modules
+import cargo_target  # noqa: E402
 PROJECT = "Demo-0123456789ab"
 
 
@@ -318,7 +320,7 @@ def copy_example(to: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default=str(ROOT / "target" / "debug" / "evidence-store"))
+    ap.add_argument("--bin", default=str(cargo_target.binary("debug")))
     ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     ap.add_argument("--keep", help="also copy the page and screenshot into this directory")
     args = ap.parse_args()

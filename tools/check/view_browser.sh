@@ -5,7 +5,7 @@
 # it this check is skipped with a loud line, except under CI=true, where that fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin="${1:-target/debug/evidence-store}"
+bin="${1:-$(python3 tools/lib/cargo_target.py debug)}"
 chromium="$(command -v chromium || true)"
 if [[ -z "$chromium" ]]; then
   if [[ "${CI:-}" == true ]]; then

@@ -30,6 +30,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cargo_target  # noqa: E402
 import gen_workspace  # noqa: E402
 import handles  # noqa: E402
 
@@ -253,7 +254,7 @@ async def compare(ws: Path, binary: Path, reference_python: Path, diff: Diff) ->
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default=str(ROOT / "target/debug/evidence-store"))
+    parser.add_argument("--bin", default=str(cargo_target.binary("debug")))
     parser.add_argument("--reference-python", default=sys.executable)
     parser.add_argument("--seeds", default="1,2")
     args = parser.parse_args()

@@ -99,14 +99,16 @@ pub fn turn_refs(card: &[u8]) -> Vec<String> {
 }
 
 /// The documents of the store at `store`, as `export` writes them into an empty
-/// directory (which the caller keeps while it reads them).
+/// directory (which the caller keeps while it reads them). The store is copied there as
+/// that directory's own: a store serves one workspace, and a `--store` that another
+/// workspace imported is refused.
 pub fn exported(store: &Path) -> tempfile::TempDir {
     let copy = tempfile::tempdir().unwrap();
+    std::fs::create_dir(copy.path().join(".evidence-store")).unwrap();
+    std::fs::copy(store, copy.path().join(".evidence-store/store.redb")).unwrap();
     let out = std::process::Command::new(super::BIN)
         .args(["export", "--workspace"])
         .arg(copy.path())
-        .arg("--store")
-        .arg(store)
         .output()
         .unwrap();
     assert!(

@@ -138,9 +138,9 @@ impl Workspace {
         self.path(".evidence-store/store.redb")
     }
 
-    /// Runs the binary with `--workspace` set to this workspace.
+    /// Runs the binary ([`bin`]) with `--workspace` set to this workspace.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        Command::new(bin())
             .args(args)
             .arg("--workspace")
             .arg(self.root())
@@ -591,4 +591,41 @@ pub fn output_or_kill(
     }
     let _ = child.kill();
     child.wait_with_output().expect("output")
+}
+
+/// `serve` on `root`, spoken to until its `prompt_diary_ping` is answered, then its input
+/// closed. The ping waits for the start, so whatever the start says on stderr has been
+/// said by then (with no client at all the process may end before its start does).
+/// Returns stdout's lines and stderr.
+pub fn serve_until_a_ping(root: &Path) -> (Vec<String>, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let (mut child, log) = spawn_logged(
+        Command::new(bin())
+            .arg("--workspace")
+            .arg(root)
+            .arg("serve")
+            .env("RUST_LOG", "off"),
+    );
+    let mut stdin = child.stdin.take().expect("stdin");
+    for message in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "prompt_diary_ping", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{message}").expect("write");
+    }
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let line = line.expect("read");
+        let answered = line.contains(r#""id":1"#);
+        lines.push(line);
+        if answered {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = exit_or_hang(&mut child, std::time::Duration::from_secs(60));
+    assert!(status.is_some(), "serve exits at the end of its input");
+    let stderr = std::fs::read_to_string(log.path()).expect("stderr");
+    (lines, stderr)
 }
