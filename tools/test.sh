@@ -36,4 +36,4 @@ echo "[test.sh] ${SECONDS}s: Python checks done"
 tools/check/smoke_tools.sh "$bin"   # every attack and bench script, --smoke
 echo "[test.sh] ${SECONDS}s: attack and bench smoke runs done"
 tools/realmodel/test.sh   # tool_output against a real small model (installs it; skipped loudly outside CI if it cannot)
-tools/realday/test.sh --bin target/debug/evidence-store   # a whole day of prompt-diary 0.2.20's generate, its real Codex, each server (installs it; skipped loudly outside CI if it cannot)
+tools/realday/test.sh --bin "$bin"   # a whole day of prompt-diary 0.2.20's generate, its real Codex, each server (installs it; skipped loudly outside CI if it cannot)

@@ -10,7 +10,7 @@
 #                     run.sh makes one in DIR/home (fake_home.py: several projects, both
 #                     sources, multi-turn, a trimmed tool output, **Evidence**: markers)
 #   --date, --timezone  the day (default 2026-01-15, UTC)
-#   --bin PATH        the evidence-store binary (default target/debug/evidence-store)
+#   --bin PATH        the evidence-store binary (default: the debug build, where cargo put it)
 #   --endpoint URL    a Responses endpoint already listening (default: start agent.py),
 #                     e.g. tools/realmodel/server.mjs's http://127.0.0.1:PORT/v1
 #   --catalog FILE    a model_catalog_json for Codex (catalog.json here redefines prompt-diary's
@@ -31,7 +31,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-histories="" date="2026-01-15" tz="UTC" server="" out="" bin="$root/target/debug/evidence-store" endpoint="" catalog=""
+histories="" date="2026-01-15" tz="UTC" server="" out="" bin="" endpoint="" catalog=""
 die() { echo "realday: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +51,7 @@ case "$server" in evidence-store|prompt-diary) ;; *) die "--server must be evide
 [ -n "$out" ] || die "--out DIR is required"
 [[ "$date" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || die "--date must be YYYY-MM-DD, not $date"
 if [ "$server" = evidence-store ]; then
+  [ -n "$bin" ] || bin="$(python3 "$root/tools/lib/cargo_target.py" debug)"
   [ -x "$bin" ] || die "no evidence-store binary at $bin (cargo build --locked, or --bin PATH)"
   bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 fi

@@ -8,13 +8,13 @@
 # the store as Codex left it (after it SIGTERMed its servers, before `run`'s own import, which
 # would repair a store left unclosed) and after `run`; for prompt-diary's server, the same day
 # succeeded. First, the realday tools' own tests (test_tools.py).
-#   tools/realday/test.sh [--bin target/debug/evidence-store] [--keep DIR]
+#   tools/realday/test.sh [--bin PATH (default: the debug build, where cargo put it)] [--keep DIR]
 # When prompt-diary 0.2.20 and its Codex cannot be installed: in CI (CI=true), where PyPI is
 # reachable, that is a failure; elsewhere the test is skipped, loudly, with the reason.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-bin="$root/target/debug/evidence-store" keep=""
+bin="" keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
@@ -22,6 +22,7 @@ while [ $# -gt 0 ]; do
     *) echo "realday test: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[ -n "$bin" ] || bin="$(python3 "$root/tools/lib/cargo_target.py" debug)"
 started=$SECONDS
 python3 "$here/test_tools.py" >&2 || { echo "FAIL realday: the realday tools' own tests (test_tools.py)" >&2; exit 1; }
 log="$(mktemp)"
