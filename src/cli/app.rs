@@ -384,6 +384,7 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
             config.citations,
             &Bar::new("rebuild"),
             &config.locks,
+            &crate::util::disk::Disk::real(),
         )
         .with_context(|| {
             format!(

@@ -317,11 +317,12 @@ pub fn write(
     rel: &str,
     bytes: Vec<u8>,
 ) -> Result<Written, DocumentError> {
-    let replacement =
-        fsutil::replace(root, rel, &bytes).map_err(|source| DocumentError::Unwritable {
+    let replacement = fsutil::replace(writer.disk(), root, rel, &bytes).map_err(|source| {
+        DocumentError::Unwritable {
             rel: rel.to_owned(),
             source,
-        })?;
+        }
+    })?;
     let written = Written {
         rel: rel.to_owned(),
         replacement,
@@ -405,7 +406,7 @@ pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport,
             report.unchanged += 1;
             continue;
         }
-        fsutil::atomic_write(root, &rel, &doc.bytes).map_err(unwritable)?;
+        fsutil::atomic_write(writer.disk(), root, &rel, &doc.bytes).map_err(unwritable)?;
         report.written += 1;
     }
     drop(writer);
@@ -485,7 +486,7 @@ fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentErro
     let dirs = dirs.iter().map(|dir| root.join(dir)).collect();
     let mut removed = 0;
     for (path, _) in temp_files_in(&real_root, dirs) {
-        std::fs::remove_file(&path).map_err(|source| DocumentError::Unwritable {
+        fsutil::remove_file(writer.disk(), &path).map_err(|source| DocumentError::Unwritable {
             rel: path.display().to_string(),
             source,
         })?;
