@@ -605,7 +605,7 @@ impl Service {
         let chain = &chain;
         let bytes = evidence::append(rules, existing, project_key, session_ref, chain);
         let written = documents::write(&mut writer, &self.root.path, &rel, bytes)?;
-        documents::commit(writer, written)?;
+        documents::commit(store, writer, written)?;
         Ok(WriteResult::Done(Appended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -760,7 +760,7 @@ impl Service {
             &rel,
             synthesis::envelope_bytes(&envelope),
         )?;
-        documents::commit(writer, written)?;
+        documents::commit(store, writer, written)?;
         Ok(WriteResult::Done(WorkItemAppended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -938,7 +938,7 @@ impl Service {
                 layout::DAILY_REPORT,
                 report::report_bytes(&built),
             )?;
-            documents::commit(writer, written)?;
+            documents::commit(store, writer, written)?;
             Ok(Built {
                 projects,
                 work_items,
@@ -997,7 +997,7 @@ impl Service {
                 layout::DAILY_REPORT,
                 report::report_bytes(&Value::Object(patched)),
             )?;
-            documents::commit(writer, written)?;
+            documents::commit(store, writer, written)?;
             Ok(WriteResult::Done(Written {
                 status: "written",
                 project_key: project_key.map(str::to_owned),
