@@ -114,6 +114,8 @@ struct State {
     recording: bool,
     /// Whether every step is said on stderr.
     trace: bool,
+    /// Every step's description, in order, on a disk with no plan (the sound run).
+    log: Vec<String>,
 }
 
 /// The sweep's disk; see the module's documentation.
@@ -148,6 +150,11 @@ impl SimDisk {
     /// How many steps were taken (or tried) so far.
     pub fn steps(&self) -> u64 {
         self.state().steps
+    }
+
+    /// Every step's description, in order (kept on a disk with no plan only).
+    pub fn log(&self) -> Vec<String> {
+        self.state().log.clone()
     }
 
     /// The planned step, once it fired.
@@ -351,6 +358,9 @@ impl Faults for SimDisk {
         state.steps += 1;
         if state.trace {
             super::say(&format!("    step {}: {step:?}", state.steps));
+        }
+        if state.plan.is_none() {
+            state.log.push(format!("{step:?}"));
         }
         if let Some((at, fault)) = state.plan
             && at == state.steps
