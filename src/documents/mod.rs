@@ -360,8 +360,9 @@ pub fn commit(store: &Store, writer: Writer, written: Written) -> Result<(), Doc
         }
         Err(e) => {
             let (root, rel) = (written.root.clone(), written.rel.clone());
-            undo(written);
-            realign(store, &root, &rel);
+            if undo(written) {
+                realign(store, &root, &rel);
+            }
             Err(e)
         }
     }
@@ -373,6 +374,7 @@ pub fn commit(store: &Store, writer: Writer, written: Written) -> Result<(), Doc
 /// change nothing, so the store takes the document from its file again (just put back), in
 /// a transaction of its own; the store is reopened first if redb gave up on it. When even
 /// that fails, the store stays ahead until the next sync of the document adopts the file.
+/// (Called only once the file was put back: a file still new is adopted by the next sync.)
 fn realign(store: &Store, root: &Path, rel: &str) {
     let realigned = (|| -> Result<bool, DocumentError> {
         let mut writer = store.writer()?;
@@ -402,13 +404,16 @@ fn realign(store: &Store, root: &Path, rel: &str) {
     }
 }
 
-fn undo(written: Written) {
+/// Puts the previous file back; whether it could.
+fn undo(written: Written) -> bool {
     let path = written.replacement.path().display().to_string();
     if let Err(e) = written.replacement.undo() {
         // The file is then one unacknowledged write ahead of the store; the next sync
         // adopts it or `export` replaces it.
         tracing::error!(rel = written.rel, path, error = %e, "could not put the previous file back");
+        return false;
     }
+    true
 }
 
 /// What `export` did.
