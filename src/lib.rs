@@ -53,6 +53,23 @@ pub mod harness {
     pub use crate::read::compact::compact_line;
     pub use crate::util::lines::hash_line;
 
+    /// The fault sweep (`tests/it/fault_sweep/`): the tools and commands it runs in
+    /// process, each simulated process on the disk the sweep passes in, and what it
+    /// checks the store and the files with afterwards.
+    pub mod fault {
+        pub use crate::citations::receipt_files::export_receipts;
+        pub use crate::documents::evidence::WriteResult;
+        pub use crate::documents::{export, remove_abandoned_temp_files};
+        pub use crate::import::rebuild::rebuild;
+        pub use crate::import::{ImportOptions, Quiet, import};
+        pub use crate::service::Config;
+        pub use crate::store::verify::verify;
+        pub use crate::store::{Lookup, Store};
+        pub use crate::util::disk::{Disk, Faults, Step};
+        pub use crate::util::pyjson::{Value, parse};
+        pub use crate::util::wait::Locks;
+    }
+
     /// `util::pyjson::parse_borrowed` with its tree opaque: the bench only drops
     /// it, and an opaque result keeps the tree's methods out of the public surface.
     pub fn parse_borrowed(text: &str) -> impl Sized + '_ {

@@ -22,6 +22,7 @@ use crate::store::{OpenError, OwnStoreError, Store, StoreError};
 use crate::tool_output::handles;
 use crate::tool_output::lookup;
 use crate::tool_output::service::ToolOutput;
+use crate::util::disk::Disk;
 use crate::util::kind::Kind;
 use crate::util::pyjson::{Value, py_repr};
 use crate::util::wait::Locks;
@@ -59,6 +60,8 @@ pub struct Service {
     tool_output: ToolOutput,
     /// How long lock waits last, and this process's name in the document lock file.
     locks: Locks,
+    /// What the store and the documents are written through.
+    disk: Disk,
 }
 
 /// What a service runs with, built by the caller (the CLI, from its flags and environment)
@@ -75,6 +78,9 @@ pub struct Config {
     pub tool_output: ToolOutput,
     /// How long lock waits last, and this process's name in the document lock file.
     pub locks: Locks,
+    /// What the store and the documents are written through: the real disk, but for
+    /// tests that inject faults.
+    pub disk: Disk,
 }
 
 impl Config {
@@ -86,6 +92,7 @@ impl Config {
             import: ImportOptions::default(),
             tool_output: ToolOutput::default(),
             locks: Locks::default(),
+            disk: Disk::real(),
         }
     }
 }
@@ -197,8 +204,8 @@ const BUSY_HINT: &str = "retry when the named process is done; if it is stuck, s
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
 /// naming it.
-fn open_store(path: &Path, lock_wait: Duration) -> Result<Store, StartError> {
-    match Store::open(path, lock_wait) {
+fn open_store(path: &Path, lock_wait: Duration, disk: &Disk) -> Result<Store, StartError> {
+    match Store::open_on(path, lock_wait, disk.clone()) {
         Ok(store) => Ok(store),
         Err(e) if e.kind() == Kind::StoreBusy => Err(e.into()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
@@ -230,6 +237,7 @@ impl Service {
             import,
             tool_output,
             locks,
+            disk,
         } = config;
         let service = Service {
             root,
@@ -245,6 +253,7 @@ impl Service {
             },
             tool_output,
             locks,
+            disk,
         };
         if let Ok(guard) = service.starting.lock() {
             let _ =
@@ -332,7 +341,7 @@ impl Service {
                 let _ = self.contract.set(workspace.contract);
                 let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
                     .map_err(StartError::OwnStore)
-                    .and_then(|()| open_store(&self.store_path, self.locks.timeout));
+                    .and_then(|()| open_store(&self.store_path, self.locks.timeout, &self.disk));
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
                     Err(problem) => {
@@ -596,7 +605,7 @@ impl Service {
         let chain = &chain;
         let bytes = evidence::append(rules, existing, project_key, session_ref, chain);
         let written = documents::write(&mut writer, &self.root.path, &rel, bytes)?;
-        documents::commit(writer, written)?;
+        documents::commit(store, writer, written)?;
         Ok(WriteResult::Done(Appended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -751,7 +760,7 @@ impl Service {
             &rel,
             synthesis::envelope_bytes(&envelope),
         )?;
-        documents::commit(writer, written)?;
+        documents::commit(store, writer, written)?;
         Ok(WriteResult::Done(WorkItemAppended {
             status: "appended",
             project_key: project_key.to_owned(),
@@ -929,7 +938,7 @@ impl Service {
                 layout::DAILY_REPORT,
                 report::report_bytes(&built),
             )?;
-            documents::commit(writer, written)?;
+            documents::commit(store, writer, written)?;
             Ok(Built {
                 projects,
                 work_items,
@@ -988,7 +997,7 @@ impl Service {
                 layout::DAILY_REPORT,
                 report::report_bytes(&Value::Object(patched)),
             )?;
-            documents::commit(writer, written)?;
+            documents::commit(store, writer, written)?;
             Ok(WriteResult::Done(Written {
                 status: "written",
                 project_key: project_key.map(str::to_owned),

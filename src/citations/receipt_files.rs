@@ -132,13 +132,21 @@ pub fn export_receipts(
                 {
                     report.unchanged += 1;
                 } else {
-                    fsutil::atomic_write(root, &rel, &bytes).map_err(unwritable)?;
+                    fsutil::atomic_write(store.disk(), root, &rel, &bytes).map_err(unwritable)?;
                     report.written += 1;
                 }
                 kept.insert(name);
             }
         }
-        clean(root, key, &dir, &kept, &protected, &mut report)?;
+        clean(
+            store.disk(),
+            root,
+            key,
+            &dir,
+            &kept,
+            &protected,
+            &mut report,
+        )?;
     }
     Ok(report)
 }
@@ -300,6 +308,7 @@ fn session_receipts(
 /// outside the workspace is refused with an error naming it and nothing is removed; a
 /// missing directory has nothing to clean.
 fn clean(
+    disk: &crate::util::disk::Disk,
     root: &Path,
     key: &str,
     dir: &str,
@@ -308,7 +317,8 @@ fn clean(
     report: &mut ReceiptsReport,
 ) -> Result<(), ReceiptError> {
     let unwritable = |rel: String| move |source| ReceiptError::Unwritable { rel, source };
-    let Some(held) = fsutil::ConfinedDir::open(root, dir).map_err(unwritable(dir.to_owned()))?
+    let Some(held) =
+        fsutil::ConfinedDir::open(disk, root, dir).map_err(unwritable(dir.to_owned()))?
     else {
         return Ok(());
     };

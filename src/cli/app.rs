@@ -457,6 +457,7 @@ fn run_import(config: &Config, rehash: bool, rebuild: bool) -> anyhow::Result<Ex
             config.citations,
             &Bar::new("rebuild"),
             &config.locks,
+            &crate::util::disk::Disk::real(),
         )
         .map_err(|e| {
             let failed = format!(

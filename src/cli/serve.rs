@@ -66,6 +66,7 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         },
         tool_output: ToolOutput::new(tool_output.engine, endpoint),
         locks,
+        disk: crate::util::disk::Disk::real(),
     };
     let served = runtime.block_on(async move {
         let shutdown = async {

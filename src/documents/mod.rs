@@ -305,6 +305,7 @@ fn wait_in_turn(
 /// A document file replaced inside a write transaction that is not committed yet.
 #[must_use = "pass it to `commit`, which keeps the file or puts the previous one back"]
 pub struct Written {
+    root: std::path::PathBuf,
     rel: String,
     replacement: fsutil::Replacement,
 }
@@ -317,12 +318,14 @@ pub fn write(
     rel: &str,
     bytes: Vec<u8>,
 ) -> Result<Written, DocumentError> {
-    let replacement =
-        fsutil::replace(root, rel, &bytes).map_err(|source| DocumentError::Unwritable {
+    let replacement = fsutil::replace(writer.disk(), root, rel, &bytes).map_err(|source| {
+        DocumentError::Unwritable {
             rel: rel.to_owned(),
             source,
-        })?;
+        }
+    })?;
     let written = Written {
+        root: root.to_path_buf(),
         rel: rel.to_owned(),
         replacement,
     };
@@ -333,10 +336,11 @@ pub fn write(
     Ok(written)
 }
 
-/// Commits the transaction that replaced a document. Either both the store and the file
-/// hold the new document, or neither does: when the commit fails, the previous file is put
-/// back (or the new one removed) before the error is returned.
-pub fn commit(writer: Writer, written: Written) -> Result<(), DocumentError> {
+/// Commits the transaction that replaced a document, of `store`. Either both the store and
+/// the file hold the new document, or neither does: when the commit fails, the previous
+/// file is put back (or the new one removed), and the store is brought back in line with
+/// it, before the error is returned.
+pub fn commit(store: &Store, writer: Writer, written: Written) -> Result<(), DocumentError> {
     fsutil::fault::die("die-before-commit");
     let result = match fsutil::fault::inject("commit") {
         Ok(()) => writer.commit().map_err(DocumentError::from),
@@ -355,19 +359,61 @@ pub fn commit(writer: Writer, written: Written) -> Result<(), DocumentError> {
             Ok(())
         }
         Err(e) => {
-            undo(written);
+            let (root, rel) = (written.root.clone(), written.rel.clone());
+            if undo(written) {
+                realign(store, &root, &rel);
+            }
             Err(e)
         }
     }
 }
 
-fn undo(written: Written) {
+/// After a failed commit the store may hold the new document all the same: redb reports
+/// a failure of the commit's last fsync, or of the header write that follows it, though
+/// the commit is in the file and the next open finds it. A write answered as failed must
+/// change nothing, so the store takes the document from its file again (just put back), in
+/// a transaction of its own; the store is reopened first if redb gave up on it. When even
+/// that fails, the store stays ahead until the next sync of the document adopts the file.
+/// (Called only once the file was put back: a file still new is adopted by the next sync.)
+fn realign(store: &Store, root: &Path, rel: &str) {
+    let realigned = (|| -> Result<bool, DocumentError> {
+        let mut writer = store.writer()?;
+        let on_disk =
+            fsutil::read_confined(root, rel).map_err(|source| DocumentError::Unreadable {
+                rel: rel.to_owned(),
+                source,
+            })?;
+        if writer.document(rel)?.map(|stored| stored.bytes) == on_disk {
+            return Ok(false);
+        }
+        sync(&mut writer, root, rel)?;
+        writer.commit()?;
+        Ok(true)
+    })();
+    match realigned {
+        Ok(false) => {}
+        Ok(true) => {
+            tracing::warn!(
+                rel,
+                "the failed commit had reached the store; its document was put back there too"
+            );
+        }
+        Err(e) => {
+            tracing::error!(rel, error = %e, "after a failed commit, the store could not be brought back in line with the file");
+        }
+    }
+}
+
+/// Puts the previous file back; whether it could.
+fn undo(written: Written) -> bool {
     let path = written.replacement.path().display().to_string();
     if let Err(e) = written.replacement.undo() {
         // The file is then one unacknowledged write ahead of the store; the next sync
         // adopts it or `export` replaces it.
         tracing::error!(rel = written.rel, path, error = %e, "could not put the previous file back");
+        return false;
     }
+    true
 }
 
 /// What `export` did.
@@ -405,7 +451,7 @@ pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport,
             report.unchanged += 1;
             continue;
         }
-        fsutil::atomic_write(root, &rel, &doc.bytes).map_err(unwritable)?;
+        fsutil::atomic_write(writer.disk(), root, &rel, &doc.bytes).map_err(unwritable)?;
         report.written += 1;
     }
     drop(writer);
@@ -485,7 +531,7 @@ fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentErro
     let dirs = dirs.iter().map(|dir| root.join(dir)).collect();
     let mut removed = 0;
     for (path, _) in temp_files_in(&real_root, dirs) {
-        std::fs::remove_file(&path).map_err(|source| DocumentError::Unwritable {
+        fsutil::remove_file(writer.disk(), &path).map_err(|source| DocumentError::Unwritable {
             rel: path.display().to_string(),
             source,
         })?;

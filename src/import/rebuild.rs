@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use crate::import::{self, ImportError, ImportOptions, ImportReport, Progress};
 use crate::store::{OpenError, Store};
+use crate::util::disk::Disk;
+use crate::util::fsutil;
 use crate::workspace::WorkspaceRoot;
 
 #[derive(Debug, thiserror::Error)]
@@ -52,13 +54,15 @@ pub fn temp_store_path(store: &Path) -> PathBuf {
 
 /// Builds a new store from the workspace (every session file hashed, every document
 /// adopted from disk) beside `store_path`, then renames it over `store_path`. On any
-/// failure the old store is left as it was and the scratch file is removed.
+/// failure the old store is left as it was and the scratch file is removed. Every write
+/// goes through `disk`.
 pub fn rebuild(
     root: &WorkspaceRoot,
     store_path: &Path,
     citations: crate::citations::Options,
     progress: &dyn Progress,
     locks: &crate::util::wait::Locks,
+    disk: &Disk,
 ) -> Result<ImportReport, RebuildError> {
     // Loaded before anything is made: a directory that is no workspace gets nothing.
     let workspace = crate::workspace::load(root).map_err(ImportError::from)?;
@@ -70,11 +74,11 @@ pub fn rebuild(
     let temp = temp_store_path(store_path);
     remove_abandoned_scratch(store_path);
     let result = build_and_replace(
-        root, &workspace, store_path, &temp, citations, progress, locks,
+        root, &workspace, store_path, &temp, citations, progress, locks, disk,
     );
     // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        let _ = fsutil::remove_file(disk, &temp);
     }
     result
 }
@@ -87,9 +91,10 @@ fn build_and_replace(
     citations: crate::citations::Options,
     progress: &dyn Progress,
     locks: &crate::util::wait::Locks,
+    disk: &Disk,
 ) -> Result<ImportReport, RebuildError> {
     let report = {
-        let store = Store::create_new(temp, locks.timeout)?;
+        let store = Store::create_new(temp, locks.timeout, disk.clone())?;
         import::import_loaded(
             root,
             workspace,
@@ -108,24 +113,24 @@ fn build_and_replace(
         source,
     };
     File::open(temp)
-        .and_then(|f| f.sync_all())
+        .and_then(|f| fsutil::sync_file(disk, &f))
         .map_err(replace_error)?;
     import::pause_point("before-rename");
     // The last point at which a stop leaves the old store in place.
     crate::util::stop::check().map_err(|e| RebuildError::Import(e.into()))?;
-    std::fs::rename(temp, store_path).map_err(replace_error)?;
     let dir = store_path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(replace_error)?;
+    let (Some(from), Some(to)) = (temp.file_name(), store_path.file_name()) else {
+        return Err(replace_error(std::io::ErrorKind::InvalidInput.into()));
+    };
+    fsutil::rename_durably(disk, dir, from, to).map_err(replace_error)?;
     // A server that had the old store open may have written a document after the rebuild
     // read the files and before the rename (later writes it refuses: the file it opened
     // is no longer the store). That document is on disk; an ordinary import, under the
     // document lock, adopts it into the new store before anything can export over it.
-    let adopted = Store::open(store_path, locks.timeout)
+    let adopted = Store::open_on(store_path, locks.timeout, disk.clone())
         .map_err(RebuildError::from)
         .and_then(|store| {
             import::import(

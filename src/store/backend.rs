@@ -1,6 +1,8 @@
-//! The file backend the store opens redb with: redb's own file backend, plus (in debug
-//! builds only) a fault that makes one commit fail as if the disk were full, so that the
-//! recovery from a full disk can be tested deterministically through the real binary.
+//! The file backend the store opens redb with: redb's own file backend, with every write,
+//! length change and fsync shown first to the disk it runs on ([`Disk`]: the real one, or
+//! a test's, which may fail or crash there), plus (in debug builds only) a fault that
+//! makes one commit fail as if the disk were full, so that the recovery from a full disk
+//! can be tested deterministically through the real binary.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -8,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
+
+use crate::util::disk::{Disk, Step};
 
 type BackendIoError = std::io::Error;
 
@@ -47,25 +51,50 @@ impl Fault {
     }
 }
 
-/// redb's file backend, with the optional fault in front of its writes.
+/// redb's file backend, with the disk and the optional fault in front of its writes.
 #[derive(Debug)]
 pub struct Backend {
     inner: FileBackend,
     fault: Option<Arc<Fault>>,
     /// Longest wait for a lock on the file another process holds.
     lock_wait: std::time::Duration,
+    disk: Disk,
+    /// The file as the disk is shown it: a duplicate of the descriptor `inner` owns, kept
+    /// only for a test's disk (`None` on the real one).
+    seen: Option<std::fs::File>,
 }
 
 impl Backend {
+    /// The backend of `file`, whose writes go through `disk`.
     pub fn new(
-        inner: FileBackend,
+        file: std::fs::File,
+        disk: Disk,
         fault: Option<Arc<Fault>>,
         lock_wait: std::time::Duration,
-    ) -> Backend {
-        Backend {
-            inner,
+    ) -> Result<Backend, redb::DatabaseError> {
+        let seen = if disk.is_faulty() {
+            Some(file.try_clone()?)
+        } else {
+            None
+        };
+        Ok(Backend {
+            inner: FileBackend::new(file)?,
             fault,
             lock_wait,
+            disk,
+            seen,
+        })
+    }
+
+    /// Shows `step` on the file to the disk; only a test's disk has a file to show.
+    fn step<'a>(
+        &'a self,
+        step: impl FnOnce(std::os::fd::BorrowedFd<'a>) -> Step<'a>,
+    ) -> Result<(), BackendIoError> {
+        use std::os::fd::AsFd;
+        match &self.seen {
+            Some(file) => self.disk.before(|| step(file.as_fd())),
+            None => Ok(()),
         }
     }
 }
@@ -80,10 +109,12 @@ impl StorageBackend for Backend {
     }
 
     fn set_len(&self, len: u64) -> Result<(), BackendIoError> {
+        self.step(|file| Step::SetLen { file, len })?;
         self.inner.set_len(len)
     }
 
     fn sync_data(&self) -> Result<(), BackendIoError> {
+        self.step(|file| Step::Sync { file })?;
         self.inner.sync_data()
     }
 
@@ -91,6 +122,7 @@ impl StorageBackend for Backend {
         if let Some(fault) = &self.fault {
             fault.fire()?;
         }
+        self.step(|file| Step::Write { file, offset, data })?;
         self.inner.write(offset, data)
     }
 

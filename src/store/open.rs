@@ -12,6 +12,7 @@ use super::reader::{Lookup, Reader};
 use super::schema::SCHEMA_VERSION;
 use super::writer::{self, Writer};
 use super::{backend, guard, migrate};
+use crate::util::disk::Disk;
 
 /// Page cache per process: enough for the hot tables, small enough that several servers
 /// and a large import stay well under their memory budget.
@@ -71,6 +72,9 @@ pub struct Store {
     /// Always `Some` until drop.
     db: RwLock<Option<Arc<Db>>>,
     fault: Option<Arc<backend::Fault>>,
+    /// What the store's writes, and the writes of the documents committed with them, go
+    /// through.
+    disk: Disk,
     /// Longest wait for a lock on the store another process holds.
     lock_wait: std::time::Duration,
     /// The (device, inode) of the file opened for writing, or `None` read-only.
@@ -138,19 +142,33 @@ impl Store {
     /// Opens the store at `path`, creating it (and its directory) when missing, and
     /// bringing an older schema up to date.
     pub fn open(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
-        Store::open_as(path, Access::Write, lock_wait)
+        Store::open_on(path, lock_wait, Disk::real())
+    }
+
+    /// [`Store::open`], writing through `disk`.
+    pub fn open_on(
+        path: &Path,
+        lock_wait: std::time::Duration,
+        disk: Disk,
+    ) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::Write, lock_wait, disk)
     }
 
     /// Creates a new store at `path`, which must not exist (a rebuild's scratch file):
-    /// nothing planted at the name is ever opened.
-    pub fn create_new(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
-        Store::open_as(path, Access::New, lock_wait)
+    /// nothing planted at the name is ever opened. It writes through `disk`.
+    pub fn create_new(
+        path: &Path,
+        lock_wait: std::time::Duration,
+        disk: Disk,
+    ) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::New, lock_wait, disk)
     }
 
     fn open_as(
         path: &Path,
         access: Access,
         lock_wait: std::time::Duration,
+        disk: Disk,
     ) -> Result<Store, OpenError> {
         let shown = path.display().to_string();
         // A workspace's own store directory is made beneath the root when it is opened.
@@ -166,9 +184,9 @@ impl Store {
         let fault = backend::Fault::from_env();
         let (db, file_id, held) = match access {
             Access::New => {
-                try_open_writable_as(path, &shown, fault.clone(), lock_wait, Access::New)?
+                try_open_writable_as(path, &shown, fault.clone(), &disk, lock_wait, Access::New)?
             }
-            _ => open_writable(path, &shown, fault.clone(), lock_wait)?,
+            _ => open_writable(path, &shown, fault.clone(), &disk, lock_wait)?,
         };
         // Still behind the gate: an upgrade commits outside any document write.
         let guarded = guard::guard(&shown, || {
@@ -188,6 +206,7 @@ impl Store {
             read_only: false,
             db: RwLock::new(Some(Arc::new(Db::Write(db)))),
             fault,
+            disk,
             lock_wait,
             file_id: RwLock::new(Some(file_id)),
         })
@@ -204,6 +223,7 @@ impl Store {
             read_only: true,
             db: RwLock::new(Some(Arc::new(Db::ReadOnly(db)))),
             fault: None,
+            disk: Disk::real(),
             lock_wait,
             file_id: RwLock::new(None),
         };
@@ -233,6 +253,12 @@ impl Store {
         &self.path
     }
 
+    /// The disk the store writes through, which the documents it commits are written
+    /// through too.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
     fn current(&self) -> Result<Arc<Db>, StoreError> {
         let slot = match self.db.read() {
             Ok(slot) => slot,
@@ -257,9 +283,14 @@ impl Store {
                 open_read_only(&self.path, &self.shown, self.lock_wait).map_err(open_to_store)?,
             )
         } else {
-            let (db, file_id, held) =
-                open_writable(&self.path, &self.shown, self.fault.clone(), self.lock_wait)
-                    .map_err(open_to_store)?;
+            let (db, file_id, held) = open_writable(
+                &self.path,
+                &self.shown,
+                self.fault.clone(),
+                &self.disk,
+                self.lock_wait,
+            )
+            .map_err(open_to_store)?;
             // Let go before the old database is dropped: its close takes the gate.
             drop(held);
             match self.file_id.write() {
@@ -320,6 +351,7 @@ impl Store {
                 txn: Some(txn),
                 shown: self.shown.clone(),
                 fault: self.fault.clone(),
+                disk: self.disk.clone(),
                 stores_document: false,
             })
         })
@@ -417,6 +449,7 @@ fn open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    disk: &Disk,
     lock_wait: std::time::Duration,
 ) -> Result<Opened, OpenError> {
     // How long a writable open waits while another process has the store open read-only
@@ -425,7 +458,7 @@ fn open_writable(
     let deadline = std::time::Instant::now() + crate::util::wait::bounded(lock_wait);
     let mut said = false;
     loop {
-        match try_open_writable(path, shown, fault.clone(), lock_wait) {
+        match try_open_writable(path, shown, fault.clone(), disk, lock_wait) {
             Err(OpenError::Database { source, .. })
                 if matches!(*source, redb::Error::DatabaseAlreadyOpen)
                     && std::time::Instant::now() < deadline
@@ -527,15 +560,17 @@ fn try_open_writable(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    disk: &Disk,
     lock_wait: std::time::Duration,
 ) -> Result<Opened, OpenError> {
-    try_open_writable_as(path, shown, fault, lock_wait, Access::Write)
+    try_open_writable_as(path, shown, fault, disk, lock_wait, Access::Write)
 }
 
 fn try_open_writable_as(
     path: &Path,
     shown: &str,
     fault: Option<Arc<backend::Fault>>,
+    disk: &Disk,
     lock_wait: std::time::Duration,
     access: Access,
 ) -> Result<Opened, OpenError> {
@@ -557,7 +592,7 @@ fn try_open_writable_as(
     // The open writes the file (the live-writer flag, a repair) before any transaction.
     let held = gate.hold_for_writing(shown);
     let opened = guard::guard(shown, || {
-        let backend = backend::Backend::new(FileBackend::new(file).store()?, fault, lock_wait);
+        let backend = backend::Backend::new(file, disk.clone(), fault, lock_wait).store()?;
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(CACHE_BYTES)

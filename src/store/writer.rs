@@ -55,6 +55,8 @@ pub struct Writer {
     pub(super) txn: Option<WriteTransaction>,
     pub(super) shown: Arc<str>,
     pub(super) fault: Option<Arc<backend::Fault>>,
+    /// The store's disk, which the documents this transaction commits are written through.
+    pub(super) disk: crate::util::disk::Disk,
     pub(super) stores_document: bool,
 }
 
@@ -71,6 +73,12 @@ impl Drop for LineSink<'_> {
 }
 
 impl Writer {
+    /// The disk the store writes through: a document committed with this transaction is
+    /// written through it too.
+    pub fn disk(&self) -> &crate::util::disk::Disk {
+        &self.disk
+    }
+
     pub(super) fn txn(&self) -> Result<&WriteTransaction, StoreError> {
         self.txn.as_ref().ok_or_else(ended)
     }

@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use crate::util::disk::{Disk, Step};
+
 /// How every temp file this program creates ends. prompt-diary's own `<name>.tmp` does
 /// not match, so cleanup never touches it.
 pub const TEMP_SUFFIX: &str = ".evidence-store.tmp";
@@ -387,12 +389,39 @@ struct Dir {
 }
 
 impl Dir {
-    fn sync(&self) -> io::Result<()> {
+    fn sync(&self, disk: &Disk) -> io::Result<()> {
+        disk.before(|| Step::SyncDir {
+            dir: self.fd.as_fd(),
+        })?;
         rfs::fsync(&self.fd).map_err(Into::into)
     }
 
-    fn remove(&self, name: &OsStr) -> io::Result<()> {
+    fn remove(&self, disk: &Disk, name: &OsStr) -> io::Result<()> {
+        disk.before(|| Step::Remove {
+            dir: self.fd.as_fd(),
+            name,
+        })?;
         rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(Into::into)
+    }
+
+    /// Gives the file `from` the second name `to` (which must be free).
+    fn link(&self, disk: &Disk, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        disk.before(|| Step::Link {
+            dir: self.fd.as_fd(),
+            from,
+            to,
+        })?;
+        rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(Into::into)
+    }
+
+    /// Renames `from` to `to`, over any file there.
+    fn rename(&self, disk: &Disk, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        disk.before(|| Step::Rename {
+            dir: self.fd.as_fd(),
+            from,
+            to,
+        })?;
+        rfs::renameat(&self.fd, from, &self.fd, to).map_err(Into::into)
     }
 }
 
@@ -479,21 +508,24 @@ impl HeldRoot {
 /// directory fsynced relative to it, so swapping the directory's path for a symlink
 /// meanwhile redirects none of these.
 #[derive(Debug)]
-pub struct ConfinedDir(Dir);
+pub struct ConfinedDir(Dir, Disk);
 
 impl ConfinedDir {
     /// Opens the directory `<root>/<rel>` beneath the root: `None` when there is none (or
     /// a non-directory is at its name), an [`Escape`] error naming it when resolving it
-    /// leaves the root (a symlink leading outside).
-    pub fn open(root: &Path, rel: &str) -> io::Result<Option<ConfinedDir>> {
+    /// leaves the root (a symlink leading outside). Its removals go through `disk`.
+    pub fn open(disk: &Disk, root: &Path, rel: &str) -> io::Result<Option<ConfinedDir>> {
         let rel_path = plain(rel)?;
         let root = Root::open(root)?;
         let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NONBLOCK;
         match root.open_beneath(rel_path, flags, Mode::empty()) {
-            Ok(fd) => Ok(Some(ConfinedDir(Dir {
-                path: root.path.join(rel_path),
-                fd,
-            }))),
+            Ok(fd) => Ok(Some(ConfinedDir(
+                Dir {
+                    path: root.path.join(rel_path),
+                    fd,
+                },
+                disk.clone(),
+            ))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) if e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => Ok(None),
             Err(e) => Err(e),
@@ -542,12 +574,12 @@ impl ConfinedDir {
 
     /// Removes the entry `name` of the held directory.
     pub fn remove(&self, name: &OsStr) -> io::Result<()> {
-        self.0.remove(name)
+        self.0.remove(&self.1, name)
     }
 
     /// Flushes the held directory's entries to disk.
     pub fn sync(&self) -> io::Result<()> {
-        self.0.sync()
+        self.0.sync(&self.1)
     }
 }
 
@@ -817,13 +849,14 @@ pub struct Replacement {
     name: OsString,
     /// The name of a hard link to the file that was there before (`None` when there was none).
     backup: Option<OsString>,
+    disk: Disk,
 }
 
 impl Replacement {
     /// The new file stays; the link to the previous one goes.
     pub fn keep(self) {
         if let Some(backup) = &self.backup
-            && let Err(e) = self.dir.remove(backup)
+            && let Err(e) = self.dir.remove(&self.disk, backup)
             && e.kind() != io::ErrorKind::NotFound
         {
             // A stray temp file only; `export` removes it.
@@ -835,13 +868,13 @@ impl Replacement {
     /// free space: it renames the hard link made before the replacement.
     pub fn undo(self) -> io::Result<()> {
         match &self.backup {
-            Some(backup) => rfs::renameat(&self.dir.fd, backup, &self.dir.fd, &self.name)?,
-            None => match self.dir.remove(&self.name) {
+            Some(backup) => self.dir.rename(&self.disk, backup, &self.name)?,
+            None => match self.dir.remove(&self.disk, &self.name) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             },
         }
-        self.dir.sync()
+        self.dir.sync(&self.disk)
     }
 
     pub fn path(&self) -> PathBuf {
@@ -850,8 +883,12 @@ impl Replacement {
 }
 
 /// Creates a new temp file for `name` in `dir` (exclusively, never through a symlink).
-fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
+fn create_temp(disk: &Disk, dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
     let temp = temp_name(name);
+    disk.before(|| Step::Create {
+        dir: dir.fd.as_fd(),
+        name: &temp,
+    })?;
     let fd = rfs::openat(
         &dir.fd,
         &temp,
@@ -862,10 +899,27 @@ fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
     // Created just now, exclusively: one link, ours. Checked all the same before a byte
     // is written through it.
     if let Err(e) = check_own(&file) {
-        let _ = dir.remove(&temp);
+        let _ = dir.remove(disk, &temp);
         return Err(e);
     }
     Ok((temp, file))
+}
+
+/// Writes all of `bytes` into the new, empty file `file`, then flushes it to the device.
+fn write_new(disk: &Disk, file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    disk.before(|| Step::Write {
+        file: file.as_fd(),
+        offset: 0,
+        data: bytes,
+    })?;
+    file.write_all(bytes)?;
+    sync_file(disk, file)
+}
+
+/// Flushes the open file `file`'s data to the device (`fsync`).
+pub fn sync_file(disk: &Disk, file: &File) -> io::Result<()> {
+    disk.before(|| Step::Sync { file: file.as_fd() })?;
+    file.sync_all()
 }
 
 /// Replaces `<root>/<rel>` with `bytes` atomically and durably (temp file in the same
@@ -873,43 +927,45 @@ fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, File)> {
 /// so that [`Replacement::undo`] can put it back. Missing directories are created. Refused
 /// when the directory's real location is outside the root. Every step happens in the
 /// directory as opened once, so swapping a path component meanwhile redirects none.
-pub fn replace(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<Replacement> {
+/// Every step goes through `disk`.
+pub fn replace(disk: &Disk, root: &Path, rel: &str, bytes: &[u8]) -> io::Result<Replacement> {
     let (dir, name) = Root::open(root)?.parent_of(rel)?;
-    let (temp, mut file) = create_temp(&dir, name)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let (temp, mut file) = create_temp(disk, &dir, name)?;
+    let written = write_new(disk, &mut file, bytes);
     drop(file);
     if let Err(e) = written.and_then(|()| fault::inject("rename")) {
-        let _ = dir.remove(&temp);
+        let _ = dir.remove(disk, &temp);
         return Err(e);
     }
     let backup = match rfs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(_) => {
             let backup = temp_name(name);
-            if let Err(e) = rfs::linkat(&dir.fd, name, &dir.fd, &backup, AtFlags::empty()) {
-                let _ = dir.remove(&temp);
-                return Err(e.into());
+            if let Err(e) = dir.link(disk, name, &backup) {
+                let _ = dir.remove(disk, &temp);
+                return Err(e);
             }
             Some(backup)
         }
         Err(Errno::NOENT) => None,
         Err(e) => {
-            let _ = dir.remove(&temp);
+            let _ = dir.remove(disk, &temp);
             return Err(e.into());
         }
     };
-    if let Err(e) = rfs::renameat(&dir.fd, &temp, &dir.fd, name) {
-        let _ = dir.remove(&temp);
+    if let Err(e) = dir.rename(disk, &temp, name) {
+        let _ = dir.remove(disk, &temp);
         if let Some(backup) = &backup {
-            let _ = dir.remove(backup);
+            let _ = dir.remove(disk, backup);
         }
-        return Err(e.into());
+        return Err(e);
     }
     let replacement = Replacement {
         dir,
         name: name.to_owned(),
         backup,
+        disk: disk.clone(),
     };
-    if let Err(e) = replacement.dir.sync() {
+    if let Err(e) = replacement.dir.sync(disk) {
         let _ = replacement.undo();
         return Err(e);
     }
@@ -917,8 +973,8 @@ pub fn replace(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<Replacement> 
 }
 
 /// Writes `<root>/<rel>` atomically and durably, for good ([`replace`], then kept).
-pub fn atomic_write(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
-    replace(root, rel, bytes).map(Replacement::keep)
+pub fn atomic_write(disk: &Disk, root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
+    replace(disk, root, rel, bytes).map(Replacement::keep)
 }
 
 /// Writes `<root>/<rel>` atomically and durably as `write` streams it into a temp file
@@ -930,20 +986,58 @@ pub fn atomic_write_with<E: From<io::Error>>(
     rel: &str,
     write: impl FnOnce(&mut File) -> Result<(), E>,
 ) -> Result<(), E> {
+    // The page `view` writes is no document: always the real disk.
+    let disk = &Disk::real();
     let (dir, name) = Root::open(root)?.parent_of(rel)?;
-    let (temp, mut file) = create_temp(&dir, name)?;
+    let (temp, mut file) = create_temp(disk, &dir, name)?;
     let written = write(&mut file).and_then(|()| file.sync_all().map_err(E::from));
     drop(file);
     if let Err(e) = written {
-        let _ = dir.remove(&temp);
+        let _ = dir.remove(disk, &temp);
         return Err(e);
     }
-    if let Err(e) = rfs::renameat(&dir.fd, &temp, &dir.fd, name) {
-        let _ = dir.remove(&temp);
-        return Err(io::Error::from(e).into());
+    if let Err(e) = dir.rename(disk, &temp, name) {
+        let _ = dir.remove(disk, &temp);
+        return Err(e.into());
     }
-    dir.sync()?;
+    dir.sync(disk)?;
     Ok(())
+}
+
+/// Renames `from` to `to`, two names in the directory `dir`, and flushes the directory:
+/// both steps through `disk`.
+pub fn rename_durably(disk: &Disk, dir: &Path, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let dir = Dir {
+        path: dir.to_path_buf(),
+        fd: rfs::open(
+            dir,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?,
+    };
+    dir.rename(disk, from, to)?;
+    dir.sync(disk)
+}
+
+/// Removes the file at `path` (its directory opened by path), through `disk`.
+pub fn remove_file(disk: &Disk, path: &Path) -> io::Result<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let dir = Dir {
+        path: parent.to_path_buf(),
+        fd: rfs::open(
+            parent,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?,
+    };
+    dir.remove(disk, name)
 }
 
 /// Faults injected at known steps, for tests of the failure paths through the real binary.
@@ -1018,8 +1112,8 @@ mod tests {
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "a/b/card.json", b"{}\n").unwrap();
-        atomic_write(dir.path(), "a/b/card.json", b"{\"x\": 1}\n").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "a/b/card.json", b"{}\n").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "a/b/card.json", b"{\"x\": 1}\n").unwrap();
         assert_eq!(
             fs::read(dir.path().join("a/b/card.json")).unwrap(),
             b"{\"x\": 1}\n"
@@ -1039,7 +1133,7 @@ mod tests {
         let temp = temp_name(OsStr::new(&name));
         assert!(temp.len() <= 255, "{}", temp.len());
         assert!(is_temp_name(&temp.to_string_lossy()));
-        atomic_write(dir.path(), &name, b"{}").unwrap();
+        atomic_write(&Disk::real(), dir.path(), &name, b"{}").unwrap();
         assert_eq!(fs::read(dir.path().join(&name)).unwrap(), b"{}");
     }
 
@@ -1047,13 +1141,13 @@ mod tests {
     fn undo_puts_the_previous_file_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("card.json");
-        replace(dir.path(), "new.json", b"x")
+        replace(&Disk::real(), dir.path(), "new.json", b"x")
             .unwrap()
             .undo()
             .unwrap();
         assert!(!dir.path().join("new.json").exists());
         fs::write(&path, b"old").unwrap();
-        let r = replace(dir.path(), "card.json", b"new").unwrap();
+        let r = replace(&Disk::real(), dir.path(), "card.json", b"new").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new");
         r.undo().unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"old");
@@ -1088,7 +1182,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("evidence")).unwrap();
-        let err = atomic_write(dir.path(), "evidence/a.json", b"x").unwrap_err();
+        let err = atomic_write(&Disk::real(), dir.path(), "evidence/a.json", b"x").unwrap_err();
         assert!(err.to_string().contains("outside the workspace"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
         fs::write(outside.path().join("a.json"), b"secret").unwrap();
@@ -1109,8 +1203,8 @@ mod tests {
     fn a_replacement_stays_in_the_directory_it_opened() {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "evidence/a.json", b"old").unwrap();
-        let replaced = replace(dir.path(), "evidence/a.json", b"new").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "evidence/a.json", b"old").unwrap();
+        let replaced = replace(&Disk::real(), dir.path(), "evidence/a.json", b"new").unwrap();
         let aside = swap_for_symlink(dir.path(), outside.path());
         replaced.undo().unwrap();
         assert_eq!(fs::read(aside.join("a.json")).unwrap(), b"old");
@@ -1121,12 +1215,12 @@ mod tests {
     fn a_directory_swapped_for_a_symlink_outside_is_an_error_not_a_missing_file() {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "evidence/a.json", b"x").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "evidence/a.json", b"x").unwrap();
         swap_for_symlink(dir.path(), outside.path());
         // The file is not outside either: still refused, never read as "no such file".
         let err = read_confined(dir.path(), "evidence/a.json").unwrap_err();
         assert!(err.to_string().contains("outside the workspace"), "{err}");
-        let err = atomic_write(dir.path(), "evidence/b.json", b"x").unwrap_err();
+        let err = atomic_write(&Disk::real(), dir.path(), "evidence/b.json", b"x").unwrap_err();
         assert!(err.to_string().contains("outside the workspace"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -1134,7 +1228,7 @@ mod tests {
     #[test]
     fn symlinks_that_stay_inside_are_followed_and_absolute_ones_refused() {
         let dir = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "real/a.json", b"x").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "real/a.json", b"x").unwrap();
         std::os::unix::fs::symlink("real", dir.path().join("rel")).unwrap();
         assert_eq!(
             read_confined(dir.path(), "rel/a.json").unwrap().unwrap(),
@@ -1151,7 +1245,7 @@ mod tests {
     #[test]
     fn without_openat2_every_symlink_on_the_way_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "real/a.json", b"x").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "real/a.json", b"x").unwrap();
         std::os::unix::fs::symlink("real", dir.path().join("rel")).unwrap();
         let root = Root::open(dir.path()).unwrap();
         let opened =
@@ -1246,7 +1340,7 @@ mod tests {
     fn a_held_directory_knows_where_it_is_and_opens_only_beneath_it() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        atomic_write(dir.path(), "proj/src/a.py", b"x").unwrap();
+        atomic_write(&Disk::real(), dir.path(), "proj/src/a.py", b"x").unwrap();
         fs::write(outside.path().join("b.py"), b"y").unwrap();
         std::os::unix::fs::symlink(dir.path().join("proj"), dir.path().join("alias")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("proj/out")).unwrap();

@@ -1,6 +1,7 @@
 //! Ground-level helpers with no knowledge of the store or the workspace.
 
 pub mod calendar;
+pub mod disk;
 pub mod fsutil;
 pub mod kind;
 pub mod lines;

@@ -17,6 +17,7 @@ mod damaged_store;
 mod disk_full;
 mod dump_stats;
 mod failed_writes;
+mod fault_sweep;
 mod first_hour;
 mod handles;
 mod import_changes;

@@ -82,6 +82,7 @@ run bench_pages_0220 "$py20" $b/bench_pages_0220.py --bin "$bin" --work "$work/p
 run bench_sessions "$py" $b/bench_sessions.py --bin "$bin" --work "$work/sessions" --smoke
 run bench_tool_output "$py" $b/bench_tool_output.py "$bin" --work "$work/tool_output" --smoke
 run bench_view "$py" $b/bench_view.py --bin "$bin" --work "$work/view" --smoke
+run bench_writes_ab "$py" $b/bench_writes_ab.py "$bin" "$bin" --work "$work/writes_ab" --smoke
 
 echo "[smoke] ${SECONDS} s: ${#failed[@]} failed${failed[*]:+ (${failed[*]})}, ${#skipped[@]} skipped${skipped[*]:+ (${skipped[*]})}"
 if [[ ${#skipped[@]} -gt 0 && "${CI:-}" == true ]]; then
