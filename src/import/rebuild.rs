@@ -73,9 +73,11 @@ pub fn rebuild(
     }
     let temp = temp_store_path(store_path);
     remove_abandoned_scratch(store_path);
-    let result = build_and_replace(
-        root, &workspace, store_path, &temp, citations, progress, locks, disk,
-    );
+    let ends = Ends {
+        store: store_path,
+        temp: &temp,
+    };
+    let result = build_and_replace(root, &workspace, ends, citations, progress, locks, disk);
     // The name is this run's own (pid and random): whatever is there, this run made it.
     if result.is_err() {
         let _ = fsutil::remove_file(disk, &temp);
@@ -83,11 +85,21 @@ pub fn rebuild(
     result
 }
 
+/// The two ends of a rebuild's rename: the store it replaces and the scratch file it
+/// builds first.
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    store: &'a Path,
+    temp: &'a Path,
+}
+
 fn build_and_replace(
     root: &WorkspaceRoot,
     workspace: &crate::workspace::Workspace,
-    store_path: &Path,
-    temp: &Path,
+    Ends {
+        store: store_path,
+        temp,
+    }: Ends<'_>,
     citations: crate::citations::Options,
     progress: &dyn Progress,
     locks: &crate::util::wait::Locks,
