@@ -55,6 +55,12 @@ pub fn is_temp_name(name: &str) -> bool {
 /// The id of the process that made the temp file `name`, when `name` is one of this
 /// program's temp names ([`temp_name`]).
 pub fn temp_name_pid(name: &str) -> Option<u32> {
+    temp_name_parts(name).map(|(_, pid)| pid)
+}
+
+/// The name a temp file of this program ([`temp_name`]) was made for (its first 160
+/// bytes, for a longer one) and the id of the process that made it.
+pub fn temp_name_parts(name: &str) -> Option<(&str, u32)> {
     let stem = name
         .strip_prefix('.')
         .and_then(|s| s.strip_suffix(TEMP_SUFFIX))?;
@@ -69,7 +75,9 @@ pub fn temp_name_pid(name: &str) -> Option<u32> {
         && random.bytes().all(|b| b.is_ascii_hexdigit())
         && digits(n)
         && !target.is_empty();
-    well_formed.then(|| pid.parse().ok()).flatten()
+    well_formed
+        .then(|| pid.parse().ok().map(|pid| (target, pid)))
+        .flatten()
 }
 
 /// A path whose real location is outside the workspace root.

@@ -141,7 +141,7 @@ pub fn raw_member<'a>(text: &'a str, key: &str) -> Result<Option<&'a str>, Parse
         return Ok(None);
     }
     let mut found = None;
-    p.members(0, |p, name| {
+    p.members(|p, name| {
         let start = p.i;
         p.skip(1)?;
         if name.is(key) {
@@ -600,7 +600,7 @@ impl<'a> Parser<'a> {
             return Err(self.error(ErrorKind::TooDeep));
         }
         match self.s.get(self.i) {
-            Some(b'{') => self.members(depth, |p, _| p.skip(depth + 1)),
+            Some(b'{') => self.members(|p, _| p.skip(depth + 1)),
             Some(b'[') => {
                 self.i += 1;
                 self.skip_ws();
@@ -627,11 +627,10 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The members of the object at the cursor (at `depth`), as [`Parser::object`] reads
-    /// them: `value` is called at each member's value and must consume it.
+    /// The members of the object at the cursor, as [`Parser::object`] reads them: `value`
+    /// is called at each member's value and must consume it.
     fn members(
         &mut self,
-        depth: usize,
         mut value: impl FnMut(&mut Parser<'a>, Str<'a>) -> Result<(), ParseError>,
     ) -> Result<(), ParseError> {
         self.i += 1;
