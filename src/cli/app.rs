@@ -48,6 +48,7 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
         if !matches!(config.command, Command::Export) {
             crate::documents::remove_abandoned_temp_files(&config.workspace.path);
         }
+        crate::view::remove_abandoned_default_temp_files(&config.workspace.path);
     }
     if watched && let Err(e) = signals::watch() {
         tracing::warn!(%e, "signals will stop this command without cleaning up");

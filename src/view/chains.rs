@@ -378,7 +378,7 @@ pub fn line_view(line: &Line, id: Option<String>) -> Markup {
 
 fn compact_view(c: &CompactRecord) -> Markup {
     html! {
-        span.mono { (T(&c.record_type)) @if let Some(role) = &c.role { " · " (T(role)) } }
+        span.mono { (T(&c.record_type)) @if let Some(role) = c.role.as_ref().filter(|r| **r != c.record_type) { " · " (T(role)) } }
         " " (T(&c.summary))
         @if c.truncated { span.cut { " (compact record trimmed)" } }
         @if let Some(text) = &c.text_preview { br; (Cut(text, FIELD_CUT)) }

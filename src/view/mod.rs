@@ -122,8 +122,10 @@ pub enum OutError {
     Refused { shown: String, what: String },
 }
 
-/// The name of the page `view` writes inside the workspace's store directory by default.
-pub const DEFAULT_NAME: &str = "view.html";
+/// Where `view` writes its page by default, relative to the workspace: the only name it
+/// writes in the workspace's `.evidence-store/` (with that page's session pages).
+pub const DEFAULT_PAGE: &str = ".evidence-store/view.html";
+const DEFAULT_NAME: &str = "view.html";
 
 /// Checks where `out` points before anything is written: a UTF-8 file name in a directory
 /// that exists, and never one of the store's own files (the store, its scratch and
@@ -161,7 +163,8 @@ pub fn target(workspace: &Path, store: &Path, out: &Path) -> Result<Target, OutE
     }
     let workspace = real(workspace);
     if let Some(ws) = &workspace {
-        if real(&ws.join(".evidence-store")).is_some_and(|d| d == real_dir) && name != DEFAULT_NAME {
+        let own_dir = Path::new(DEFAULT_PAGE).parent().map(|d| ws.join(d));
+        if own_dir.as_deref().and_then(real).is_some_and(|d| d == real_dir) && name != DEFAULT_NAME {
             return refused(format!(
                 "in the workspace's .evidence-store/, where only {DEFAULT_NAME} is view's"
             ));
@@ -188,6 +191,16 @@ pub fn write_pages(
     now: SystemTime,
 ) -> Result<Written, ViewError> {
     page::write(store, root, target, now)
+}
+
+/// Temp files that killed `view`s left beside the workspace's default page
+/// ([`DEFAULT_PAGE`]): removed by every command, as [`remove_abandoned_temp_files`].
+pub fn remove_abandoned_default_temp_files(workspace: &Path) -> usize {
+    let page = workspace.join(DEFAULT_PAGE);
+    match page.parent() {
+        Some(dir) => remove_abandoned_temp_files(dir, DEFAULT_NAME),
+        None => 0,
+    }
 }
 
 /// Temp files that killed `view`s left in `dir` for the page `name` or its session pages

@@ -106,7 +106,11 @@ impl Page<'_> {
 /// [`anchor`] of `id` (letters, digits, `_`, `-`, `.` and `:` only).
 pub fn open(tag: &'static str, class: &str, id: &[&str]) -> PreEscaped<String> {
     debug_assert!(class.bytes().all(|b| b.is_ascii_alphanumeric() || b == b' ' || b == b'-'));
-    PreEscaped(format!("<{tag} class=\"{class}\" id=\"{}\">", anchor(id)))
+    if class.is_empty() {
+        PreEscaped(format!("<{tag} id=\"{}\">", anchor(id)))
+    } else {
+        PreEscaped(format!("<{tag} class=\"{class}\" id=\"{}\">", anchor(id)))
+    }
 }
 
 /// How pages link to a turn: within the one page, or into its session's page.
@@ -382,14 +386,15 @@ impl Ctx<'_> {
         page.stats.sessions = day.sessions;
         page.stats.turns = day.turns;
         self.story(page)?;
+        crate::import::pause_point("view-drawing");
+        stop::check()?;
         self.grid(page)?;
         match &self.links {
             Links::One => {
                 page.put(html! {
-                    section #chains {
-                        h2 { "The evidence chains, turn by turn" }
-                        p.muted { "Each turn opens to its chain: what set it off, what the agent did, what came of it and how it ended, beside the session lines it rests on (each line once; a range links to its first line)." }
-                    }
+                    (open("section", "", &["chains"]))
+                    h2 { "The evidence chains, turn by turn" }
+                    p.muted { "Each turn opens to its chain: what set it off, what the agent did, what came of it and how it ended, beside the session lines it rests on (each line once; a range links to its first line)." }
                 })?;
                 for p in &day.projects {
                     page.put(html! { h3.project { (T(&p.label)) " " span.key { (T(&p.key)) } } })?;
@@ -397,6 +402,7 @@ impl Ctx<'_> {
                         self.session_body(page, p, at, u64::MAX)?;
                     }
                 }
+                page.raw("</section>")?;
                 self.citations(page, None, u64::MAX)?;
             }
             Links::Split { .. } => {
@@ -475,15 +481,14 @@ impl Ctx<'_> {
     fn grid(&self, page: &mut Page) -> Result<(), Halt> {
         let start = page.bytes;
         page.put(html! {
-            section #coverage {
+            (open("section", "", &["coverage"]))
                 h2 { "Which turns have an evidence chain" }
                 p.legend {
-                    span.cell.written { "T0001" } " a chain is written · "
-                    span.cell.missing { "T0001" } " no chain is written · "
-                    span.cell.notneeded { "T0001" } " no chain is needed (a work item accounts for the turn as an evidence gap, or excludes it with a reason). "
+                    span.cell.written.legend { "T0001" } " a chain is written · "
+                    span.cell.missing.legend { "T0001" } " no chain is written · "
+                    span.cell.notneeded.legend { "T0001" } " no chain is needed (a work item accounts for the turn as an evidence gap, or excludes it with a reason). "
                     "A cell's tooltip is the turn's first user message; the cell opens its chain."
                 }
-            }
         })?;
         let mut left_sessions = 0usize;
         for p in &self.day.projects {
@@ -506,7 +511,7 @@ impl Ctx<'_> {
         if left_sessions > 0 {
             page.put(html! { p.cut { (left_sessions) " more session(s) are not drawn: the grid stops at " (GRID_MAX >> 20) " MiB. Their pages follow one another from the last one drawn." } })?;
         }
-        Ok(())
+        page.raw("</section>")
     }
 
     fn grid_row(&self, p: &ProjectDay, at: usize, s: &SessionRecord) -> Result<Markup, Halt> {
@@ -540,10 +545,9 @@ impl Ctx<'_> {
     /// A split day's list of session pages, on its first page.
     fn page_list(&self, page: &mut Page) -> Result<(), Halt> {
         page.put(html! {
-            section #chains {
-                h2 { "The evidence chains, one page per session" }
-                p.muted { "This day is too large for one page (more than " (ONE_PAGE_MAX >> 20) " MiB), so each session's chains, the lines they cite and its agent citations are on a page of their own. Each cell of the grid opens its turn there, and each page links to the next." }
-            }
+            (open("section", "", &["chains"]))
+            h2 { "The evidence chains, one page per session" }
+            p.muted { "This day is too large for one page (more than " (ONE_PAGE_MAX >> 20) " MiB), so each session's chains, the lines they cite and its agent citations are on a page of their own. Each cell of the grid opens its turn there, and each page links to the next." }
         })?;
         let start = page.bytes;
         let mut left = 0;
@@ -570,7 +574,7 @@ impl Ctx<'_> {
         if left > 0 {
             page.put(html! { p.cut { (left) " more session page(s): follow them from the last one listed." } })?;
         }
-        Ok(())
+        page.raw("</section>")
     }
 
     /// One session's turns, each a collapsed `<details>` holding its chains; past `bound`
@@ -709,7 +713,7 @@ impl Ctx<'_> {
             }
         }
         page.put(html! {
-            section #citations {
+            (open("section", "", &["citations"]))
                 h2 { @if only.is_some() { "The agents' own citations in this session" } @else { "The agents' own citations" } }
                 p.muted { "The " code { "**Evidence**:" } " markers the agents wrote in their messages, each counted once per turn, with the check import made of it." }
                 @if table.is_empty() { p.muted { "No agent citations." } }
@@ -724,10 +728,9 @@ impl Ctx<'_> {
                 @if only.is_none() && matches!(self.links, Links::Split { .. }) && !table.is_empty() {
                     p.muted { "Each session's citations, with the lines that made them, are on its page." }
                 }
-            }
         })?;
         if only.is_none() && matches!(self.links, Links::Split { .. }) {
-            return Ok(());
+            return page.raw("</section>");
         }
         let mut left = 0;
         for (p, g) in groups {
@@ -782,7 +785,8 @@ impl Ctx<'_> {
         }
         page.put(html! {
             @if left > 0 { p.cut { (left) " more session(s) with citations are not shown: a page stops at " (PAGE_MAX >> 20) " MiB." } }
-        })
+        })?;
+        page.raw("</section>")
     }
 }
 

@@ -137,7 +137,7 @@ impl Ctx<'_> {
         let start = page.bytes;
         let mut seen: Vec<&str> = Vec::new();
         let mut left = 0usize;
-        page.put(html! { section #story { h2.hidden { "The day's story" } } })?;
+        page.put(html! { (open("section", "", &["story"])) h2.hidden { "The day's story" } })?;
         match &report {
             Doc::Text(report) => {
                 if let Some(title) = docs::member(report, "report_title").map(docs::part) {
@@ -184,7 +184,7 @@ impl Ctx<'_> {
                 page.put(self.team_learning(&docs::part(raw)))?;
             }
         }
-        Ok(())
+        page.raw("</section>")
     }
 
     fn title_card(&self, title: &Part) -> Markup {
