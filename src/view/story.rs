@@ -5,7 +5,7 @@
 //! project's work items; fields that are null or empty are left out, and every reference
 //! to a turn names its project.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use maud::{Markup, html};
 
@@ -220,7 +220,11 @@ impl Ctx<'_> {
         })?;
         let mut items = 0;
         let mut left = 0;
+        let mut listed = HashSet::new();
         for raw in docs::member_elements(raw, "work_items") {
+            if let Some(r) = docs::string_member(raw, "work_item_ref") {
+                listed.insert(r);
+            }
             if page.bytes - start > STORY_MAX {
                 left += 1;
                 continue;
@@ -228,11 +232,51 @@ impl Ctx<'_> {
             items += 1;
             page.put(self.item_card(key, &docs::part(raw)))?;
         }
+        // Work items written after the report was built (the envelope's, not listed).
+        let (later, later_left) = match project {
+            Some(p) => self.envelope_items(page, p, start, &listed, "Written since the daily report was built:")?,
+            None => (0, 0),
+        };
+        let left = left + later_left;
         page.put(html! {
-            @if items == 0 && left == 0 { p.muted { "No work items are in the report for this project." } }
+            @if items + later == 0 && left == 0 { p.muted { "No work items are in the report for this project." } }
             @if left > 0 { p.cut { (left) " more work item(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } }
         })?;
         page.raw("</section>")
+    }
+
+    /// The envelope's work items whose refs are not in `listed`, after `intro` (written
+    /// before the first): how many were shown, and how many the story's bound left out.
+    fn envelope_items(
+        &self,
+        page: &mut Page,
+        p: &ProjectDay,
+        start: u64,
+        listed: &HashSet<String>,
+        intro: &str,
+    ) -> Result<(usize, usize), Halt> {
+        if p.envelope != Held::Readable {
+            return Ok((0, 0));
+        }
+        let Doc::Text(envelope) = docs::read(self.reader, &layout::envelope_path(&p.key))? else {
+            return Ok((0, 0));
+        };
+        let (mut shown, mut left) = (0, 0);
+        for raw in docs::member_elements(&envelope, "work_items") {
+            if docs::string_member(raw, "work_item_ref").is_some_and(|r| listed.contains(&r)) {
+                continue;
+            }
+            if page.bytes - start > STORY_MAX {
+                left += 1;
+                continue;
+            }
+            if shown == 0 && !intro.is_empty() {
+                page.put(html! { p.muted { (intro) } })?;
+            }
+            shown += 1;
+            page.put(self.item_card(&p.key, &docs::part(raw)))?;
+        }
+        Ok((shown, left))
     }
 
     /// A project the report does not list (or with no report): its envelope's work items.
@@ -246,23 +290,11 @@ impl Ctx<'_> {
             Held::Absent => page.put(html! { p.muted { "No work items have been written for this project yet." } })?,
             Held::Unreadable(why) => page.put(html! { p.cut { "Its work items cannot be read: " (T(why)) } })?,
             Held::Readable => {
-                let envelope = docs::read(self.reader, &layout::envelope_path(&p.key))?;
-                if let Doc::Text(envelope) = &envelope {
-                    let mut left = 0;
-                    let mut items = 0;
-                    for raw in docs::member_elements(envelope, "work_items") {
-                        if page.bytes - start > STORY_MAX {
-                            left += 1;
-                            continue;
-                        }
-                        items += 1;
-                        page.put(self.item_card(&p.key, &docs::part(raw)))?;
-                    }
-                    page.put(html! {
-                        @if items == 0 && left == 0 { p.muted { "No work items have been written for this project yet." } }
-                        @if left > 0 { p.cut { (left) " more work item(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } }
-                    })?;
-                }
+                let (shown, left) = self.envelope_items(page, p, start, &HashSet::new(), "")?;
+                page.put(html! {
+                    @if shown == 0 && left == 0 { p.muted { "No work items have been written for this project yet." } }
+                    @if left > 0 { p.cut { (left) " more work item(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } }
+                })?;
             }
         }
         page.raw("</section>")
