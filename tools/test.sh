@@ -21,6 +21,8 @@ fi
 cargo build --locked --quiet   # the binary the Python checks drive
 echo "[test.sh] ${SECONDS}s: Rust tests done"
 tools/check/view_browser.sh target/debug/evidence-store   # `view` in headless Chromium
+# The example's documents are what the tools write today (tools/gen/example_documents.py).
+python3 tools/gen/example_documents.py --bin target/debug/evidence-store --check
 
 tools/setup_python.sh
 py=tools/.venv/bin/python

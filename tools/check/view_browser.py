@@ -47,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "lib"))  # tools/lib: the shared modules
 import day_documents  # noqa: E402
+import example  # noqa: E402
 
 PROJECT = "Demo-0123456789ab"
 
@@ -336,21 +337,6 @@ def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener:
     return out
 
 
-def copy_example(to: Path, documents: bool = False) -> None:
-    """The example's prepared inputs, and with `documents` the documents it ships."""
-    src = ROOT / "examples" / "workspace"
-    keep = {"metadata.json", "project.json", "sessions.index.jsonl"}
-    shipped = {"daily-report.json", "project-synthesis.json"}
-    for path in src.rglob("*"):
-        rel = path.relative_to(src)
-        document = path.name in shipped or rel.parts[2:3] == ("evidence",)
-        if rel.parts[0] == ".evidence-store" or rel.parts[2:3] == ("receipts",):
-            continue
-        if path.is_file() and (path.name in keep or rel.parts[2:3] == ("sessions",) or (documents and document)):
-            (to / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, to / rel)
-
-
 def written_page(binary: str, ws: Path, out: Path) -> Path:
     """Imports `ws` and writes its page at `out`."""
     env = {k: v for k, v in os.environ.items() if k != "PROMPT_DIARY_WORKSPACE"}
@@ -400,7 +386,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="view-browser-") as tmp:
         ws = Path(tmp) / "ws"
-        copy_example(ws)
+        example.copy(ws)
         markers = plant(ws, port)
         env = {k: v for k, v in os.environ.items() if k != "PROMPT_DIARY_WORKSPACE"}
         for step in (["import"], ["view", "--out", str(Path(tmp) / "page.html")]):
@@ -417,7 +403,7 @@ def main() -> int:
             check(ok, what)
         # The day's story first: on the example as it ships, and on a day of 45 sessions.
         shipped = Path(tmp) / "shipped"
-        copy_example(shipped, documents=True)
+        example.copy(shipped, documents=True)
         story = [t for t in ("Parser off-by-one fixed and the suite run green",
                              "Fixed the failing parser test, an off-by-one in parse_tokens")]
         for what, ok in story_first(args.chromium, written_page(args.bin, shipped, Path(tmp) / "example.html"),

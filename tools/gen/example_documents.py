@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import example  # noqa: E402
 import mcp_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,17 +156,6 @@ SLOTS = [
 ]
 
 
-def copy_inputs(to: Path) -> None:
-    """The example's prepared inputs only (what prompt-diary prepare writes)."""
-    keep = {"metadata.json", "project.json", "sessions.index.jsonl"}
-    for path in EXAMPLE.rglob("*"):
-        rel = path.relative_to(EXAMPLE)
-        if path.is_file() and rel.parts[0] != ".evidence-store" and (
-                path.name in keep or rel.parts[2:3] == ("sessions",)):
-            (to / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, to / rel)
-
-
 def calls(binary: str, ws: Path, steps: list[tuple[str, dict]]) -> None:
     client = mcp_client.Raw(binary, ws)
     try:
@@ -191,7 +180,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="example-documents-") as tmp:
         ws = Path(tmp) / "ws"
-        copy_inputs(ws)
+        example.copy(ws)
         run = lambda *step: subprocess.run([args.bin, "--workspace", str(ws), *step], check=True,  # noqa: E731
                                            capture_output=True, text=True)
         run("import")
