@@ -21,6 +21,8 @@ use crate::workspace::layout;
 pub const STORY_MAX: u64 = 2 << 20;
 /// The most entries of one list a card shows (outcomes, limits, observations, ...).
 const LIST_MAX: usize = 20;
+/// A day with at most this many work items in its report shows each open.
+const OPEN_ITEMS_MAX: usize = 6;
 /// The most turn ranges one list of references shows.
 const RANGES_MAX: usize = 30;
 
@@ -135,6 +137,15 @@ impl Ctx<'_> {
     pub fn story(&self, page: &mut Page) -> Result<(), Halt> {
         let report = docs::read(self.reader, layout::DAILY_REPORT)?;
         let start = page.bytes;
+        // Work items open as cards on a day of few; on a larger day each is its line
+        // (title, disposition, covered turns) until opened.
+        let items: usize = match &report {
+            Doc::Text(report) => docs::member_elements(report, "projects")
+                .map(|p| docs::member_elements(p, "work_items").count())
+                .sum(),
+            _ => 0,
+        };
+        let open_items = items <= OPEN_ITEMS_MAX;
         let mut seen: Vec<&str> = Vec::new();
         let mut left = 0usize;
         page.put(html! { (open("section", "", &["story"])) h2.hidden { "The day's story" } })?;
@@ -152,7 +163,7 @@ impl Ctx<'_> {
                         left += 1;
                         continue;
                     }
-                    self.report_project(page, raw, &key, start)?;
+                    self.report_project(page, raw, &key, start, open_items)?;
                 }
             }
             Doc::Unreadable(why) => page.put(html! {
@@ -171,7 +182,7 @@ impl Ctx<'_> {
                 left += 1;
                 continue;
             }
-            self.envelope_project(page, p, matches!(report, Doc::Text(_)), start)?;
+            self.envelope_project(page, p, matches!(report, Doc::Text(_)), start, open_items)?;
         }
         if left > 0 {
             page.put(html! { p.cut { (left) " more project(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } })?;
@@ -200,7 +211,7 @@ impl Ctx<'_> {
     }
 
     /// A project as the report lists it: its label, summary and work-item views.
-    fn report_project(&self, page: &mut Page, raw: &str, key: &str, start: u64) -> Result<(), Halt> {
+    fn report_project(&self, page: &mut Page, raw: &str, key: &str, start: u64, open_items: bool) -> Result<(), Halt> {
         let label = docs::string_member(raw, "project_label");
         let project = self.day.project(key);
         let label = label.or_else(|| project.map(|p| p.label.clone())).unwrap_or_else(|| key.to_owned());
@@ -230,11 +241,11 @@ impl Ctx<'_> {
                 continue;
             }
             items += 1;
-            page.put(self.item_card(key, &docs::part(raw)))?;
+            page.put(self.item_card(key, &docs::part(raw), open_items))?;
         }
         // Work items written after the report was built (the envelope's, not listed).
         let (later, later_left) = match project {
-            Some(p) => self.envelope_items(page, p, start, &listed, "Written since the daily report was built:")?,
+            Some(p) => self.envelope_items(page, p, start, &listed, "Written since the daily report was built:", open_items)?,
             None => (0, 0),
         };
         let left = left + later_left;
@@ -254,6 +265,7 @@ impl Ctx<'_> {
         start: u64,
         listed: &HashSet<String>,
         intro: &str,
+        open_items: bool,
     ) -> Result<(usize, usize), Halt> {
         if p.envelope != Held::Readable {
             return Ok((0, 0));
@@ -274,13 +286,13 @@ impl Ctx<'_> {
                 page.put(html! { p.muted { (intro) } })?;
             }
             shown += 1;
-            page.put(self.item_card(&p.key, &docs::part(raw)))?;
+            page.put(self.item_card(&p.key, &docs::part(raw), open_items))?;
         }
         Ok((shown, left))
     }
 
     /// A project the report does not list (or with no report): its envelope's work items.
-    fn envelope_project(&self, page: &mut Page, p: &ProjectDay, report: bool, start: u64) -> Result<(), Halt> {
+    fn envelope_project(&self, page: &mut Page, p: &ProjectDay, report: bool, start: u64, open_items: bool) -> Result<(), Halt> {
         page.put(html! {
             (open("section", "project s", &["project", &p.key]))
             (self.project_head(&p.label, &p.key, Some(p)))
@@ -290,7 +302,7 @@ impl Ctx<'_> {
             Held::Absent => page.put(html! { p.muted { "No work items have been written for this project yet." } })?,
             Held::Unreadable(why) => page.put(html! { p.cut { "Its work items cannot be read: " (T(why)) } })?,
             Held::Readable => {
-                let (shown, left) = self.envelope_items(page, p, start, &HashSet::new(), "")?;
+                let (shown, left) = self.envelope_items(page, p, start, &HashSet::new(), "", open_items)?;
                 page.put(html! {
                     @if shown == 0 && left == 0 { p.muted { "No work items have been written for this project yet." } }
                     @if left > 0 { p.cut { (left) " more work item(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } }
@@ -315,7 +327,9 @@ impl Ctx<'_> {
         }
     }
 
-    fn item_card(&self, project: &str, part: &Part) -> Markup {
+    /// A work item's card: its title, disposition and covered turns in the summary line,
+    /// the rest below it, open when `open` (a day of few work items).
+    fn item_card(&self, project: &str, part: &Part, open_items: bool) -> Markup {
         let value = match part {
             Part::TooLarge(n) => {
                 return html! { article.item { p.cut { "A work item of " (n) " bytes of JSON, more than the page reads of one part." } } };
@@ -326,13 +340,16 @@ impl Ctx<'_> {
         let it = item(value);
         let id = crate::view::anchor(&["work_item", project, it.reference.unwrap_or("")]);
         html! {
-            article.item.s id=(id) {
-                h3 { (Cut(it.title.unwrap_or("(untitled)"), FIELD_CUT)) }
-                p.tags {
+            details.item.s id=(id) open[open_items] {
+                summary {
                     @if let Some(d) = &it.disposition { span.badge.(disposition_class(d)) { (T(d)) } " " }
+                    span.title { (Cut(it.title.unwrap_or("(untitled)"), FIELD_CUT)) } " "
                     @if let Some(k) = it.kind { span.tag { (T(kind_label(k))) } " " }
                     @if let Some(c) = it.confidence { span.tag { (T(c)) " confidence" } " " }
                     @if let Some(r) = it.reference { span.ref { (T(r)) } }
+                    @if !it.covered.is_empty() {
+                        " " span.covers { "· covers " (self.refs(&it.covered, project)) }
+                    }
                 }
                 @if let Some((scope, summary, refs)) = &it.assessment {
                     p { @if let Some(s) = scope { (Cut(s, FIELD_CUT)) " — " } @if let Some(s) = summary { (Cut(s, FIELD_CUT)) }
@@ -379,9 +396,6 @@ impl Ctx<'_> {
                             (more(it.limits.len(), LIST_MAX, "limit(s)"))
                         } }
                     }
-                }
-                @if !it.covered.is_empty() {
-                    p.covers { "Covers " (self.refs(&it.covered, project)) }
                 }
             }
         }

@@ -190,7 +190,7 @@ fn the_day_s_story_comes_before_the_grid_and_the_chains() {
     assert!(page.contains("<span class=\"badge d-done\"><bdi>completed</bdi></span>"));
     // The covered turns of W0001 link to the first turn's chain, as one range.
     assert!(
-        page.contains("Covers <bdi>Demo</bdi>: <a href=\"#turn:Demo-0123456789ab:S0001:T0001\"><bdi>S0001 T0001–T0002</bdi></a>"),
+        page.contains("covers <bdi>Demo</bdi>: <a href=\"#turn:Demo-0123456789ab:S0001:T0001\"><bdi>S0001 T0001–T0002</bdi></a>"),
         "{page}"
     );
     // The state hash only in the footer, after every chain.
@@ -255,7 +255,7 @@ fn work_items_and_the_report_are_cards_naming_their_projects_without_nulls() {
     }
     // Fifteen covered turns are one range, linked to the first.
     assert!(
-        story.contains("Covers <bdi>Alpha</bdi>: <a href=\"#turn:Alpha-aaaaaaaaaaaa:S0001:T0001\"><bdi>S0001 T0001–T0015</bdi></a>"),
+        story.contains("covers <bdi>Alpha</bdi>: <a href=\"#turn:Alpha-aaaaaaaaaaaa:S0001:T0001\"><bdi>S0001 T0001–T0015</bdi></a>"),
         "{story}"
     );
     // The title rests on a turn of each project, each named.
