@@ -41,6 +41,8 @@ const LIST_MAX: u64 = 1 << 20;
 /// A session page stops drawing turns and citations past this many bytes, which leaves
 /// room under [`PAGE_MAX`] for the part being drawn and the footer.
 const SESSION_PAGE_BOUND: u64 = PAGE_MAX - (4 << 20);
+/// The most agent citations of one session listed.
+const CITATION_ROWS_MAX: usize = 1000;
 /// A tooltip's first user message is cut here.
 const TIP_CUT: usize = 200;
 
@@ -751,7 +753,7 @@ impl Ctx<'_> {
                 h3 { (T(&p.label)) " · " (T(&g.session_ref)) }
                 table {
                     tr { th { "type" } th { "status" } th { "reference" } th { "reason" } th { "made by" } }
-                    @for (i, c) in kept.iter().enumerate() {
+                    @for (i, c) in kept.iter().enumerate().take(CITATION_ROWS_MAX) {
                         tr.s id=(anchor(&["citation", &p.key, &g.session_ref, &c.line.to_string(), &i.to_string()])) {
                             td.mono { (T(&c.citation.kind)) }
                             td { span.badge.(status_class(&c.citation.check.status)) { (T(&c.citation.check.status)) } }
@@ -769,10 +771,15 @@ impl Ctx<'_> {
             })?;
             let lines = SessionLines::open(self.reader, self.root, &p.key, &g.session_ref, self.day.paged)?;
             let ordinal = p.ordinal(at);
-            let mut numbers: Vec<u64> = kept.iter().map(|c| c.line).collect();
+            let mut numbers: Vec<u64> = kept.iter().take(CITATION_ROWS_MAX).map(|c| c.line).collect();
             numbers.dedup();
+            let mut unshown = 0;
             for n in numbers {
                 if page.shown.contains(&(ordinal, n)) {
+                    continue;
+                }
+                if page.bytes > bound {
+                    unshown += 1;
                     continue;
                 }
                 for line in lines.read(self.reader, n, n)? {
@@ -782,6 +789,10 @@ impl Ctx<'_> {
                     page.put(super::chains::line_view(&line, Some(id)))?;
                 }
             }
+            page.put(html! {
+                @if kept.len() > CITATION_ROWS_MAX { p.cut { (kept.len() - CITATION_ROWS_MAX) " more citation(s) of this session are not listed (at most " (CITATION_ROWS_MAX) ")." } }
+                @if unshown > 0 { p.cut { (unshown) " more line(s) that made citations are not shown: a page stops at " (PAGE_MAX >> 20) " MiB." } }
+            })?;
         }
         page.put(html! {
             @if left > 0 { p.cut { (left) " more session(s) with citations are not shown: a page stops at " (PAGE_MAX >> 20) " MiB." } }
