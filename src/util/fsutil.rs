@@ -802,18 +802,27 @@ pub fn atomic_write(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
     replace(root, rel, bytes).map(Replacement::keep)
 }
 
-/// Writes `<root>/<rel>` atomically and durably as `write` streams it into a temp file
-/// of our own name in the target's directory (fsync, rename, fsync the directory), so a
-/// large file is never held in memory. A failed `write` removes the temp file and leaves
-/// the target as it was.
+/// Writes `<root>/<rel>` atomically as `write` streams it into a temp file of our own name
+/// in the target's directory, then renames it into place, so a large file is never held
+/// in memory. `durable`: the file and then the directory are fsynced as well; else a
+/// reader still sees the old file or the whole new one, and a later [`sync_filesystem`]
+/// makes many such files durable at once. A failed `write` removes the temp file and
+/// leaves the target as it was.
 pub fn atomic_write_with<E: From<io::Error>>(
     root: &Path,
     rel: &str,
+    durable: bool,
     write: impl FnOnce(&mut File) -> Result<(), E>,
 ) -> Result<(), E> {
     let (dir, name) = Root::open(root)?.parent_of(rel)?;
     let (temp, mut file) = create_temp(&dir, name)?;
-    let written = write(&mut file).and_then(|()| file.sync_all().map_err(E::from));
+    let written = write(&mut file).and_then(|()| {
+        if durable {
+            file.sync_all().map_err(E::from)
+        } else {
+            Ok(())
+        }
+    });
     drop(file);
     if let Err(e) = written {
         let _ = dir.remove(&temp);
@@ -823,7 +832,21 @@ pub fn atomic_write_with<E: From<io::Error>>(
         let _ = dir.remove(&temp);
         return Err(io::Error::from(e).into());
     }
-    dir.sync()?;
+    if durable {
+        dir.sync()?;
+    }
+    Ok(())
+}
+
+/// Flushes everything written to the file system holding the directory `dir` (one
+/// `syncfs`, for many files written by [`atomic_write_with`] without `durable`).
+pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    let held = rfs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rfs::syncfs(&held)?;
     Ok(())
 }
 

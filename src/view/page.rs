@@ -224,7 +224,7 @@ pub fn write(
         now,
         title,
     };
-    match write_page(target, &target.name, ONE_PAGE_MAX, |page| ctx.first_page(page)) {
+    match write_page(target, &target.name, ONE_PAGE_MAX, true, |page| ctx.first_page(page)) {
         Ok(mut written) => {
             written.first_page = written.bytes;
             remove_stale_pages(target, None, 0);
@@ -280,7 +280,7 @@ fn split(ctx: &Ctx, target: &Target, made: &mut Vec<String>) -> Result<Written, 
                 .map(|&(pj, aj)| (&ctx.day.projects[pj], aj))
         };
         let (prev, next) = (neighbour(i.checked_sub(1)), neighbour(Some(i + 1)));
-        let page = write_page(target, &name, u64::MAX, |page| {
+        let page = write_page(target, &name, u64::MAX, false, |page| {
             ctx.session_page(page, p, at, prev, next)
         })
         .map_err(halted)?;
@@ -294,7 +294,8 @@ fn split(ctx: &Ctx, target: &Target, made: &mut Vec<String>) -> Result<Written, 
         written.citations += page.citations;
     }
     stop::check()?;
-    let first = write_page(target, &target.name, u64::MAX, |page| ctx.first_page(page))
+    crate::util::fsutil::sync_filesystem(&target.dir)?;
+    let first = write_page(target, &target.name, u64::MAX, true, |page| ctx.first_page(page))
         .map_err(halted)?;
     written.first_page = first.bytes;
     written.bytes += first.bytes;
@@ -305,15 +306,18 @@ fn split(ctx: &Ctx, target: &Target, made: &mut Vec<String>) -> Result<Written, 
     Ok(written)
 }
 
-/// Writes one page atomically, streaming it through `draw`.
+/// Writes one page atomically, streaming it through `draw`; `durable`: fsynced before it
+/// returns (session pages are not, one by one: the file system is synced once, before the
+/// first page that links to them is written).
 fn write_page(
     target: &Target,
     name: &str,
     abort_at: u64,
+    durable: bool,
     draw: impl FnOnce(&mut Page) -> Result<(), Halt>,
 ) -> Result<Written, Halt> {
     let mut stats = Written::default();
-    crate::util::fsutil::atomic_write_with(&target.dir, name, |file| {
+    crate::util::fsutil::atomic_write_with(&target.dir, name, durable, |file| {
         let mut out = BufWriter::with_capacity(1 << 16, file);
         let mut page = Page {
             out: &mut out,

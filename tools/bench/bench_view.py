@@ -11,7 +11,8 @@ a daily report with a title and every project's summary):
 - `day-45-226M`: 45 sessions of about 5 MiB each (tool outputs up to 64 KiB);
 - `10k-sessions`: 10,000 sessions of 2 turns (one project);
 - `hostile-card`: one session of 48 lines of about 12 KiB, and a 19 KB card whose one
-  chain cites "1-40" a thousand times (which `write_evidence` accepts).
+  chain cites "1-40" a thousand times (which `write_evidence` accepts);
+- `big-card`: one session of 2,000 turns and its 40 MiB card (each chain quotes 20 KiB).
 
 Each is imported by each binary into a store of its own, `view` runs --runs times (the
 best seconds and the largest peak RSS are kept), then Chromium opens the first page
@@ -49,6 +50,7 @@ DAYS = {
     "day-45-226M": ["--projects", "3", "--sessions", "15", "--session-bytes", "5M", "--tool-output-max", "64K"],
     "10k-sessions": ["--projects", "1", "--sessions", "10000", "--turns", "2", "--tool-output-max", "1K"],
     "hostile-card": ["--projects", "1", "--sessions", "1", "--turns", "8", "--tool-output-max", "12K"],
+    "big-card": ["--projects", "1", "--sessions", "1", "--turns", "2000", "--tool-output-max", "1K"],
 }
 LOADED = {"day-45x12", "day-45-226M"}  # the days whose first page Chromium loads
 SMOKE = {"smoke-day": ["--projects", "2", "--sessions", "2", "--turns", "3"]}
@@ -78,6 +80,17 @@ def hostile_card(ws: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(card))
     return 1
+
+
+def big_card(ws: Path) -> int:
+    """The day's documents, each chain quoting 20 KiB: one card of about 40 MiB."""
+    chains = day_documents.write(ws)
+    for card_path in ws.glob("projects/*/evidence/*.json"):
+        card = json.loads(card_path.read_text())
+        for chain in card["evidence_chains"]:
+            chain["trigger"]["quoted_messages"] = [{"text": "q" * (20 << 10), "citations": chain["trigger"]["citations"]}]
+        card_path.write_text(json.dumps(card, indent=2) + "\n")
+    return chains
 
 
 def time_v(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
@@ -138,7 +151,8 @@ def main() -> int:
     for name in args.which:
         ws = args.work / name
         summary = generate(ws, DAYS[name])
-        chains = hostile_card(ws) if name == "hostile-card" else day_documents.write(ws)
+        documents = {"hostile-card": hostile_card, "big-card": big_card}.get(name, day_documents.write)
+        chains = documents(ws)
         size = sum(p.stat().st_size for p in ws.glob("projects/*/sessions/*/*.jsonl"))
         label = f"{name} ({summary.get('sessions', '?')} sessions, {size / (1 << 20):.0f} MiB, {chains} chains)"
         for build, binary in builds:
