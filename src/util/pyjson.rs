@@ -1314,7 +1314,11 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 2), "]".repeat(MAX_DEPTH + 2));
         assert_eq!(check(&deep), parse(&deep).map(drop));
-        let deep_object = format!("{}1{}", "{\"k\":".repeat(MAX_DEPTH + 2), "}".repeat(MAX_DEPTH + 2));
+        let deep_object = format!(
+            "{}1{}",
+            "{\"k\":".repeat(MAX_DEPTH + 2),
+            "}".repeat(MAX_DEPTH + 2)
+        );
         assert_eq!(check(&deep_object), parse(&deep_object).map(drop));
         assert_eq!(
             raw_member(cases[0], "a"),

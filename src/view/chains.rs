@@ -41,7 +41,10 @@ pub fn cited(part: &Map) -> Vec<(Cited, usize)> {
             .split_once('-')
             .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
             .filter(|(a, b): &(u64, u64)| *a >= 1 && a <= b)
-            .map_or_else(|| Cited::NotASpan(crate::view::cut(&shown, FIELD_CUT).0.to_owned()), |(a, b)| Cited::Span(a, b));
+            .map_or_else(
+                || Cited::NotASpan(crate::view::cut(&shown, FIELD_CUT).0.to_owned()),
+                |(a, b)| Cited::Span(a, b),
+            );
         match out.iter_mut().find(|(c, _)| *c == one) {
             Some((_, n)) => *n += 1,
             None => out.push((one, 1)),
@@ -116,7 +119,14 @@ const CHAIN_KEYS: [&str; 7] = [
 ];
 
 /// The keys of a part drawn by its heading, text and citations.
-const PART_KEYS: [&str; 6] = ["type", "category", "summary", "text", "citations", "quoted_messages"];
+const PART_KEYS: [&str; 6] = [
+    "type",
+    "category",
+    "summary",
+    "text",
+    "citations",
+    "quoted_messages",
+];
 
 /// A chain's one-line gist: its trigger's summary, else its first quoted message.
 pub fn gist(chain: &Map) -> Option<&str> {
@@ -148,7 +158,12 @@ impl Ctx<'_> {
         if k > 0 {
             base.push(&k_text);
         }
-        let line_href = |n: u64| format!("#{}", anchor(&["line", &p.key, session_ref, &n.to_string()]));
+        let line_href = |n: u64| {
+            format!(
+                "#{}",
+                anchor(&["line", &p.key, session_ref, &n.to_string()])
+            )
+        };
         let (parts, left_parts) = parts(chain);
         // Every span the parts cite, for the lines beside them.
         let mut spans: Vec<(u64, u64)> = Vec::new();
@@ -201,7 +216,12 @@ impl Ctx<'_> {
 
     /// "rests on lines 2–5, line 6 (cited 3 times)", each linking to its first line;
     /// the spans are added to `spans`.
-    fn cites(&self, part: Option<&Map>, line_href: &dyn Fn(u64) -> String, spans: &mut Vec<(u64, u64)>) -> Markup {
+    fn cites(
+        &self,
+        part: Option<&Map>,
+        line_href: &dyn Fn(u64) -> String,
+        spans: &mut Vec<(u64, u64)>,
+    ) -> Markup {
         let Some(part) = part else {
             return html! {};
         };
@@ -246,7 +266,9 @@ impl Ctx<'_> {
         let count = match lines.count() {
             Ok(n) => Some(n),
             Err(why) => {
-                return Ok(html! { p.cut { "The cited lines cannot be read: " (T(&why.to_string())) } });
+                return Ok(
+                    html! { p.cut { "The cited lines cannot be read: " (T(&why.to_string())) } },
+                );
             }
         };
         let mut merged: Vec<(u64, u64)> = spans
@@ -271,7 +293,10 @@ impl Ctx<'_> {
         // A run of lines this page already shows, drawn as one link.
         let mut seen: Option<(u64, u64)> = None;
         let stub = |out: &mut String, (a, b): (u64, u64)| {
-            let href = format!("#{}", anchor(&["line", project, session_ref, &a.to_string()]));
+            let href = format!(
+                "#{}",
+                anchor(&["line", project, session_ref, &a.to_string()])
+            );
             out.push_str(
                 &html! {
                     p.seen { a href=(href) { @if a == b { "line " (a) } @else { "lines " (a) "–" (b) } } " shown above" }

@@ -78,7 +78,7 @@ pub fn string_member(text: &str, key: &str) -> Option<String> {
 }
 
 /// A value's string, when it is one and not blank.
-pub fn text<'v>(value: Option<&'v Value>) -> Option<&'v str> {
+pub fn text(value: Option<&Value>) -> Option<&str> {
     value
         .and_then(Value::as_str)
         .filter(|s| !pyjson::is_blank(s))
@@ -146,7 +146,10 @@ mod tests {
         pyjson::check(card).expect("Python reads it");
         let chains: Vec<&str> = member_elements(card, "evidence_chains").collect();
         assert_eq!(chains.len(), 2);
-        assert_eq!(string_member(chains[0], "turn_ref").as_deref(), Some("T0001"));
+        assert_eq!(
+            string_member(chains[0], "turn_ref").as_deref(),
+            Some("T0001")
+        );
         let Part::Value(chain) = part(chains[0]) else {
             panic!("small part")
         };
@@ -154,7 +157,10 @@ mod tests {
             text(chain.get("trigger").and_then(|t| t.get("summary"))),
             Some("\u{FFFD} broke")
         );
-        let big = format!("{{\"turn_ref\": \"T0002\", \"pad\": \"{}\"}}", "x".repeat(PART_MAX));
+        let big = format!(
+            "{{\"turn_ref\": \"T0002\", \"pad\": \"{}\"}}",
+            "x".repeat(PART_MAX)
+        );
         assert!(matches!(part(&big), Part::TooLarge(n) if n == big.len()));
         assert_eq!(string_member(&big, "turn_ref").as_deref(), Some("T0002"));
     }

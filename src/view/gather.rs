@@ -118,7 +118,9 @@ impl ProjectDay {
         self.sessions
             .iter()
             .flat_map(|s| s.session.turns.iter().map(move |t| (s, t)))
-            .filter(|(s, t)| self.coverage(&s.session.session_ref, &t.turn_ref) == Coverage::Written)
+            .filter(|(s, t)| {
+                self.coverage(&s.session.session_ref, &t.turn_ref) == Coverage::Written
+            })
             .count()
     }
 

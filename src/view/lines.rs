@@ -141,7 +141,8 @@ impl SessionLines {
                 continue;
             };
             let text = line_util::decode(&bytes);
-            let record = compact::compact_line(&text, n, &found.source, entry.decoded_len, String::new());
+            let record =
+                compact::compact_line(&text, n, &found.source, entry.decoded_len, String::new());
             if record.role.as_deref() == Some("user")
                 && let Some(preview) = record.text_preview.filter(|t| !t.trim().is_empty())
             {

@@ -159,12 +159,19 @@ pub fn target(workspace: &Path, store: &Path, out: &Path) -> Result<Target, OutE
     ) && real_dir == store_dir
         && (name == store_name || name.starts_with(&format!(".{store_name}.")))
     {
-        return refused(format!("the store's own file ({store_name} or its scratch)"));
+        return refused(format!(
+            "the store's own file ({store_name} or its scratch)"
+        ));
     }
     let workspace = real(workspace);
     if let Some(ws) = &workspace {
         let own_dir = Path::new(DEFAULT_PAGE).parent().map(|d| ws.join(d));
-        if own_dir.as_deref().and_then(real).is_some_and(|d| d == real_dir) && name != DEFAULT_NAME {
+        if own_dir
+            .as_deref()
+            .and_then(real)
+            .is_some_and(|d| d == real_dir)
+            && name != DEFAULT_NAME
+        {
             return refused(format!(
                 "in the workspace's .evidence-store/, where only {DEFAULT_NAME} is view's"
             ));
@@ -173,7 +180,10 @@ pub fn target(workspace: &Path, store: &Path, out: &Path) -> Result<Target, OutE
             return refused(format!("the workspace's own {name}"));
         }
         if real_dir.starts_with(ws.join("projects")) {
-            return refused("inside the workspace's projects/, which holds its sessions and documents".to_owned());
+            return refused(
+                "inside the workspace's projects/, which holds its sessions and documents"
+                    .to_owned(),
+            );
         }
     }
     Ok(Target {

@@ -107,7 +107,11 @@ impl Page<'_> {
 /// The opening tag of an element that spans parts: `class` is the page's own, the id is
 /// [`anchor`] of `id` (letters, digits, `_`, `-`, `.` and `:` only).
 pub fn open(tag: &'static str, class: &str, id: &[&str]) -> PreEscaped<String> {
-    debug_assert!(class.bytes().all(|b| b.is_ascii_alphanumeric() || b == b' ' || b == b'-'));
+    debug_assert!(
+        class
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b' ' || b == b'-')
+    );
     if class.is_empty() {
         PreEscaped(format!("<{tag} id=\"{}\">", anchor(id)))
     } else {
@@ -132,11 +136,16 @@ fn session_page_name(stem: &str, state: &str, ordinal: usize) -> String {
 
 /// The state and ordinal of `name`, when it is a session page of the page `stem`.
 pub fn session_page_of<'n>(stem: &str, name: &'n str) -> Option<(&'n str, usize)> {
-    let rest = name.strip_prefix(stem)?.strip_prefix('.')?.strip_suffix(".html")?;
+    let rest = name
+        .strip_prefix(stem)?
+        .strip_prefix('.')?
+        .strip_suffix(".html")?;
     let (state, ordinal) = rest.split_once('.')?;
     let hex = state.len() == 12 && state.bytes().all(|b| b.is_ascii_hexdigit());
     let digits = ordinal.len() >= 4 && ordinal.bytes().all(|b| b.is_ascii_digit());
-    (hex && digits).then(|| ordinal.parse().ok().map(|n| (state, n))).flatten()
+    (hex && digits)
+        .then(|| ordinal.parse().ok().map(|n| (state, n)))
+        .flatten()
 }
 
 /// `name` as a relative URL: every byte but unreserved ones percent-encoded.
@@ -224,7 +233,9 @@ pub fn write(
         now,
         title,
     };
-    match write_page(target, &target.name, ONE_PAGE_MAX, true, |page| ctx.first_page(page)) {
+    match write_page(target, &target.name, ONE_PAGE_MAX, true, |page| {
+        ctx.first_page(page)
+    }) {
         Ok(mut written) => {
             written.first_page = written.bytes;
             remove_stale_pages(target, None, 0);
@@ -295,8 +306,10 @@ fn split(ctx: &Ctx, target: &Target, made: &mut Vec<String>) -> Result<Written, 
     }
     stop::check()?;
     crate::util::fsutil::sync_filesystem(&target.dir)?;
-    let first = write_page(target, &target.name, u64::MAX, true, |page| ctx.first_page(page))
-        .map_err(halted)?;
+    let first = write_page(target, &target.name, u64::MAX, true, |page| {
+        ctx.first_page(page)
+    })
+    .map_err(halted)?;
     written.first_page = first.bytes;
     written.bytes += first.bytes;
     written.pages += 1;
@@ -346,7 +359,10 @@ fn remove_stale_pages(target: &Target, state: Option<&str>, sessions: usize) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some((page_state, ordinal)) = name.to_str().and_then(|n| session_page_of(target.stem(), n)) else {
+        let Some((page_state, ordinal)) = name
+            .to_str()
+            .and_then(|n| session_page_of(target.stem(), n))
+        else {
             continue;
         };
         let current = state == Some(page_state) && ordinal <= sessions;
@@ -432,7 +448,13 @@ impl Ctx<'_> {
             return Ok(());
         };
         let neighbour = |n: Option<(&ProjectDay, usize)>| {
-            n.map(|(q, a)| (self.links.session(q, a), q.sessions[a].session.session_ref.clone(), q.label.clone()))
+            n.map(|(q, a)| {
+                (
+                    self.links.session(q, a),
+                    q.sessions[a].session.session_ref.clone(),
+                    q.label.clone(),
+                )
+            })
         };
         let (prev, next) = (neighbour(prev), neighbour(next));
         let heading = format!("Session {} of {}", s.session_ref, p.label);
@@ -522,15 +544,30 @@ impl Ctx<'_> {
 
     fn grid_row(&self, p: &ProjectDay, at: usize, s: &SessionRecord) -> Result<Markup, Halt> {
         let session = &s.session;
-        let lines = SessionLines::open(self.reader, self.root, &p.key, &session.session_ref, self.day.paged)?;
+        let lines = SessionLines::open(
+            self.reader,
+            self.root,
+            &p.key,
+            &session.session_ref,
+            self.day.paged,
+        )?;
         let mut cells = String::new();
         for t in &session.turns {
             let cov = p.coverage(&session.session_ref, &t.turn_ref);
             let (a, b) = (t.span.start.max(0) as u64, t.span.end.max(0) as u64);
             let first = lines.first_user_text(self.reader, a, b, TIP_CUT)?;
             let tip = match &first {
-                Some(m) => format!("{}\n{} · lines {a}–{b} · {}", attr(m, TIP_CUT), t.turn_ref, cov.label()),
-                None => format!("{} · lines {a}–{b} · {} · no user message in its first lines", t.turn_ref, cov.label()),
+                Some(m) => format!(
+                    "{}\n{} · lines {a}–{b} · {}",
+                    attr(m, TIP_CUT),
+                    t.turn_ref,
+                    cov.label()
+                ),
+                None => format!(
+                    "{} · lines {a}–{b} · {} · no user message in its first lines",
+                    t.turn_ref,
+                    cov.label()
+                ),
             };
             let cell = html! {
                 a.cell.(cov.class()) href=(self.links.turn(p, at, &t.turn_ref)) title=(tip) { (T(&t.turn_ref)) }
@@ -568,7 +605,9 @@ impl Ctx<'_> {
                     .session
                     .turns
                     .iter()
-                    .filter(|t| p.coverage(&s.session.session_ref, &t.turn_ref) == Coverage::Written)
+                    .filter(|t| {
+                        p.coverage(&s.session.session_ref, &t.turn_ref) == Coverage::Written
+                    })
                     .count();
                 page.put(html! {
                     li { a href=(self.links.session(p, at)) { (T(&p.label)) " " (T(&s.session.session_ref)) } " "
@@ -585,12 +624,27 @@ impl Ctx<'_> {
 
     /// One session's turns, each a collapsed `<details>` holding its chains; past `bound`
     /// bytes of the page the rest are counted.
-    fn session_body(&self, page: &mut Page, p: &ProjectDay, at: usize, bound: u64) -> Result<(), Halt> {
+    fn session_body(
+        &self,
+        page: &mut Page,
+        p: &ProjectDay,
+        at: usize,
+        bound: u64,
+    ) -> Result<(), Halt> {
         let s = &p.sessions[at];
         let session = &s.session;
-        let lines = SessionLines::open(self.reader, self.root, &p.key, &session.session_ref, self.day.paged)?;
+        let lines = SessionLines::open(
+            self.reader,
+            self.root,
+            &p.key,
+            &session.session_ref,
+            self.day.paged,
+        )?;
         let card = match p.cards.get(&session.session_ref) {
-            Some(_) => docs::read(self.reader, &layout::card_path(&p.key, &session.session_ref))?,
+            Some(_) => docs::read(
+                self.reader,
+                &layout::card_path(&p.key, &session.session_ref),
+            )?,
             None => Doc::Absent,
         };
         page.put(html! {
@@ -614,7 +668,11 @@ impl Ctx<'_> {
                 continue;
             }
             stop::check()?;
-            let raws = chains.by_turn.get(&t.turn_ref).map(Vec::as_slice).unwrap_or_default();
+            let raws = chains
+                .by_turn
+                .get(&t.turn_ref)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             self.turn(page, p, at, &lines, t, raws)?;
         }
         let mut unplaced = 0;
@@ -627,7 +685,15 @@ impl Ctx<'_> {
             let turn_ref = docs::string_member(raw, "turn_ref").unwrap_or_default();
             let card = match gather::chain_value(raw) {
                 Part::Value(v) => match v.as_object() {
-                    Some(chain) => self.chain_card(page, p, at, &lines, chain, &format!("unplaced-{turn_ref}"), k)?,
+                    Some(chain) => self.chain_card(
+                        page,
+                        p,
+                        at,
+                        &lines,
+                        chain,
+                        &format!("unplaced-{turn_ref}"),
+                        k,
+                    )?,
                     None => continue,
                 },
                 Part::TooLarge(n) => too_large(n),
@@ -667,7 +733,10 @@ impl Ctx<'_> {
         let mut values = raws.iter().map(|raw| gather::chain_value(raw));
         let first = values.next();
         let gist = match &first {
-            Some(Part::Value(v)) => v.as_object().and_then(super::chains::gist).map(str::to_owned),
+            Some(Part::Value(v)) => v
+                .as_object()
+                .and_then(super::chains::gist)
+                .map(str::to_owned),
             _ => None,
         };
         page.put(html! {
@@ -702,14 +771,23 @@ impl Ctx<'_> {
     /// The agent citations: the table of counts, then each session's (of `only`, or of
     /// every session on the one page; none on a split day's first page), each row linked
     /// to the line that made it, which is shown once on the page.
-    fn citations(&self, page: &mut Page, only: Option<(&ProjectDay, usize)>, bound: u64) -> Result<(), Halt> {
+    fn citations(
+        &self,
+        page: &mut Page,
+        only: Option<(&ProjectDay, usize)>,
+        bound: u64,
+    ) -> Result<(), Halt> {
         let mut table: BTreeMap<(String, String), usize> = BTreeMap::new();
         let groups: Vec<(&ProjectDay, &crate::store::citations::SessionCitations)> = self
             .day
             .projects
             .iter()
             .flat_map(|p| p.citations.iter().map(move |g| (p, g)))
-            .filter(|(p, g)| only.is_none_or(|(q, at)| q.key == p.key && q.sessions[at].session.session_ref == g.session_ref))
+            .filter(|(p, g)| {
+                only.is_none_or(|(q, at)| {
+                    q.key == p.key && q.sessions[at].session.session_ref == g.session_ref
+                })
+            })
             .collect();
         for (_, g) in &groups {
             for c in counted(&g.citations) {
@@ -773,9 +851,19 @@ impl Ctx<'_> {
                     }
                 }
             })?;
-            let lines = SessionLines::open(self.reader, self.root, &p.key, &g.session_ref, self.day.paged)?;
+            let lines = SessionLines::open(
+                self.reader,
+                self.root,
+                &p.key,
+                &g.session_ref,
+                self.day.paged,
+            )?;
             let ordinal = p.ordinal(at);
-            let mut numbers: Vec<u64> = kept.iter().take(CITATION_ROWS_MAX).map(|c| c.line).collect();
+            let mut numbers: Vec<u64> = kept
+                .iter()
+                .take(CITATION_ROWS_MAX)
+                .map(|c| c.line)
+                .collect();
             numbers.dedup();
             let mut unshown = 0;
             for n in numbers {

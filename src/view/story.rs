@@ -39,10 +39,18 @@ struct Item<'v> {
     asked: Option<&'v str>,
     did: Option<&'v str>,
     actions: Vec<&'v str>,
-    outcomes: Vec<(Option<&'v str>, Option<&'v str>, Option<&'v str>, Vec<TurnRef>)>,
+    outcomes: Vec<Outcome<'v>>,
     ends: Vec<(Option<&'v str>, Option<&'v str>, Vec<TurnRef>)>,
     limits: Vec<&'v str>,
     reason: Option<&'v str>,
+}
+
+/// What changed: its summary, category, confidence and the turns it rests on.
+struct Outcome<'v> {
+    what: Option<&'v str>,
+    category: Option<&'v str>,
+    confidence: Option<&'v str>,
+    refs: Vec<TurnRef>,
 }
 
 fn texts(value: Option<&Value>) -> Vec<&str> {
@@ -61,13 +69,11 @@ fn item(value: &Value) -> Item<'_> {
     let summary_of = |key: &str| text(value.get(key).and_then(|v| v.get("summary")));
     let outcomes = list(value.get("outcomes"))
         .iter()
-        .map(|o| {
-            (
-                text(o.get("what_changed")).or_else(|| text(o.get("summary"))),
-                text(o.get("category")),
-                text(o.get("confidence")),
-                refs_of(o),
-            )
+        .map(|o| Outcome {
+            what: text(o.get("what_changed")).or_else(|| text(o.get("summary"))),
+            category: text(o.get("category")),
+            confidence: text(o.get("confidence")),
+            refs: refs_of(o),
         })
         .collect();
     let ends: Vec<_> = list(value.get("terminal_states"))
@@ -211,10 +217,19 @@ impl Ctx<'_> {
     }
 
     /// A project as the report lists it: its label, summary and work-item views.
-    fn report_project(&self, page: &mut Page, raw: &str, key: &str, start: u64, open_items: bool) -> Result<(), Halt> {
+    fn report_project(
+        &self,
+        page: &mut Page,
+        raw: &str,
+        key: &str,
+        start: u64,
+        open_items: bool,
+    ) -> Result<(), Halt> {
         let label = docs::string_member(raw, "project_label");
         let project = self.day.project(key);
-        let label = label.or_else(|| project.map(|p| p.label.clone())).unwrap_or_else(|| key.to_owned());
+        let label = label
+            .or_else(|| project.map(|p| p.label.clone()))
+            .unwrap_or_else(|| key.to_owned());
         let summary = docs::member(raw, "summary").map(docs::part);
         page.put(html! {
             (open("section", "project s", &["project", key]))
@@ -245,7 +260,14 @@ impl Ctx<'_> {
         }
         // Work items written after the report was built (the envelope's, not listed).
         let (later, later_left) = match project {
-            Some(p) => self.envelope_items(page, p, start, &listed, "Written since the daily report was built:", open_items)?,
+            Some(p) => self.envelope_items(
+                page,
+                p,
+                start,
+                &listed,
+                "Written since the daily report was built:",
+                open_items,
+            )?,
             None => (0, 0),
         };
         let left = left + later_left;
@@ -292,17 +314,29 @@ impl Ctx<'_> {
     }
 
     /// A project the report does not list (or with no report): its envelope's work items.
-    fn envelope_project(&self, page: &mut Page, p: &ProjectDay, report: bool, start: u64, open_items: bool) -> Result<(), Halt> {
+    fn envelope_project(
+        &self,
+        page: &mut Page,
+        p: &ProjectDay,
+        report: bool,
+        start: u64,
+        open_items: bool,
+    ) -> Result<(), Halt> {
         page.put(html! {
             (open("section", "project s", &["project", &p.key]))
             (self.project_head(&p.label, &p.key, Some(p)))
             @if report { p.muted { "The daily report does not list this project; its work items follow." } }
         })?;
         match &p.envelope {
-            Held::Absent => page.put(html! { p.muted { "No work items have been written for this project yet." } })?,
-            Held::Unreadable(why) => page.put(html! { p.cut { "Its work items cannot be read: " (T(why)) } })?,
+            Held::Absent => page.put(
+                html! { p.muted { "No work items have been written for this project yet." } },
+            )?,
+            Held::Unreadable(why) => {
+                page.put(html! { p.cut { "Its work items cannot be read: " (T(why)) } })?
+            }
             Held::Readable => {
-                let (shown, left) = self.envelope_items(page, p, start, &HashSet::new(), "", open_items)?;
+                let (shown, left) =
+                    self.envelope_items(page, p, start, &HashSet::new(), "", open_items)?;
                 page.put(html! {
                     @if shown == 0 && left == 0 { p.muted { "No work items have been written for this project yet." } }
                     @if left > 0 { p.cut { (left) " more work item(s) are not shown: the story stops at " (STORY_MAX >> 20) " MiB." } }
@@ -366,12 +400,12 @@ impl Ctx<'_> {
                     }
                     @if !it.outcomes.is_empty() {
                         dt { "What changed" } dd { ul {
-                            @for (what, category, confidence, refs) in it.outcomes.iter().take(LIST_MAX) {
+                            @for o in it.outcomes.iter().take(LIST_MAX) {
                                 li {
-                                    (Cut(what.unwrap_or("(no summary)"), FIELD_CUT))
-                                    @if let Some(c) = category { " " span.tag { (T(c)) } }
-                                    @if let Some(c) = confidence { " " span.tag { (T(c)) " confidence" } }
-                                    @if !refs.is_empty() { " " span.rests { "(" (self.refs(refs, project)) ")" } }
+                                    (Cut(o.what.unwrap_or("(no summary)"), FIELD_CUT))
+                                    @if let Some(c) = o.category { " " span.tag { (T(c)) } }
+                                    @if let Some(c) = o.confidence { " " span.tag { (T(c)) " confidence" } }
+                                    @if !o.refs.is_empty() { " " span.rests { "(" (self.refs(&o.refs, project)) ")" } }
                                 }
                             }
                             (more(it.outcomes.len(), LIST_MAX, "outcome(s)"))
@@ -544,9 +578,17 @@ impl Ctx<'_> {
 
     /// The turns of one session as runs of consecutive indexed turns (`S0001
     /// T0001–T0003`), each with the link to its first turn; unindexed turns as written.
-    fn ranges(&self, p: Option<&ProjectDay>, session: &str, turns: &[&str]) -> Vec<(String, Option<String>)> {
+    fn ranges(
+        &self,
+        p: Option<&ProjectDay>,
+        session: &str,
+        turns: &[&str],
+    ) -> Vec<(String, Option<String>)> {
         let Some((p, (at, record))) = p.and_then(|p| p.session(session).map(|s| (p, s))) else {
-            return turns.iter().map(|t| (format!("{session} {t}"), None)).collect();
+            return turns
+                .iter()
+                .map(|t| (format!("{session} {t}"), None))
+                .collect();
         };
         let index: HashMap<&str, usize> = record
             .session
@@ -555,7 +597,8 @@ impl Ctx<'_> {
             .enumerate()
             .map(|(i, t)| (t.turn_ref.as_str(), i))
             .collect();
-        let mut positions: Vec<usize> = turns.iter().filter_map(|t| index.get(t).copied()).collect();
+        let mut positions: Vec<usize> =
+            turns.iter().filter_map(|t| index.get(t).copied()).collect();
         positions.sort_unstable();
         positions.dedup();
         let mut out = Vec::new();
@@ -600,4 +643,3 @@ pub fn disposition_class(d: &str) -> &'static str {
         _ => "d-other",
     }
 }
-

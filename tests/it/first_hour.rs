@@ -605,7 +605,10 @@ fn view_of_the_example_shows_both_sessions_their_turns_and_both_agent_citations(
         .collect();
     assert_eq!(rows.len(), 2, "two citation rows");
     for row in &rows {
-        assert!(row.contains("st-unchecked\"><bdi>unchecked</bdi><"), "{row}");
+        assert!(
+            row.contains("st-unchecked\"><bdi>unchecked</bdi><"),
+            "{row}"
+        );
         assert!(row.contains("unchecked because"), "{row}");
         assert!(
             row.contains("href=\"#line:Demo-0123456789ab:S0001:6\""),

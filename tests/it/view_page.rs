@@ -106,7 +106,10 @@ fn day(projects: &[(&str, &str)], sessions: usize, turns: usize, answer: usize) 
                 rows.push(json!({"target_subagents": [], "turn_ref": tref, "turn_start_line": a, "turn_end_line": b}));
                 chains.push(chain(&tref, a, b, &format!("step {t}")));
             }
-            ws.write(&format!("projects/{key}/sessions/claude-code/{s}.jsonl"), lines);
+            ws.write(
+                &format!("projects/{key}/sessions/claude-code/{s}.jsonl"),
+                lines,
+            );
             let row = json!({"session_path": format!("sessions/claude-code/{s}.jsonl"), "session_ref": sref,
                 "source": "claude-code", "source_session_id": format!("c{s}"), "subagent_path": "",
                 "target_start_line": 1, "target_end_line": 2 * turns, "turns": rows});
@@ -170,7 +173,10 @@ fn the_day_s_story_comes_before_the_grid_and_the_chains() {
     let first_chain = at(&page, "id=\"chain:");
     let grid = at(&page, "<a class=\"cell");
     let title = at(&page, "Parser off-by-one fixed and the suite run green");
-    let summary = at(&page, "Fixed the failing parser test, an off-by-one in parse_tokens");
+    let summary = at(
+        &page,
+        "Fixed the failing parser test, an off-by-one in parse_tokens",
+    );
     let item = at(&page, "Fixed the off-by-one in the parser");
     let disposition = at(&page, ">completed<");
     for (what, place) in [
@@ -210,7 +216,9 @@ fn the_day_s_story_comes_before_the_grid_and_the_chains() {
     );
     assert!(page.contains("title=\"Run the test suite\nT0001 · lines 2–8 · chain written\""));
     // Chains are collapsed until opened.
-    assert!(!page.contains("<details class=\"turn s covered\" id=\"turn:Demo-0123456789ab:S0001:T0001\" open"));
+    assert!(!page.contains(
+        "<details class=\"turn s covered\" id=\"turn:Demo-0123456789ab:S0001:T0001\" open"
+    ));
 }
 
 /// On a generated day of three projects the title and every project's summary stand
@@ -218,7 +226,11 @@ fn the_day_s_story_comes_before_the_grid_and_the_chains() {
 #[test]
 fn every_project_s_summary_stands_before_the_first_chain_on_a_generated_day() {
     let ws = day(
-        &[("Alpha-aaaaaaaaaaaa", "Alpha"), ("Beta-bbbbbbbbbbbb", "Beta"), ("Gamma-cccccccccccc", "Gamma")],
+        &[
+            ("Alpha-aaaaaaaaaaaa", "Alpha"),
+            ("Beta-bbbbbbbbbbbb", "Beta"),
+            ("Gamma-cccccccccccc", "Gamma"),
+        ],
         4,
         3,
         100,
@@ -242,15 +254,35 @@ fn every_project_s_summary_stands_before_the_first_chain_on_a_generated_day() {
 /// heading or sentence.
 #[test]
 fn work_items_and_the_report_are_cards_naming_their_projects_without_nulls() {
-    let ws = day(&[("Alpha-aaaaaaaaaaaa", "Alpha"), ("Beta-bbbbbbbbbbbb", "Beta")], 1, 15, 10);
+    let ws = day(
+        &[
+            ("Alpha-aaaaaaaaaaaa", "Alpha"),
+            ("Beta-bbbbbbbbbbbb", "Beta"),
+        ],
+        1,
+        15,
+        10,
+    );
     let page = page_of(&ws);
     // The page but its script (whose code says `null`); the sessions hold none of these.
     let body = &page[..at(&page, "<script>")];
-    for raw in ["null", "overall_confidence", "engagement_assessment", "summary:", "• ", "category:", "→ S0001"] {
+    for raw in [
+        "null",
+        "overall_confidence",
+        "engagement_assessment",
+        "summary:",
+        "• ",
+        "category:",
+        "→ S0001",
+    ] {
         assert!(!body.contains(raw), "the page shows {raw:?}");
     }
     let story = &page[..at(&page, "<a class=\"cell")];
-    for file in ["project-synthesis.json", "daily-report.json", "evidence/S0001.json"] {
+    for file in [
+        "project-synthesis.json",
+        "daily-report.json",
+        "evidence/S0001.json",
+    ] {
         assert!(!page.contains(file), "the page names the file {file}");
     }
     // Fifteen covered turns are one range, linked to the first.
@@ -276,7 +308,11 @@ fn the_example_shows_green_cells_work_items_and_a_titled_report() {
     assert!(page.contains("id=\"work_item:Demo-0123456789ab:W0001\""));
     assert!(page.contains("id=\"work_item:Demo-0123456789ab:W0002\""));
     assert!(!page.contains("No Supported Work Evidence"));
-    assert!(page.contains("<title>Parser off-by-one fixed and the suite run green · 2026-01-15</title>"));
+    assert!(
+        page.contains(
+            "<title>Parser off-by-one fixed and the suite run green · 2026-01-15</title>"
+        )
+    );
 }
 
 /// The README's "Use it" commands (import, build, export, view) on the example write
@@ -286,7 +322,13 @@ fn the_readme_steps_write_the_example_s_documents_back_unchanged() {
     let ws = Workspace::example_with_documents();
     let before: Vec<Vec<u8>> = documents(&ws);
     assert_eq!(before.len(), 4, "the example ships four documents");
-    for step in [&["import"][..], &["build"], &["export"], &["view"], &["verify"]] {
+    for step in [
+        &["import"][..],
+        &["build"],
+        &["export"],
+        &["view"],
+        &["verify"],
+    ] {
         let out = run(&ws, step);
         assert!(out.status.success(), "{step:?}: {}", stderr(&out));
     }
@@ -313,11 +355,15 @@ fn a_range_cited_a_thousand_times_shows_its_lines_once() {
     let mut c = chain("T0001", 1, 6, "the parser fix");
     c["outcomes"][0]["citations"] = Value::Array(vec![json!({"lines": "1-6"}); 1000]);
     let card = json!({"schema_version": 1, "project_key": PROJECT, "session_ref": "S0001", "evidence_chains": [c]});
-    ws.write(&format!("projects/{PROJECT}/evidence/S0001.json"), card.to_string());
+    ws.write(
+        &format!("projects/{PROJECT}/evidence/S0001.json"),
+        card.to_string(),
+    );
     let page = page_of(&ws);
     for n in 1..=6 {
         assert_eq!(
-            page.matches(&format!("id=\"line:{PROJECT}:S0001:{n}\"")).count(),
+            page.matches(&format!("id=\"line:{PROJECT}:S0001:{n}\""))
+                .count(),
             1,
             "line {n}"
         );
@@ -376,23 +422,58 @@ fn a_day_too_large_for_one_page_gets_a_first_page_and_a_page_per_session() {
     let ws = day(&[("Alpha-aaaaaaaaaaaa", "Alpha")], 12, 60, 10 << 10);
     let _ = page_of(&ws);
     let written = pages(&ws);
-    assert_eq!(written.len(), 13, "{:?}", written.iter().map(|p| &p.0).collect::<Vec<_>>());
-    let first = String::from_utf8(written.iter().find(|p| p.0 == "view.html").unwrap().1.clone()).unwrap();
-    assert!(first.len() as u64 <= 8 << 20, "first page {} bytes", first.len());
-    assert!(!first.contains("<details class=\"turn"), "the first page holds no chain");
+    assert_eq!(
+        written.len(),
+        13,
+        "{:?}",
+        written.iter().map(|p| &p.0).collect::<Vec<_>>()
+    );
+    let first = String::from_utf8(
+        written
+            .iter()
+            .find(|p| p.0 == "view.html")
+            .unwrap()
+            .1
+            .clone(),
+    )
+    .unwrap();
+    assert!(
+        first.len() as u64 <= 8 << 20,
+        "first page {} bytes",
+        first.len()
+    );
+    assert!(
+        !first.contains("<details class=\"turn"),
+        "the first page holds no chain"
+    );
     assert!(first.contains("Summary of Alpha"));
     let state = &first.split("<code class=\"state\">").nth(1).unwrap()[..12];
     for (i, (name, bytes)) in written.iter().filter(|p| p.0 != "view.html").enumerate() {
         assert_eq!(name, &format!("view.{state}.{:04}.html", i + 1));
-        assert!(bytes.len() as u64 <= 32 << 20, "{name}: {} bytes", bytes.len());
+        assert!(
+            bytes.len() as u64 <= 32 << 20,
+            "{name}: {} bytes",
+            bytes.len()
+        );
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(text.contains("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
-        assert!(text.contains("<style>") && text.contains("<script>"), "{name} is self-contained");
+        assert!(
+            text.contains("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';")
+        );
+        assert!(
+            text.contains("<style>") && text.contains("<script>"),
+            "{name} is self-contained"
+        );
         assert!(text.contains("<a href=\"view.html\">← The day</a>"));
         assert_eq!(text.matches("<details class=\"turn").count(), 60);
-        assert!(first.contains(&format!("href=\"{name}#turn:Alpha-aaaaaaaaaaaa:S{:04}:T0001\"", i + 1)));
+        assert!(first.contains(&format!(
+            "href=\"{name}#turn:Alpha-aaaaaaaaaaaa:S{:04}:T0001\"",
+            i + 1
+        )));
         if i + 1 < 12 {
-            assert!(text.contains(&format!("href=\"view.{state}.{:04}.html#session:", i + 2)), "{name} links to the next");
+            assert!(
+                text.contains(&format!("href=\"view.{state}.{:04}.html#session:", i + 2)),
+                "{name} links to the next"
+            );
         }
     }
     // A change to one card: a new state, its pages replace the old ones.
@@ -403,7 +484,12 @@ fn a_day_too_large_for_one_page_gets_a_first_page_and_a_page_per_session() {
     let _ = page_of(&ws);
     let again = pages(&ws);
     assert_eq!(again.len(), 13);
-    assert!(again.iter().all(|p| p.0 == "view.html" || !p.0.contains(state)), "old pages left");
+    assert!(
+        again
+            .iter()
+            .all(|p| p.0 == "view.html" || !p.0.contains(state)),
+        "old pages left"
+    );
     // Fewer chains: one page again, and no session page left.
     for s in 1..=12 {
         let rel = format!("projects/Alpha-aaaaaaaaaaaa/evidence/S{s:04}.json");
@@ -423,9 +509,17 @@ fn a_direction_override_in_a_label_is_isolated_and_shown() {
         json!({"schema_version": 2, "project_key": PROJECT, "project_label": "Demo\u{202e}-omeD עברית"}).to_string(),
     );
     let page = page_of(&ws);
-    assert!(!page.contains('\u{202e}'), "a raw override reached the page");
+    assert!(
+        !page.contains('\u{202e}'),
+        "a raw override reached the page"
+    );
     let label = "<bdi>Demo<span class=\"esc\">\\u202e</span>-omeD עברית</bdi>";
-    assert!(page.contains(&format!("{label} <span class=\"key\"><bdi>{PROJECT}</bdi></span>")), "{page}");
+    assert!(
+        page.contains(&format!(
+            "{label} <span class=\"key\"><bdi>{PROJECT}</bdi></span>"
+        )),
+        "{page}"
+    );
 }
 
 /// NUL and other control characters in session lines and cards are shown as visible
@@ -435,11 +529,21 @@ fn control_characters_in_lines_and_cards_are_visible_escapes() {
     let ws = Workspace::example();
     let session = format!("projects/{PROJECT}/sessions/claude-code/c1.jsonl");
     let text = String::from_utf8(ws.read(&session)).unwrap();
-    ws.write(&session, text.replacen("Fix the failing parser test.", "Fix the\\u0000 failing\\u001b[31m test.", 1));
+    ws.write(
+        &session,
+        text.replacen(
+            "Fix the failing parser test.",
+            "Fix the\\u0000 failing\\u001b[31m test.",
+            1,
+        ),
+    );
     let mut c = chain("T0001", 1, 6, "a bell\u{7}");
     c["trigger"]["summary"] = json!("nul\u{0} and bell\u{7} and c1\u{85}");
     let card = json!({"schema_version": 1, "project_key": PROJECT, "session_ref": "S0001", "evidence_chains": [c]});
-    ws.write(&format!("projects/{PROJECT}/evidence/S0001.json"), card.to_string());
+    ws.write(
+        &format!("projects/{PROJECT}/evidence/S0001.json"),
+        card.to_string(),
+    );
     let page = page_of(&ws);
     for c in ['\u{0}', '\u{7}', '\u{1b}', '\u{85}'] {
         assert!(!page.contains(c), "{:?} reached the page raw", c);
@@ -447,7 +551,10 @@ fn control_characters_in_lines_and_cards_are_visible_escapes() {
     assert!(page.contains("nul<span class=\"esc\">\\u0000</span> and bell<span class=\"esc\">\\u0007</span> and c1<span class=\"esc\">\\u0085</span>"));
     assert!(page.contains("Fix the<span class=\"esc\">\\u0000</span> failing<span class=\"esc\">\\u001b</span>[31m test."));
     // In a tooltip, as plain text.
-    assert!(page.contains("title=\"Fix the\\u0000 failing\\u001b[31m test.\n"), "{page}");
+    assert!(
+        page.contains("title=\"Fix the\\u0000 failing\\u001b[31m test.\n"),
+        "{page}"
+    );
 }
 
 /// A card prompt-diary's Python wrote with a lone surrogate escape reads as `serve`
@@ -475,12 +582,24 @@ fn view_out_refuses_the_store_s_files_and_the_workspace_s() {
     let store = ws.read(".evidence-store/store.redb");
     for (out, says) in [
         (".evidence-store/store.redb", "is the store's own file"),
-        (".evidence-store/.store.redb.rebuild-1.0", "is the store's own file"),
-        (".evidence-store/documents.lock", "in the workspace's .evidence-store/"),
-        (".evidence-store/other.html", "in the workspace's .evidence-store/"),
+        (
+            ".evidence-store/.store.redb.rebuild-1.0",
+            "is the store's own file",
+        ),
+        (
+            ".evidence-store/documents.lock",
+            "in the workspace's .evidence-store/",
+        ),
+        (
+            ".evidence-store/other.html",
+            "in the workspace's .evidence-store/",
+        ),
         ("daily-report.json", "the workspace's own daily-report.json"),
         ("metadata.json", "the workspace's own metadata.json"),
-        ("projects/Demo-0123456789ab/evidence/S0001.json", "inside the workspace's projects/"),
+        (
+            "projects/Demo-0123456789ab/evidence/S0001.json",
+            "inside the workspace's projects/",
+        ),
     ] {
         let before = std::fs::read(ws.path(out)).ok();
         let got = view(&ws, &["--out", ws.path(out).to_str().unwrap()]);
@@ -489,7 +608,13 @@ fn view_out_refuses_the_store_s_files_and_the_workspace_s() {
         assert_eq!(std::fs::read(ws.path(out)).ok(), before, "{out} changed");
     }
     assert_eq!(ws.read(".evidence-store/store.redb"), store);
-    let got = view(&ws, &["--out", ws.path(".evidence-store/view.html").to_str().unwrap()]);
+    let got = view(
+        &ws,
+        &[
+            "--out",
+            ws.path(".evidence-store/view.html").to_str().unwrap(),
+        ],
+    );
     assert!(got.status.success(), "{}", stderr(&got));
 }
 
@@ -517,7 +642,11 @@ fn a_non_utf8_out_name_gets_a_true_message() {
 
 /// `view` paused at `step`: sends `signal` once it says so, returns its exit code and
 /// stderr.
-fn view_signalled_at(ws: &Workspace, step: &str, signal: rustix::process::Signal) -> (Option<i32>, String) {
+fn view_signalled_at(
+    ws: &Workspace,
+    step: &str,
+    signal: rustix::process::Signal,
+) -> (Option<i32>, String) {
     use std::io::{BufRead, Read};
     let mut child = Command::new(common::bin())
         .arg("--workspace")
@@ -534,7 +663,11 @@ fn view_signalled_at(ws: &Workspace, step: &str, signal: rustix::process::Signal
     let mut err = std::io::BufReader::new(child.stderr.take().expect("piped"));
     let mut line = String::new();
     err.read_line(&mut line).expect("reads stderr");
-    assert_eq!(line, format!("evidence-store: paused at {step}\n"), "view did not pause");
+    assert_eq!(
+        line,
+        format!("evidence-store: paused at {step}\n"),
+        "view did not pause"
+    );
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, signal).expect("signal sent");
     let status = common::exit_or_hang(&mut child, std::time::Duration::from_secs(60));
@@ -574,8 +707,15 @@ fn every_signal_stops_view_and_leaves_the_old_page() {
             let (status, said) = view_signalled_at(&ws, step, signal);
             assert_eq!(status, Some(code), "{step} {signal:?}: {said}");
             assert!(said.contains("view: stopped before"), "{said}");
-            assert_eq!(ws.read(".evidence-store/view.html"), old, "{step} {signal:?} replaced the page");
-            assert_eq!(temp_files(&ws.path(".evidence-store")), Vec::<String>::new());
+            assert_eq!(
+                ws.read(".evidence-store/view.html"),
+                old,
+                "{step} {signal:?} replaced the page"
+            );
+            assert_eq!(
+                temp_files(&ws.path(".evidence-store")),
+                Vec::<String>::new()
+            );
         }
     }
 }
@@ -592,13 +732,24 @@ fn temp_files_of_killed_views_are_removed_by_the_next_command() {
     let left = format!(".view.html.{dead}.0.0123456789abcdef.evidence-store.tmp");
     ws.write(&format!(".evidence-store/{left}"), "half a page");
     assert!(run(&ws, &["dump"]).status.success());
-    assert_eq!(temp_files(&ws.path(".evidence-store")), Vec::<String>::new(), "dump left it");
+    assert_eq!(
+        temp_files(&ws.path(".evidence-store")),
+        Vec::<String>::new(),
+        "dump left it"
+    );
     // A view really killed there.
     let (status, _) = view_signalled_at(&ws, "view-before-rename", rustix::process::Signal::KILL);
     assert_eq!(status, None, "killed, no exit code");
-    assert_eq!(temp_files(&ws.path(".evidence-store")).len(), 1, "the killed view's temp file");
+    assert_eq!(
+        temp_files(&ws.path(".evidence-store")).len(),
+        1,
+        "the killed view's temp file"
+    );
     assert!(run(&ws, &["dump"]).status.success());
-    assert_eq!(temp_files(&ws.path(".evidence-store")), Vec::<String>::new());
+    assert_eq!(
+        temp_files(&ws.path(".evidence-store")),
+        Vec::<String>::new()
+    );
     // Elsewhere: a temp file of a dead process beside another page.
     let elsewhere = tempfile::tempdir().unwrap();
     let planted = format!(".day.html.{dead}.0.0123456789abcdef.evidence-store.tmp");
@@ -606,9 +757,16 @@ fn temp_files_of_killed_views_are_removed_by_the_next_command() {
     for name in [&planted, &mine] {
         std::fs::write(elsewhere.path().join(name), "half a page").unwrap();
     }
-    let got = view(&ws, &["--out", elsewhere.path().join("day.html").to_str().unwrap()]);
+    let got = view(
+        &ws,
+        &["--out", elsewhere.path().join("day.html").to_str().unwrap()],
+    );
     assert!(got.status.success(), "{}", stderr(&got));
-    assert_eq!(temp_files(elsewhere.path()), vec![mine], "only the page's own temp files go");
+    assert_eq!(
+        temp_files(elsewhere.path()),
+        vec![mine],
+        "only the page's own temp files go"
+    );
 }
 
 /// The id of a process that has ended.
@@ -634,7 +792,12 @@ fn the_example_s_page_snapshot() {
     };
     cut_between(&mut text, "<style>", "</style>", "[view.css]");
     cut_between(&mut text, "<script>", "</script>", "[view.js]");
-    cut_between(&mut text, "content=\"default-src", "\"><meta name=\"referrer\"", " [policy with the hashes of the css and script]");
+    cut_between(
+        &mut text,
+        "content=\"default-src",
+        "\"><meta name=\"referrer\"",
+        " [policy with the hashes of the css and script]",
+    );
     cut_between(&mut text, "<code class=\"state\">", "</code>", "[state]");
     cut_between(&mut text, "<span class=\"moment\">", "</span>", "[time]");
     let text = text.replace(
@@ -644,8 +807,30 @@ fn the_example_s_page_snapshot() {
     let mut lines = String::new();
     for (i, part) in text.split('<').enumerate() {
         let block = [
-            "section", "article", "details", "summary", "div", "h1", "h2", "h3", "h4", "h5", "p", "li", "tr",
-            "dt", "footer", "header", "nav", "table", "ul", "blockquote", "meta", "title", "style", "script",
+            "section",
+            "article",
+            "details",
+            "summary",
+            "div",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "p",
+            "li",
+            "tr",
+            "dt",
+            "footer",
+            "header",
+            "nav",
+            "table",
+            "ul",
+            "blockquote",
+            "meta",
+            "title",
+            "style",
+            "script",
         ]
         .iter()
         .any(|tag| part.starts_with(tag) && part[tag.len()..].starts_with([' ', '>']));
