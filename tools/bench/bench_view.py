@@ -8,6 +8,7 @@ agents leave (tools/lib/day_documents.py: a chain for every turn, a work item pe
 a daily report with a title and every project's summary):
 
 - `day-45x12`: 45 sessions (3 projects x 15) of 12 turns;
+- `day-45x12-2K`: the same with tool outputs of at most 2 KiB (a day that fits one page);
 - `day-45-226M`: 45 sessions of about 5 MiB each (tool outputs up to 64 KiB);
 - `10k-sessions`: 10,000 sessions of 2 turns (one project);
 - `hostile-card`: one session of 48 lines of about 12 KiB, and a 19 KB card whose one
@@ -47,12 +48,13 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 DAYS = {
     "day-45x12": ["--projects", "3", "--sessions", "15", "--turns", "12"],
+    "day-45x12-2K": ["--projects", "3", "--sessions", "15", "--turns", "12", "--tool-output-max", "2K"],
     "day-45-226M": ["--projects", "3", "--sessions", "15", "--session-bytes", "5M", "--tool-output-max", "64K"],
     "10k-sessions": ["--projects", "1", "--sessions", "10000", "--turns", "2", "--tool-output-max", "1K"],
     "hostile-card": ["--projects", "1", "--sessions", "1", "--turns", "8", "--tool-output-max", "12K"],
     "big-card": ["--projects", "1", "--sessions", "1", "--turns", "2000", "--tool-output-max", "1K"],
 }
-LOADED = {"day-45x12", "day-45-226M"}  # the days whose first page Chromium loads
+LOADED = {"day-45x12", "day-45x12-2K", "day-45-226M"}  # the days whose first page Chromium loads
 SMOKE = {"smoke-day": ["--projects", "2", "--sessions", "2", "--turns", "3"]}
 
 
