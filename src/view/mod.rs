@@ -179,7 +179,12 @@ pub fn target(workspace: &Path, store: &Path, out: &Path) -> Result<Target, OutE
         if real_dir == *ws && (name == "metadata.json" || name == "daily-report.json") {
             return refused(format!("the workspace's own {name}"));
         }
-        if real_dir.starts_with(ws.join("projects")) {
+        let projects = ws.join(crate::workspace::layout::PROJECTS);
+        if [Some(projects.clone()), real(&projects)]
+            .iter()
+            .flatten()
+            .any(|p| real_dir.starts_with(p))
+        {
             return refused(
                 "inside the workspace's projects/, which holds its sessions and documents"
                     .to_owned(),
