@@ -532,7 +532,8 @@ impl Ctx<'_> {
                     break;
                 }
                 stop::check()?;
-                page.put(self.grid_row(p, at, s)?)?;
+                let room = GRID_MAX.saturating_sub(page.bytes - start) as usize;
+                page.put(self.grid_row(p, at, s, room)?)?;
             }
             page.raw("</div>")?;
         }
@@ -542,7 +543,14 @@ impl Ctx<'_> {
         page.raw("</section>")
     }
 
-    fn grid_row(&self, p: &ProjectDay, at: usize, s: &SessionRecord) -> Result<Markup, Halt> {
+    /// A session's row of cells, stopping past `room` bytes of them (the rest counted).
+    fn grid_row(
+        &self,
+        p: &ProjectDay,
+        at: usize,
+        s: &SessionRecord,
+        room: usize,
+    ) -> Result<Markup, Halt> {
         let session = &s.session;
         let lines = SessionLines::open(
             self.reader,
@@ -552,7 +560,12 @@ impl Ctx<'_> {
             self.day.paged,
         )?;
         let mut cells = String::new();
+        let mut left = 0;
         for t in &session.turns {
+            if cells.len() > room {
+                left += 1;
+                continue;
+            }
             let cov = p.coverage(&session.session_ref, &t.turn_ref);
             let (a, b) = (t.span.start.max(0) as u64, t.span.end.max(0) as u64);
             let first = lines.first_user_text(self.reader, a, b, TIP_CUT)?;
@@ -581,6 +594,7 @@ impl Ctx<'_> {
                     " " span.muted { (T(&session.source)) " · " (file_text(s)) }
                 }
                 (PreEscaped(cells))
+                @if left > 0 { span.cut { (left) " more turn(s) not drawn" } }
             }
         })
     }
@@ -833,24 +847,31 @@ impl Ctx<'_> {
             };
             page.put(html! {
                 h3 { (T(&p.label)) " · " (T(&g.session_ref)) }
-                table {
-                    tr { th { "type" } th { "status" } th { "reference" } th { "reason" } th { "made by" } }
-                    @for (i, c) in kept.iter().enumerate().take(CITATION_ROWS_MAX) {
-                        tr.s id=(anchor(&["citation", &p.key, &g.session_ref, &c.line.to_string(), &i.to_string()])) {
-                            td.mono { (T(&c.citation.kind)) }
-                            td { span.badge.(status_class(&c.citation.check.status)) { (T(&c.citation.check.status)) } }
-                            td.mono { (Cut(&c.citation.reference, FIELD_CUT)) }
-                            td { (Cut(&reason(c), FIELD_CUT)) }
-                            td {
-                                a href=(format!("#{}", anchor(&["line", &p.key, &g.session_ref, &c.line.to_string()]))) { "line " (c.line) }
-                                @if let Some(t) = &c.citation.turn_ref {
-                                    " of " a href=(self.links.turn(p, at, t)) { (T(t)) }
-                                }
+            })?;
+            page.raw("<table>")?;
+            page.put(html! { tr { th { "type" } th { "status" } th { "reference" } th { "reason" } th { "made by" } } })?;
+            let mut listed = 0;
+            for (i, c) in kept.iter().enumerate().take(CITATION_ROWS_MAX) {
+                if page.bytes > bound {
+                    break;
+                }
+                listed += 1;
+                page.put(html! {
+                    tr.s id=(anchor(&["citation", &p.key, &g.session_ref, &c.line.to_string(), &i.to_string()])) {
+                        td.mono { (T(&c.citation.kind)) }
+                        td { span.badge.(status_class(&c.citation.check.status)) { (T(&c.citation.check.status)) } }
+                        td.mono { (Cut(&c.citation.reference, FIELD_CUT)) }
+                        td { (Cut(&reason(c), FIELD_CUT)) }
+                        td {
+                            a href=(format!("#{}", anchor(&["line", &p.key, &g.session_ref, &c.line.to_string()]))) { "line " (c.line) }
+                            @if let Some(t) = &c.citation.turn_ref {
+                                " of " a href=(self.links.turn(p, at, t)) { (T(t)) }
                             }
                         }
                     }
-                }
-            })?;
+                })?;
+            }
+            page.raw("</table>")?;
             let lines = SessionLines::open(
                 self.reader,
                 self.root,
@@ -859,11 +880,7 @@ impl Ctx<'_> {
                 self.day.paged,
             )?;
             let ordinal = p.ordinal(at);
-            let mut numbers: Vec<u64> = kept
-                .iter()
-                .take(CITATION_ROWS_MAX)
-                .map(|c| c.line)
-                .collect();
+            let mut numbers: Vec<u64> = kept.iter().take(listed).map(|c| c.line).collect();
             numbers.dedup();
             let mut unshown = 0;
             for n in numbers {
@@ -882,7 +899,7 @@ impl Ctx<'_> {
                 }
             }
             page.put(html! {
-                @if kept.len() > CITATION_ROWS_MAX { p.cut { (kept.len() - CITATION_ROWS_MAX) " more citation(s) of this session are not listed (at most " (CITATION_ROWS_MAX) ")." } }
+                @if kept.len() > listed { p.cut { (kept.len() - listed) " more citation(s) of this session are not listed (at most " (CITATION_ROWS_MAX) ", within the page's " (PAGE_MAX >> 20) " MiB)." } }
                 @if unshown > 0 { p.cut { (unshown) " more line(s) that made citations are not shown: a page stops at " (PAGE_MAX >> 20) " MiB." } }
             })?;
         }
