@@ -23,6 +23,8 @@ cargo build --locked --quiet   # the binary the Python checks drive
 bin="$(python3 tools/lib/cargo_target.py debug)"
 echo "[test.sh] ${SECONDS}s: Rust tests done (binary: $bin)"
 tools/check/view_browser.sh "$bin"   # `view` in headless Chromium
+# The example's documents are what the tools write today (tools/gen/example_documents.py).
+python3 tools/gen/example_documents.py --bin "$bin" --check
 
 tools/setup_python.sh
 py=tools/.venv/bin/python

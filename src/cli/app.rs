@@ -48,6 +48,7 @@ pub fn run(mut config: Config) -> anyhow::Result<ExitCode> {
         if !matches!(config.command, Command::Export) {
             crate::documents::remove_abandoned_temp_files(&config.workspace.path);
         }
+        crate::view::remove_abandoned_default_temp_files(&config.workspace.path);
     }
     if watched && let Err(e) = signals::watch() {
         tracing::warn!(%e, "signals will stop this command without cleaning up");
@@ -273,37 +274,48 @@ fn run_command(config: &Config) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `view`: the page of one read snapshot, written to `out` atomically; prints its URL.
-/// Read-only on the store, as `dump` is, so it runs beside `serve` processes writing.
+/// `view`: the pages of one read snapshot, written at `out` atomically; prints the first
+/// page's URL. Read-only on the store, as `dump` is, so it runs beside `serve` processes
+/// writing. `--out` is checked before the store is opened ([`crate::view::target`]), and
+/// temp files of killed views in its directory are removed first. A signal stops it at
+/// its next chain, leaving the old pages in place.
 fn run_view(config: &Config, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     store_must_exist(config)?;
+    let target = crate::view::target(&config.workspace.path, &config.store, out)?;
+    crate::view::remove_abandoned_temp_files(&target.dir, &target.name);
     let store = match Store::open_read_only(&config.store, config.locks.timeout) {
         Err(OpenError::NeedsRepair { .. }) => Store::open(&config.store, config.locks.timeout)?,
         other => other?,
     };
-    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    let (Some(dir), Some(name)) = (out.parent(), out.file_name().and_then(|n| n.to_str())) else {
-        bail!("--out {} names no file", out.display());
-    };
-    let written = crate::view::write_page(
+    let path = target.path();
+    let written = match crate::view::write_pages(
         &store,
         &config.workspace.path,
-        dir,
-        name,
+        &target,
         std::time::SystemTime::now(),
-    )
-    .with_context(|| format!("view: {} was not written", out.display()))?;
+    ) {
+        Err(crate::view::ViewError::Stopped(stopped)) => {
+            eprintln!(
+                "view: stopped before {} was replaced; the page there is the one written before",
+                path.display()
+            );
+            return Err(stopped.into());
+        }
+        other => other.with_context(|| format!("view: {} was not written", path.display()))?,
+    };
     eprintln!(
-        "view: {} project(s), {} session(s), {} turn(s), {} chain(s), {} line(s) shown, {} agent citation(s); {} bytes",
+        "view: {} project(s), {} session(s), {} turn(s), {} chain(s), {} line(s) shown, {} agent citation(s); {} page(s), {} bytes (first page {} bytes)",
         written.projects,
         written.sessions,
         written.turns,
         written.chains,
         written.lines_shown,
         written.citations,
-        written.bytes
+        written.pages,
+        written.bytes,
+        written.first_page,
     );
-    println!("file://{}", out.display());
+    println!("file://{}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 

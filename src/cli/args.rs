@@ -622,7 +622,7 @@ fn resolve_workspace(given: Option<PathBuf>, cwd: PathBuf) -> WorkspaceRoot {
 }
 
 /// Where `view` writes its page by default, relative to the workspace.
-const VIEW_FILE: &str = ".evidence-store/view.html";
+const VIEW_FILE: &str = crate::view::DEFAULT_PAGE;
 
 /// `DIR/.evidence-store/store.redb`.
 pub(crate) fn default_store(workspace: &Path) -> PathBuf {

@@ -115,6 +115,25 @@ pub enum BuildError {
     InvalidWorkItem { project: String, item: String },
 }
 
+/// The disposition a build derives for a material work item whose contract has no judged
+/// one, from its terminal-state types and whether it has outcomes: `failed`, `blocked`,
+/// `interrupted` (in that precedence), `completed` with an outcome or a material result,
+/// else `clarification`.
+pub fn derived_disposition(terminal_types: &[&str], has_outcomes: bool) -> &'static str {
+    let has = |t: &str| terminal_types.contains(&t);
+    if has("failed") {
+        "failed"
+    } else if has("blocked") {
+        "blocked"
+    } else if has("interrupted") {
+        "interrupted"
+    } else if has_outcomes || has("material_result") {
+        "completed"
+    } else {
+        "clarification"
+    }
+}
+
 /// The Build step: the daily-report skeleton, with still-valid slots of `previous` kept,
 /// by the rules of the workspace's contract. Where work items carry a disposition, each
 /// item's `disposition` and `disposition_assessment` are copied from it, an envelope of
@@ -331,18 +350,7 @@ fn work_item_view(
             .iter()
             .filter_map(|t| t.get("type")?.as_str())
             .collect();
-        let has = |t: &str| types.contains(&t);
-        s(if has("failed") {
-            "failed"
-        } else if has("blocked") {
-            "blocked"
-        } else if has("interrupted") {
-            "interrupted"
-        } else if !outcomes.is_empty() || has("material_result") {
-            "completed"
-        } else {
-            "clarification"
-        })
+        s(derived_disposition(&types, !outcomes.is_empty()))
     } else {
         Value::Null
     };

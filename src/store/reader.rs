@@ -141,7 +141,9 @@ pub trait Lookup: Tables {
     /// The stored document, refused as damaged when its bytes fail their checksum.
     fn document(&self, rel_path: &str) -> Result<Option<DocumentRecord>, StoreError> {
         guard::guard(self.shown(), || {
-            let record: Option<DocumentRecord> = decoded(&self.table(DOCUMENTS)?, rel_path)?;
+            let table = self.table(DOCUMENTS)?;
+            let value = table.get(rel_path).store()?;
+            let record = value.map(|v| v.value().document()).transpose()?;
             match record {
                 Some(doc) if !doc.intact() => Err(StoreError::Damaged {
                     path: self.shown().to_owned(),

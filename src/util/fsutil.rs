@@ -57,6 +57,12 @@ pub fn is_temp_name(name: &str) -> bool {
 /// The id of the process that made the temp file `name`, when `name` is one of this
 /// program's temp names ([`temp_name`]).
 pub fn temp_name_pid(name: &str) -> Option<u32> {
+    temp_name_parts(name).map(|(_, pid)| pid)
+}
+
+/// The name a temp file of this program ([`temp_name`]) was made for (its first 160
+/// bytes, for a longer one) and the id of the process that made it.
+pub fn temp_name_parts(name: &str) -> Option<(&str, u32)> {
     let stem = name
         .strip_prefix('.')
         .and_then(|s| s.strip_suffix(TEMP_SUFFIX))?;
@@ -71,7 +77,9 @@ pub fn temp_name_pid(name: &str) -> Option<u32> {
         && random.bytes().all(|b| b.is_ascii_hexdigit())
         && digits(n)
         && !target.is_empty();
-    well_formed.then(|| pid.parse().ok()).flatten()
+    well_formed
+        .then(|| pid.parse().ok().map(|pid| (target, pid)))
+        .flatten()
 }
 
 /// A path whose real location is outside the workspace root.
@@ -977,20 +985,29 @@ pub fn atomic_write(disk: &Disk, root: &Path, rel: &str, bytes: &[u8]) -> io::Re
     replace(disk, root, rel, bytes).map(Replacement::keep)
 }
 
-/// Writes `<root>/<rel>` atomically and durably as `write` streams it into a temp file
-/// of our own name in the target's directory (fsync, rename, fsync the directory), so a
-/// large file is never held in memory. A failed `write` removes the temp file and leaves
-/// the target as it was.
+/// Writes `<root>/<rel>` atomically as `write` streams it into a temp file of our own name
+/// in the target's directory, then renames it into place, so a large file is never held
+/// in memory. `durable`: the file and then the directory are fsynced as well; else a
+/// reader still sees the old file or the whole new one, and a later [`sync_filesystem`]
+/// makes many such files durable at once. A failed `write` removes the temp file and
+/// leaves the target as it was.
 pub fn atomic_write_with<E: From<io::Error>>(
     root: &Path,
     rel: &str,
+    durable: bool,
     write: impl FnOnce(&mut File) -> Result<(), E>,
 ) -> Result<(), E> {
     // The page `view` writes is no document: always the real disk.
     let disk = &Disk::real();
     let (dir, name) = Root::open(root)?.parent_of(rel)?;
     let (temp, mut file) = create_temp(disk, &dir, name)?;
-    let written = write(&mut file).and_then(|()| file.sync_all().map_err(E::from));
+    let written = write(&mut file).and_then(|()| {
+        if durable {
+            file.sync_all().map_err(E::from)
+        } else {
+            Ok(())
+        }
+    });
     drop(file);
     if let Err(e) = written {
         let _ = dir.remove(disk, &temp);
@@ -1000,7 +1017,21 @@ pub fn atomic_write_with<E: From<io::Error>>(
         let _ = dir.remove(disk, &temp);
         return Err(e.into());
     }
-    dir.sync(disk)?;
+    if durable {
+        dir.sync(disk)?;
+    }
+    Ok(())
+}
+
+/// Flushes everything written to the file system holding the directory `dir` (one
+/// `syncfs`, for many files written by [`atomic_write_with`] without `durable`).
+pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    let held = rfs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rfs::syncfs(&held)?;
     Ok(())
 }
 

@@ -112,24 +112,114 @@ pub fn parse(text: &str) -> Result<Value, ParseError> {
 /// Reading a line needs a few fields and the size and ends of the large ones; this
 /// avoids copying everything else.
 pub fn parse_borrowed(text: &str) -> Result<Node<'_>, ParseError> {
-    if text.starts_with('\u{FEFF}') {
-        return Err(ParseError {
-            kind: ErrorKind::Bom,
-            offset: 0,
-        });
-    }
-    let mut p = Parser {
-        s: text.as_bytes(),
-        text,
-        i: 0,
-    };
+    let mut p = Parser::over(text)?;
     p.skip_ws();
     let value = p.value(0)?;
-    p.skip_ws();
-    if p.i != p.s.len() {
-        return Err(p.error(ErrorKind::ExtraData));
-    }
+    p.finish()?;
     Ok(value)
+}
+
+/// Checks that `text` is JSON as [`parse`] reads it (the same grammar, limits and
+/// errors), building nothing: a large document is judged without its tree.
+pub fn check(text: &str) -> Result<(), ParseError> {
+    let mut p = Parser::over(text)?;
+    p.skip_ws();
+    p.skip(0)?;
+    p.finish()
+}
+
+/// The raw text of the value of the last member named `key` (as a Python `dict` keeps
+/// the last), when `text` is an object: one member of a large document, read without
+/// building the rest. `Ok(None)` when `text` is no object or has no such member. The
+/// whole text is checked as [`check`] does.
+pub fn raw_member<'a>(text: &'a str, key: &str) -> Result<Option<&'a str>, ParseError> {
+    let mut p = Parser::over(text)?;
+    p.skip_ws();
+    if p.s.get(p.i) != Some(&b'{') {
+        p.skip(0)?;
+        p.finish()?;
+        return Ok(None);
+    }
+    let mut found = None;
+    p.members(|p, name| {
+        let start = p.i;
+        p.skip(1)?;
+        if name.is(key) {
+            found = Some(&p.text[start..p.i]);
+        }
+        Ok(())
+    })?;
+    p.finish()?;
+    Ok(found)
+}
+
+/// The raw text of each element of `text`, in order, when it is an array (nothing when
+/// it is another value): the elements of a large document one at a time, each checked
+/// as it is reached; the first error ends the iteration.
+pub fn raw_elements(text: &str) -> RawElements<'_> {
+    let start = Parser::over(text).map(|mut p| {
+        p.skip_ws();
+        p
+    });
+    let (parser, done) = match start {
+        Ok(p) if p.s.get(p.i) == Some(&b'[') => (Some(p), false),
+        _ => (None, true),
+    };
+    RawElements {
+        parser,
+        first: true,
+        done,
+    }
+}
+
+/// The iterator of [`raw_elements`].
+pub struct RawElements<'a> {
+    parser: Option<Parser<'a>>,
+    first: bool,
+    done: bool,
+}
+
+impl<'a> Iterator for RawElements<'a> {
+    type Item = Result<&'a str, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let p = self.parser.as_mut()?;
+        let step = (|| {
+            if self.first {
+                self.first = false;
+                p.i += 1;
+                p.skip_ws();
+                if p.s.get(p.i) == Some(&b']') {
+                    return Ok(None);
+                }
+            } else {
+                p.skip_ws();
+                match p.s.get(p.i) {
+                    Some(b',') => p.i += 1,
+                    Some(b']') => return Ok(None),
+                    _ => return Err(p.error(ErrorKind::ExpectingComma)),
+                }
+            }
+            p.skip_ws();
+            let start = p.i;
+            p.skip(1)?;
+            Ok(Some(&p.text[start..p.i]))
+        })();
+        match step {
+            Ok(Some(raw)) => Some(Ok(raw)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 /// A parsed value borrowing from its text; see [`parse_borrowed`].
@@ -479,6 +569,101 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
+    /// A parser at the start of `text` (a BOM is refused, as Python refuses it).
+    fn over(text: &'a str) -> Result<Parser<'a>, ParseError> {
+        if text.starts_with('\u{FEFF}') {
+            return Err(ParseError {
+                kind: ErrorKind::Bom,
+                offset: 0,
+            });
+        }
+        Ok(Parser {
+            s: text.as_bytes(),
+            text,
+            i: 0,
+        })
+    }
+
+    /// Only whitespace may follow the value.
+    fn finish(&mut self) -> Result<(), ParseError> {
+        self.skip_ws();
+        if self.i == self.s.len() {
+            Ok(())
+        } else {
+            Err(self.error(ErrorKind::ExtraData))
+        }
+    }
+
+    /// Checks one value as [`Parser::value`] reads it, building nothing.
+    fn skip(&mut self, depth: usize) -> Result<(), ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error(ErrorKind::TooDeep));
+        }
+        match self.s.get(self.i) {
+            Some(b'{') => self.members(|p, _| p.skip(depth + 1)),
+            Some(b'[') => {
+                self.i += 1;
+                self.skip_ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip_ws();
+                    self.skip(depth + 1)?;
+                    self.skip_ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(self.error(ErrorKind::ExpectingComma)),
+                    }
+                }
+            }
+            // A scalar's node holds no allocation.
+            _ => self.value(depth).map(drop),
+        }
+    }
+
+    /// The members of the object at the cursor, as [`Parser::object`] reads them: `value`
+    /// is called at each member's value and must consume it.
+    fn members(
+        &mut self,
+        mut value: impl FnMut(&mut Parser<'a>, Str<'a>) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
+        self.i += 1;
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.error(ErrorKind::ExpectingPropertyName));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.error(ErrorKind::ExpectingColon));
+            }
+            self.i += 1;
+            self.skip_ws();
+            value(self, key)?;
+            self.skip_ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error(ErrorKind::ExpectingComma)),
+            }
+        }
+    }
+
     fn error(&self, kind: ErrorKind) -> ParseError {
         ParseError {
             kind,
@@ -1100,6 +1285,55 @@ mod tests {
             expect.map(str::to_owned).map_err(str::to_owned),
             "{input:?}"
         );
+    }
+
+    /// `check`, `raw_member` and `raw_elements` accept exactly what `parse` accepts, with
+    /// its errors at its offsets, and hand out the raw text of what they find.
+    #[test]
+    fn raw_reads_judge_text_as_parse_does() {
+        let cases = [
+            "  {\"a\": [1, {\"b\": null}], \"a\": \"last\"}  ",
+            "[NaN, -Infinity, 1e5, \"\\ud83d\"]",
+            "",
+            "{",
+            "{\"a\":1,}",
+            "[1,]",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{1: 2}",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "[1] x",
+            "\u{feff}[]",
+            "1.",
+        ];
+        for text in cases {
+            let parsed = parse(text).map(drop);
+            assert_eq!(check(text), parsed, "check {text:?}");
+            assert_eq!(raw_member(text, "a").map(drop), parsed, "member {text:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 2), "]".repeat(MAX_DEPTH + 2));
+        assert_eq!(check(&deep), parse(&deep).map(drop));
+        let deep_object = format!(
+            "{}1{}",
+            "{\"k\":".repeat(MAX_DEPTH + 2),
+            "}".repeat(MAX_DEPTH + 2)
+        );
+        assert_eq!(check(&deep_object), parse(&deep_object).map(drop));
+        assert_eq!(
+            raw_member(cases[0], "a"),
+            Ok(Some("\"last\"")),
+            "the last member named a, as a dict keeps it"
+        );
+        assert_eq!(raw_member("[1]", "a"), Ok(None));
+        assert_eq!(raw_member("{\"b\": 1}", "a"), Ok(None));
+        let items: Vec<_> = raw_elements(" [ 1 , {\"x\": [2]},\"s\" ] ").collect();
+        assert_eq!(items, vec![Ok("1"), Ok("{\"x\": [2]}"), Ok("\"s\"")]);
+        assert_eq!(raw_elements("{}").count(), 0);
+        assert_eq!(raw_elements("[]").count(), 0);
+        let broken: Vec<_> = raw_elements("[1, }").collect();
+        assert_eq!(broken.len(), 2);
+        assert_eq!(broken[1], parse("[1, }").map(|_| ""));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `EVIDENCE_STORE_FAULT` | `<step>` or `<step>@<n>`: the file replacement or the commit fails, or the process is killed, at that step ([`crate::util::fsutil::fault`]) |
 //! | `EVIDENCE_STORE_FAULT_FULL_DISK_AT_DOCUMENT_COMMIT` | `N`: the N-th commit that stores a document fails as on a full disk, once |
-//! | `EVIDENCE_STORE_PAUSE_AT` | an import step: the import says so on stderr and waits for a line on stdin |
+//! | `EVIDENCE_STORE_PAUSE_AT` | an import step, or `view`'s `view-drawing` (its first page half drawn) or `view-before-rename` (a page drawn, not yet in place): the command says so on stderr and waits for a line on stdin |
 //! | `EVIDENCE_STORE_COUNT_SCANS` | set (every build): an import prints how many session files it scanned for citations |
 //! | `EVIDENCE_STORE_TEST_PAYLOADS` | `DIR`: a `tool_output` handle of letters, digits, `-` and `_` names the file `DIR/<handle>` |
 //! | `EVIDENCE_STORE_TEST_NO_TICK` | set: the CLI's spinner never turns |
@@ -35,7 +35,7 @@ pub fn full_disk_at_document_commit() -> Option<u64> {
         .ok()
 }
 
-/// `EVIDENCE_STORE_PAUSE_AT`: whether an import pauses at `step`.
+/// `EVIDENCE_STORE_PAUSE_AT`: whether an import or `view` pauses at `step`.
 pub fn pauses_at(step: &str) -> bool {
     cfg!(debug_assertions) && std::env::var("EVIDENCE_STORE_PAUSE_AT").is_ok_and(|v| v == step)
 }

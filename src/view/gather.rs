@@ -1,16 +1,18 @@
 //! What the page shows, gathered from one read snapshot: the workspace, its projects,
-//! sessions and turns, the documents (cards, envelopes, the daily report) parsed as
-//! plain JSON values (the page shows whatever they hold, valid or not), the stored agent
-//! citations, and a digest naming the state read.
+//! sessions and turns, which turns have a chain (read from every card, one chain's
+//! `turn_ref` at a time), which a work item accounts for without one, the stored agent
+//! citations, and a digest naming the state read. Documents are not kept: each part of
+//! the page reads the one it shows when it shows it ([`super::docs`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::store::citations::{CitationLookup, SessionCitations};
 use crate::store::{FileState, Lookup, Reader, SessionRecord};
 use crate::view::ViewError;
+use crate::view::docs::{self, Doc, Part};
+use crate::workspace::layout;
 
 /// The day as the snapshot holds it.
 pub struct Day {
@@ -22,33 +24,49 @@ pub struct Day {
     pub contract: String,
     pub paged: bool,
     pub projects: Vec<ProjectDay>,
-    /// `daily-report.json`, when the store holds it.
-    pub report: Option<Doc>,
     /// SHA-256 over every session's line-table digest, every document's checksum and
     /// every citation's check, in key order: equal digests, equal pages.
     pub state: String,
+    pub sessions: usize,
+    pub turns: usize,
+}
+
+/// Whether a document is in the store, and readable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    Absent,
+    Unreadable(String),
+    Readable,
+}
+
+impl Held {
+    fn of(doc: &Doc) -> Held {
+        match doc {
+            Doc::Absent => Held::Absent,
+            Doc::Unreadable(why) => Held::Unreadable(why.clone()),
+            Doc::Text(_) => Held::Readable,
+        }
+    }
 }
 
 pub struct ProjectDay {
     pub key: String,
     pub label: String,
     pub sessions: Vec<SessionRecord>,
-    /// Each indexed session's evidence card, by session ref.
-    pub cards: BTreeMap<String, Doc>,
-    /// `project-synthesis.json`, when the store holds it.
-    pub envelope: Option<Doc>,
+    /// The ordinal (from 1, over the whole day) of this project's first session.
+    pub first: usize,
+    /// Session ref to its position in `sessions`.
+    by_ref: HashMap<String, usize>,
+    /// Each indexed session's card, by session ref (a card that is absent is left out).
+    pub cards: HashMap<String, Held>,
+    /// `project-synthesis.json`.
+    pub envelope: Held,
     /// Turns (session ref, turn ref) that a card holds a chain for.
     pub written: HashSet<(String, String)>,
     /// Turns a work item accounts for without a chain (`evidence_gap_item`,
     /// `excluded_with_reason`).
     pub not_needed: HashSet<(String, String)>,
     pub citations: Vec<SessionCitations>,
-}
-
-/// A stored document: its JSON value, or why it could not be read as JSON.
-pub enum Doc {
-    Parsed(Value),
-    Unreadable(String),
 }
 
 /// Whether a turn has its evidence chain.
@@ -89,44 +107,33 @@ impl ProjectDay {
         }
     }
 
-    /// The chains of a session's card (objects of `evidence_chains`), in card order.
-    pub fn chains(&self, session_ref: &str) -> Vec<&serde_json::Map<String, Value>> {
-        match self.cards.get(session_ref) {
-            Some(Doc::Parsed(card)) => card
-                .get("evidence_chains")
-                .and_then(Value::as_array)
-                .map(|chains| chains.iter().filter_map(Value::as_object).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
+    /// The session `session_ref` and its position, when the index lists it.
+    pub fn session(&self, session_ref: &str) -> Option<(usize, &SessionRecord)> {
+        let at = *self.by_ref.get(session_ref)?;
+        Some((at, &self.sessions[at]))
     }
 
-    /// The envelope's work items (object rows), in envelope order.
-    pub fn work_items(&self) -> Vec<&serde_json::Map<String, Value>> {
-        match &self.envelope {
-            Some(Doc::Parsed(envelope)) => envelope
-                .get("work_items")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_object).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
+    /// How many indexed turns have a chain.
+    pub fn chained(&self) -> usize {
+        self.sessions
+            .iter()
+            .flat_map(|s| s.session.turns.iter().map(move |t| (s, t)))
+            .filter(|(s, t)| {
+                self.coverage(&s.session.session_ref, &t.turn_ref) == Coverage::Written
+            })
+            .count()
+    }
+
+    /// The day's ordinal of the session at `at`.
+    pub fn ordinal(&self, at: usize) -> usize {
+        self.first + at
     }
 }
 
-fn parse(bytes: &[u8]) -> Doc {
-    match serde_json::from_slice(bytes) {
-        Ok(value) => Doc::Parsed(value),
-        Err(e) => Doc::Unreadable(format!("not JSON as stored: {e}")),
+impl Day {
+    pub fn project(&self, key: &str) -> Option<&ProjectDay> {
+        self.projects.iter().find(|p| p.key == key)
     }
-}
-
-/// `(session_ref, turn_ref)` of a `{session_ref, turn_ref}` object, when both are strings.
-pub fn turn_key(value: &Value) -> Option<(&str, &str)> {
-    Some((
-        value.get("session_ref")?.as_str()?,
-        value.get("turn_ref")?.as_str()?,
-    ))
 }
 
 pub fn gather(reader: &Reader, store_shown: &str) -> Result<Day, ViewError> {
@@ -134,6 +141,7 @@ pub fn gather(reader: &Reader, store_shown: &str) -> Result<Day, ViewError> {
     let contract = reader.contract()?;
     let mut state = Sha256::new();
     let mut projects = Vec::new();
+    let mut first = 1;
     for key in &workspace.project_keys {
         let Some(project) = reader.project(key)? else {
             continue;
@@ -156,81 +164,78 @@ pub fn gather(reader: &Reader, store_shown: &str) -> Result<Day, ViewError> {
                 state.update(c.citation.check.status.as_bytes());
             }
         }
+        let by_ref = sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.session.session_ref.clone(), i))
+            .collect();
+        let count = sessions.len();
         projects.push(ProjectDay {
             key: project.key.clone(),
             label: project.label.clone(),
             sessions,
-            cards: BTreeMap::new(),
-            envelope: None,
+            first,
+            by_ref,
+            cards: HashMap::new(),
+            envelope: Held::Absent,
             written: HashSet::new(),
             not_needed: HashSet::new(),
             citations,
         });
+        first += count;
     }
-    let mut report = None;
     for rel in reader.document_paths()? {
-        let Some(doc) = reader.document(&rel)? else {
-            continue;
-        };
-        state.update(rel.as_bytes());
-        state.update(doc.sha256);
-        if rel == "daily-report.json" {
-            report = Some(parse(&doc.bytes));
-            continue;
-        }
-        let Some(rest) = rel.strip_prefix("projects/") else {
-            continue;
-        };
-        let Some((key, file)) = rest.split_once('/') else {
-            continue;
-        };
-        let Some(project) = projects.iter_mut().find(|p| p.key == key) else {
-            continue;
-        };
-        if file == "project-synthesis.json" {
-            project.envelope = Some(parse(&doc.bytes));
-        } else if let Some(session_ref) = file
-            .strip_prefix("evidence/")
-            .and_then(|f| f.strip_suffix(".json"))
-            && project
-                .sessions
-                .iter()
-                .any(|s| s.session.session_ref == session_ref)
-        {
-            project
-                .cards
-                .insert(session_ref.to_owned(), parse(&doc.bytes));
+        if let Some(doc) = reader.document(&rel)? {
+            state.update(rel.as_bytes());
+            state.update(doc.sha256);
         }
     }
     for project in &mut projects {
-        let mut written = HashSet::new();
-        for session_ref in project.cards.keys() {
-            for chain in project.chains(session_ref) {
-                if let Some(turn_ref) = chain.get("turn_ref").and_then(Value::as_str) {
-                    written.insert((session_ref.clone(), turn_ref.to_owned()));
+        let envelope = docs::read(reader, &layout::envelope_path(&project.key))?;
+        project.envelope = Held::of(&envelope);
+        if let Doc::Text(text) = &envelope {
+            for raw in docs::member_elements(text, "work_items") {
+                let kind = docs::string_member(raw, "kind").unwrap_or_default();
+                if kind != "evidence_gap_item" && kind != "excluded_with_reason" {
+                    continue;
+                }
+                let Some(covered) = docs::member(raw, "covered_turns") else {
+                    continue;
+                };
+                for turn in docs::elements(covered) {
+                    if let (Some(s), Some(t)) = (
+                        docs::string_member(turn, "session_ref"),
+                        docs::string_member(turn, "turn_ref"),
+                    ) {
+                        project.not_needed.insert((s, t));
+                    }
                 }
             }
         }
-        let mut not_needed = HashSet::new();
-        for item in project.work_items() {
-            let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-            if kind != "evidence_gap_item" && kind != "excluded_with_reason" {
-                continue;
-            }
-            for turn in item
-                .get("covered_turns")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some((s, t)) = turn_key(turn) {
-                    not_needed.insert((s.to_owned(), t.to_owned()));
+        for i in 0..project.sessions.len() {
+            let session_ref = project.sessions[i].session.session_ref.clone();
+            let card = docs::read(reader, &layout::card_path(&project.key, &session_ref))?;
+            if let Doc::Text(text) = &card {
+                for raw in docs::member_elements(text, "evidence_chains") {
+                    if !raw.starts_with('{') {
+                        continue;
+                    }
+                    // A chain's key is its string turn_ref, else "" (which no turn has).
+                    let turn = docs::string_member(raw, "turn_ref").unwrap_or_default();
+                    project.written.insert((session_ref.clone(), turn));
                 }
             }
+            if !matches!(card, Doc::Absent) {
+                project.cards.insert(session_ref, Held::of(&card));
+            }
         }
-        project.written = written;
-        project.not_needed = not_needed;
     }
+    let sessions = projects.iter().map(|p| p.sessions.len()).sum();
+    let turns = projects
+        .iter()
+        .flat_map(|p| &p.sessions)
+        .map(|s| s.session.turns.len())
+        .sum();
     Ok(Day {
         store_shown: store_shown.to_owned(),
         workspace: workspace.root_display,
@@ -244,7 +249,43 @@ pub fn gather(reader: &Reader, store_shown: &str) -> Result<Day, ViewError> {
         ),
         paged: contract.rules().paged_reads,
         projects,
-        report,
         state: crate::util::lines::hex(&state.finalize().into()),
+        sessions,
+        turns,
     })
+}
+
+/// A card's chains by turn ref (raw JSON text, in card order), and the chains that name
+/// no turn the session indexes.
+pub struct Chains<'t> {
+    pub by_turn: HashMap<String, Vec<&'t str>>,
+    pub unplaced: Vec<&'t str>,
+}
+
+pub fn chains<'t>(card: &'t str, session: &SessionRecord) -> Chains<'t> {
+    let indexed: HashSet<&str> = session
+        .session
+        .turns
+        .iter()
+        .map(|t| t.turn_ref.as_str())
+        .collect();
+    let mut out = Chains {
+        by_turn: HashMap::new(),
+        unplaced: Vec::new(),
+    };
+    for raw in docs::member_elements(card, "evidence_chains") {
+        if !raw.starts_with('{') {
+            continue;
+        }
+        match docs::string_member(raw, "turn_ref") {
+            Some(t) if indexed.contains(t.as_str()) => out.by_turn.entry(t).or_default().push(raw),
+            _ => out.unplaced.push(raw),
+        }
+    }
+    out
+}
+
+/// A chain's parsed value (an object), or its size when it is too large to parse.
+pub fn chain_value(raw: &str) -> Part {
+    docs::part(raw)
 }

@@ -13,6 +13,9 @@ use crate::store::{Reader, StoreError};
 use crate::util::lines as line_util;
 use crate::view::{TEXT_CUT, cut};
 
+/// How many lines from a turn's start are looked at for its first user message.
+const FIRST_MESSAGE_LINES: u64 = 4;
+
 /// One session's file, open for the lines the page shows, or why it cannot be read.
 pub struct SessionLines {
     found: Result<Found, Unreadable>,
@@ -111,6 +114,42 @@ impl SessionLines {
                 Line { n, body }
             })
             .collect())
+    }
+
+    /// The first user message among the first [`FIRST_MESSAGE_LINES`] lines of the span
+    /// `first..=last`: the text of the first line whose compact record is a user
+    /// message with text, cut at `max` bytes. None when the lines cannot be read, or
+    /// none is one.
+    pub fn first_user_text(
+        &self,
+        reader: &Reader,
+        first: u64,
+        last: u64,
+        max: usize,
+    ) -> Result<Option<String>, StoreError> {
+        let Ok(found) = &self.found else {
+            return Ok(None);
+        };
+        let last = last
+            .min(found.lines)
+            .min(first.saturating_add(FIRST_MESSAGE_LINES - 1));
+        if first == 0 || first > last {
+            return Ok(None);
+        }
+        for (n, entry) in (first..).zip(reader.lines(found.file_id, first, last)?) {
+            let Ok(bytes) = found.file.read_back(&entry) else {
+                continue;
+            };
+            let text = line_util::decode(&bytes);
+            let record =
+                compact::compact_line(&text, n, &found.source, entry.decoded_len, String::new());
+            if record.role.as_deref() == Some("user")
+                && let Some(preview) = record.text_preview.filter(|t| !t.trim().is_empty())
+            {
+                return Ok(Some(cut(&preview, max).0.to_owned()));
+            }
+        }
+        Ok(None)
     }
 
     fn verified(&self, source: &str, n: u64, text: &str, entry: &line_util::LineEntry) -> Verified {

@@ -1,36 +1,56 @@
-//! `view`: one self-contained HTML page of the day's evidence, written from one read
-//! snapshot of the store: the day at a glance (every turn's coverage), each evidence
-//! chain beside the session lines it cites, the work items and daily report linked to
-//! the turns they cite, and the agents' own citations with their checks.
+//! `view`: the HTML page of the day's evidence, written from one read snapshot of the
+//! store. It opens with the day's story (the report title, each project's summary and
+//! work items, engagement and team learning), then the coverage grid (every turn, whether
+//! it has its chain, its first user message as the tooltip), then the chains, each
+//! collapsed until opened, beside the session lines it cites, then the agents' own
+//! citations; the state read is named in the footer.
 //!
 //! Every string on the page comes from sessions, cards, reports or the index and is
-//! untrusted, so markup is made only by `maud`'s `html!` macro: the markup is Rust code
-//! the compiler checks, every `(value)` spliced into it is HTML-escaped (attributes
-//! included), and raw markup needs an explicit `PreEscaped`, used only for the page's own
-//! constant CSS and script. (maud rather than askama: no template files beside the code,
-//! escaping that cannot be switched off by a file extension, and one small proc-macro
-//! dependency.)
+//! untrusted, so markup is made only by `maud`'s `html!` macro (every spliced value is
+//! HTML-escaped, attributes included; raw markup needs an explicit `PreEscaped`, used only
+//! for the page's constant CSS and script and for tags whose every byte this module
+//! chose), and each text is spliced as [`text::T`]: in its own `<bdi>`, with control and
+//! direction characters shown as visible escapes. (maud rather than askama: no template
+//! files beside the code, escaping that cannot be switched off by a file extension, and
+//! one small proc-macro dependency.)
 //!
 //! Nothing is fetched: the CSS and the script are inline, and the page's
 //! Content-Security-Policy allows exactly those two (by their SHA-256) and nothing else.
 //!
-//! Bounded: the page is streamed to a temp file (one part at a time) and renamed into
-//! place. Only cited lines are read, at most [`LINES_PER_RANGE`] per cited range, each
-//! through the session module (positioned reads, checked against the stored SHA-256);
-//! shown text is cut at [`TEXT_CUT`] bytes per line and [`FIELD_CUT`] per field.
+//! Bounded by design. Documents are read one part at a time ([`docs`]); each chain is
+//! drawn and written before the next is read, and shows at most [`CHAIN_LINES_MAX`] lines
+//! and [`CHAIN_BYTES_MAX`] bytes; each cited line's text is in a page once, and every
+//! range that cites it links to it. A day that would not fit in [`ONE_PAGE_MAX`] bytes
+//! becomes a first page (the story and the grid, at most [`FIRST_PAGE_MAX`]) and one page
+//! per session (at most [`PAGE_MAX`]), all self-contained and linked. Every page is
+//! streamed to a temp file and renamed into place; a stop asked for by a signal
+//! ([`crate::util::stop`]) ends the work at the next chain, leaving the old pages.
 
+mod chains;
+mod docs;
 mod gather;
 mod lines;
 mod page;
+mod story;
+mod text;
 
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::store::{Store, StoreError};
+use crate::util::stop::Stopped;
 
-/// The most lines shown for one cited range (the rest are counted, not read).
-pub const LINES_PER_RANGE: u64 = 40;
+/// The first page, and a day on one page, stay within this many bytes.
+pub const FIRST_PAGE_MAX: u64 = 8 << 20;
+/// Every page stays within this many bytes.
+pub const PAGE_MAX: u64 = 32 << 20;
+/// A day whose single page would pass this many bytes gets a page per session.
+pub const ONE_PAGE_MAX: u64 = 6 << 20;
+/// The most distinct session lines one chain shows (the rest are counted).
+pub const CHAIN_LINES_MAX: u64 = 60;
+/// The most bytes one chain's markup may take before the rest of it is counted, not shown.
+pub const CHAIN_BYTES_MAX: usize = 1 << 20;
 /// A line's full text is shown up to this many bytes; its byte count says how long it is.
 pub const TEXT_CUT: usize = 8 * 1024;
 /// Every other shown text field (summaries, previews, citation references) is cut here.
@@ -44,12 +64,19 @@ pub enum ViewError {
     Io(#[from] io::Error),
     #[error("the store holds no imported workspace: run `evidence-store import` first")]
     NotImported,
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
 }
 
-/// What a written page holds.
+/// What the written pages hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Written {
+    /// Bytes of every page written.
     pub bytes: u64,
+    /// Bytes of the first page.
+    pub first_page: u64,
+    /// Pages written: 1, or the first page and one per session.
+    pub pages: usize,
     pub projects: usize,
     pub sessions: usize,
     pub turns: usize,
@@ -58,47 +85,161 @@ pub struct Written {
     pub citations: usize,
 }
 
-/// Writes the page of the store's current state to `<dir>/<name>`, atomically and
-/// streaming; `now` is the moment the page says it shows.
-pub fn write_page(
+/// Where `view` writes: the first page's directory and name (checked by [`target`]).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub dir: PathBuf,
+    pub name: String,
+}
+
+impl Target {
+    /// The name without `.html`: session pages are `<stem>.<state>.<n>.html`.
+    pub fn stem(&self) -> &str {
+        self.name.strip_suffix(".html").unwrap_or(&self.name)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+}
+
+/// Why `--out` names no place `view` may write.
+#[derive(Debug, thiserror::Error)]
+pub enum OutError {
+    #[error("--out {shown} names no file")]
+    NoName { shown: String },
+    #[error(
+        "--out {shown}: the file name is not valid UTF-8; view names its pages after it, in UTF-8, so give a UTF-8 name"
+    )]
+    NotUtf8 { shown: String },
+    #[error("--out {shown}: the directory {dir} cannot be used: {source}")]
+    Dir {
+        shown: String,
+        dir: String,
+        source: io::Error,
+    },
+    #[error("--out {shown} is {what}; view writes only its own pages, so choose another name")]
+    Refused { shown: String, what: String },
+}
+
+/// Where `view` writes its page by default, relative to the workspace: the only name it
+/// writes in the workspace's `.evidence-store/` (with that page's session pages).
+pub const DEFAULT_PAGE: &str = ".evidence-store/view.html";
+const DEFAULT_NAME: &str = "view.html";
+
+/// Checks where `out` points before anything is written: a UTF-8 file name in a directory
+/// that exists, and never one of the store's own files (the store, its scratch and
+/// copies `.<store name>.*`), a name in the workspace's `.evidence-store/` other than
+/// [`DEFAULT_NAME`], nor one of the workspace's own files (`metadata.json`,
+/// `daily-report.json`, anything under `projects/`).
+pub fn target(workspace: &Path, store: &Path, out: &Path) -> Result<Target, OutError> {
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let shown = out.display().to_string();
+    let (Some(dir), Some(name)) = (out.parent(), out.file_name()) else {
+        return Err(OutError::NoName { shown });
+    };
+    let Some(name) = name.to_str() else {
+        return Err(OutError::NotUtf8 { shown });
+    };
+    let real_dir = dir.canonicalize().map_err(|source| OutError::Dir {
+        shown: shown.clone(),
+        dir: dir.display().to_string(),
+        source,
+    })?;
+    let refused = |what: String| {
+        Err(OutError::Refused {
+            shown: shown.clone(),
+            what,
+        })
+    };
+    let real = |p: &Path| p.canonicalize().ok();
+    if let (Some(store_dir), Some(store_name)) = (
+        store.parent().and_then(real),
+        store.file_name().and_then(|n| n.to_str()),
+    ) && real_dir == store_dir
+        && (name == store_name || name.starts_with(&format!(".{store_name}.")))
+    {
+        return refused(format!(
+            "the store's own file ({store_name} or its scratch)"
+        ));
+    }
+    let workspace = real(workspace);
+    if let Some(ws) = &workspace {
+        let own_dir = Path::new(DEFAULT_PAGE).parent().map(|d| ws.join(d));
+        if own_dir
+            .as_deref()
+            .and_then(real)
+            .is_some_and(|d| d == real_dir)
+            && name != DEFAULT_NAME
+        {
+            return refused(format!(
+                "in the workspace's .evidence-store/, where only {DEFAULT_NAME} is view's"
+            ));
+        }
+        if real_dir == *ws && (name == "metadata.json" || name == "daily-report.json") {
+            return refused(format!("the workspace's own {name}"));
+        }
+        let projects = ws.join(crate::workspace::layout::PROJECTS);
+        if [Some(projects.clone()), real(&projects)]
+            .iter()
+            .flatten()
+            .any(|p| real_dir.starts_with(p))
+        {
+            return refused(
+                "inside the workspace's projects/, which holds its sessions and documents"
+                    .to_owned(),
+            );
+        }
+    }
+    Ok(Target {
+        dir: dir.to_path_buf(),
+        name: name.to_owned(),
+    })
+}
+
+/// Writes the pages of the store's current state at `target`, atomically and streaming;
+/// `now` is the moment the pages say they show.
+pub fn write_pages(
     store: &Store,
     root: &Path,
-    dir: &Path,
-    name: &str,
+    target: &Target,
     now: SystemTime,
 ) -> Result<Written, ViewError> {
-    let reader = store.reader()?;
-    let day = gather::gather(&reader, store.shown())?;
-    let mut written = Written::default();
-    crate::util::fsutil::atomic_write_with(dir, name, |file| {
-        let mut out = Counting {
-            inner: BufWriter::with_capacity(1 << 16, file),
-            bytes: 0,
+    page::write(store, root, target, now)
+}
+
+/// Temp files that killed `view`s left beside the workspace's default page
+/// ([`DEFAULT_PAGE`]): removed by every command, as [`remove_abandoned_temp_files`].
+pub fn remove_abandoned_default_temp_files(workspace: &Path) -> usize {
+    let page = workspace.join(DEFAULT_PAGE);
+    match page.parent() {
+        Some(dir) => remove_abandoned_temp_files(dir, DEFAULT_NAME),
+        None => 0,
+    }
+}
+
+/// Temp files that killed `view`s left in `dir` for the page `name` or its session pages
+/// (this program's temp names whose process no longer runs): removed. Returns how many.
+pub fn remove_abandoned_temp_files(dir: &Path, name: &str) -> usize {
+    let stem = name.strip_suffix(".html").unwrap_or(name);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some((made_for, pid)) = file.to_str().and_then(crate::util::fsutil::temp_name_parts)
+        else {
+            continue;
         };
-        page::render(&mut out, &reader, root, &day, now, &mut written)?;
-        out.inner.flush()?;
-        written.bytes = out.bytes;
-        Ok::<(), ViewError>(())
-    })?;
-    Ok(written)
-}
-
-/// A writer that counts what passes through it.
-struct Counting<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
+        let ours = made_for == name || page::session_page_of(stem, made_for).is_some();
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if ours && !alive && std::fs::remove_file(entry.path()).is_ok() {
+            tracing::info!(path = %entry.path().display(), "removed a killed view's temp file");
+            removed += 1;
+        }
     }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
+    removed
 }
 
 /// An HTML id (and URL fragment) made of `parts`: letters, digits, `_` and `-` are kept,

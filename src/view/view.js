@@ -4,6 +4,16 @@
   var said = document.getElementById("qn");
   var units = document.querySelectorAll(".s");
   var texts = null;
+  // Opens every <details> around (and at) the element with this id.
+  function openAt(id) {
+    var el = document.getElementById(id);
+    for (var at = el; at; at = at.parentElement) {
+      if (at.tagName === "DETAILS") {
+        at.open = true;
+      }
+    }
+    return el;
+  }
   function run() {
     if (texts === null) {
       texts = [];
@@ -18,20 +28,37 @@
       units[j].classList.toggle("hide", !hit);
       if (hit) {
         shown++;
+        if (want !== "" && units[j].tagName === "DETAILS") {
+          units[j].open = true;
+        }
       }
     }
     said.textContent = want === "" ? "" : shown + " of " + units.length + " blocks match";
   }
   box.addEventListener("input", run);
-  // A link ending in #search=WORDS opens the page filtered by WORDS.
-  var asked = /^#search=(.*)$/.exec(window.location.hash);
-  if (asked) {
+  // #ID opens the chain or line it names; #open=ID opens it without moving there;
+  // #search=WORDS opens the page filtered by WORDS.
+  function follow() {
+    var hash = window.location.hash;
+    var asked = /^#search=(.*)$/.exec(hash);
+    var opened = /^#open=(.*)$/.exec(hash);
     try {
-      box.value = decodeURIComponent(asked[1]);
+      if (asked) {
+        box.value = decodeURIComponent(asked[1]);
+        run();
+      } else if (opened) {
+        openAt(decodeURIComponent(opened[1]));
+      } else if (hash.length > 1) {
+        var el = openAt(decodeURIComponent(hash.slice(1)));
+        if (el) {
+          el.scrollIntoView();
+        }
+      }
     } catch (e) {
-      box.value = asked[1];
+      // A fragment that is no id of this page: nothing to open.
     }
-    run();
   }
+  window.addEventListener("hashchange", follow);
+  follow();
   box.setAttribute("data-search", "ready");
 })();

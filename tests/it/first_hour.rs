@@ -510,9 +510,11 @@ fn version_names_the_commit_and_the_prompt_diary_releases() {
     );
 }
 
-/// What the README's commands write into `examples/workspace` is ignored by git, and
-/// the tests copy only what git tracks there: `build`, `export` or `run` on the example
-/// cannot change what the tests see.
+/// What the README's commands write into `examples/workspace` is ignored by git, but for
+/// the documents it ships (which they write back unchanged:
+/// `the_readme_steps_write_the_example_s_documents_back_unchanged`), and the tests copy
+/// only what git tracks there: `build`, `export` or `run` on the example cannot change
+/// what the tests see.
 #[test]
 fn the_example_outputs_are_ignored_and_never_copied_into_tests() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace");
@@ -529,11 +531,9 @@ fn the_example_outputs_are_ignored_and_never_copied_into_tests() {
             .success()
     };
     for output in [
-        "daily-report.json",
         ".evidence-store/store.redb",
         ".evidence-store/documents.lock",
-        &format!("projects/{PROJECT}/evidence/S0001.json"),
-        &format!("projects/{PROJECT}/project-synthesis.json"),
+        ".evidence-store/view.html",
         &format!("projects/{PROJECT}/receipts/evidence-S0001-T0001.json"),
     ] {
         assert!(ignored(output), "{output} is not ignored");
@@ -543,6 +543,9 @@ fn the_example_outputs_are_ignored_and_never_copied_into_tests() {
         &format!("projects/{PROJECT}/project.json"),
         &format!("projects/{PROJECT}/sessions.index.jsonl"),
         &format!("projects/{PROJECT}/sessions/codex/new.jsonl"),
+        "daily-report.json",
+        &format!("projects/{PROJECT}/evidence/S0001.json"),
+        &format!("projects/{PROJECT}/project-synthesis.json"),
     ] {
         assert!(!ignored(input), "{input} is ignored");
     }
@@ -602,14 +605,17 @@ fn view_of_the_example_shows_both_sessions_their_turns_and_both_agent_citations(
         .collect();
     assert_eq!(rows.len(), 2, "two citation rows");
     for row in &rows {
-        assert!(row.contains("st-unchecked\">unchecked<"), "{row}");
+        assert!(
+            row.contains("st-unchecked\"><bdi>unchecked</bdi><"),
+            "{row}"
+        );
         assert!(row.contains("unchecked because"), "{row}");
         assert!(
             row.contains("href=\"#line:Demo-0123456789ab:S0001:6\""),
             "{row}"
         );
     }
-    assert!(rows[0].contains(">file<") && rows[1].contains(">test<"));
+    assert!(rows[0].contains("<bdi>file</bdi>") && rows[1].contains("<bdi>test</bdi>"));
     // Nothing from outside: one inline script and style, a policy forbidding the rest.
     assert!(page.contains("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
     assert!(!page.contains(" src="), "the page loads nothing");
@@ -651,9 +657,9 @@ fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
     let page = view_page(&ws);
     assert!(
         page.contains(
-            "<p class=\"cut\">Its lines cannot be read: session file for session_ref 'S0002' \
+            "<p class=\"cut\">Its lines cannot be read: <bdi>session file for session_ref 'S0002' \
              changed since it was imported (its size changed); run `evidence-store import` to \
-             re-index the prepared workspace, then read again</p>"
+             re-index the prepared workspace, then read again</bdi></p>"
         ),
         "{page}"
     );
@@ -667,7 +673,7 @@ fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
     for shown in [
         "User asked to fix the failing parser test.",
         "Off-by-one in parse_tokens fixed.",
-        "material_result",
+        "ended: <bdi>material result</bdi>",
         // Lines 2-5, cited by the agent reaction, as the session holds them.
         "pytest -q tests/test_parser.py",
         "The file src/parser.py has been updated.",
@@ -678,7 +684,7 @@ fn view_shows_a_chain_beside_its_lines_and_marks_a_line_that_changed() {
         chain.contains("line 1 <span class=\"badge changed\">no longer matches its stored hash")
     );
     assert!(
-        page.contains("cites <code>seven</code>, which is not a line span"),
+        page.contains("<code><bdi>seven</bdi></code> (not a line span)"),
         "{page}"
     );
     assert!(
@@ -1004,7 +1010,7 @@ fn the_agent_users_sample_yields_its_test_citation_and_results_of_no_test_do_not
     );
     let page = view_page(&ws);
     assert!(
-        page.contains("<td class=\"mono\">tests/test_auth.py::test_login - PASS</td>"),
+        page.contains("<td class=\"mono\"><bdi>tests/test_auth.py::test_login - PASS</bdi></td>"),
         "the test citation, its reference as written"
     );
     for none in ["lint - PASS", "https://ci.example.com/run/1 - FAIL"] {

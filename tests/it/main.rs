@@ -38,4 +38,5 @@ mod session_files;
 mod store_format;
 mod tool_output;
 mod tool_output_text;
+mod view_page;
 mod wrong_setup;

@@ -120,7 +120,7 @@ fn the_schema_6_fixture_is_upgraded_and_its_citations_taken_again() {
     let page =
         String::from_utf8(std::fs::read(ws.path(".evidence-store/view.html")).expect("page"))
             .expect("UTF-8 page");
-    let cell = |reference: &str| format!("<td class=\"mono\">{reference}</td>");
+    let cell = |reference: &str| format!("<td class=\"mono\"><bdi>{reference}</bdi></td>");
     assert!(
         page.contains(&cell(
             "pytest tests/test_parser.py::test_parse_tokens - PASS"
@@ -170,7 +170,7 @@ fn the_schema_7_fixture_is_upgraded_and_its_citations_taken_again() {
         "tests/test_parser.py::test_parse_tokens - PASS",
     ] {
         assert!(
-            page.contains(&format!("<td class=\"mono\">{reference}</td>")),
+            page.contains(&format!("<td class=\"mono\"><bdi>{reference}</bdi></td>")),
             "no citation {reference}"
         );
     }

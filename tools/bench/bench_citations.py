@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 import cargo_target  # noqa: E402
+import example  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
@@ -34,7 +35,7 @@ def make(work: Path, citations: int) -> Path:
     ws = work / "ws"
     proj = work / "proj"
     shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(ROOT / "examples" / "workspace", ws, ignore=shutil.ignore_patterns(".evidence-store"))
+    example.copy(ws)
     (proj / "src").mkdir(parents=True)
     for i in range(50):
         (proj / "src" / f"mod_{i}.py").write_text("".join(f"line {n}\n" for n in range(200)))

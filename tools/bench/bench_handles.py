@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 import cargo_target  # noqa: E402
 from bench import ROOT  # noqa: E402
+import example  # noqa: E402
 import smoke  # noqa: E402
 from mcp_client import LockstepClient  # noqa: E402
 
@@ -45,7 +46,7 @@ def filler(i: int) -> str:
 def make_workspace(out: Path, session_bytes: int, log: str) -> Path:
     if out.exists():
         shutil.rmtree(out)
-    shutil.copytree(ROOT / "examples/workspace", out, ignore=shutil.ignore_patterns(".evidence-store"))
+    example.copy(out)
     one = len(filler(0)) + 1
     half = max(1, (session_bytes - len(log)) // one // 2)
     lines = [filler(i) for i in range(half)]

@@ -35,6 +35,7 @@ import cargo_target  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+import example  # noqa: E402
 from gen_workspace import indexes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +148,10 @@ def check(binary: Path, source: Path, tmp: Path) -> str:
     from prompt_diary.generate.rendering.render_markdown import render_report
 
     ws = tmp / source.name
-    shutil.copytree(source, ws, ignore=shutil.ignore_patterns(".evidence-store"))
+    if source == example.EXAMPLE:
+        example.copy(ws)
+    else:
+        shutil.copytree(source, ws, ignore=shutil.ignore_patterns(".evidence-store"))
     run(binary, ws, "import")
     turns = asyncio.run(day(binary, ws))
     served = materialized(ws)
@@ -185,7 +189,7 @@ def main() -> int:
         subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(generated), "--seed", "7",
                         "--projects", "3", "--sessions", "2", "--turns", "3"], check=True, stdout=subprocess.DEVNULL)
         failed = False
-        for source in (ROOT / "examples" / "workspace", generated):
+        for source in (example.EXAMPLE, generated):
             work = Path(tmp) / "runs"
             work.mkdir(exist_ok=True)
             try:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 import cargo_target  # noqa: E402
+import example  # noqa: E402
 import handles  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
@@ -127,7 +127,7 @@ def main() -> int:
     checks = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
-        shutil.copytree(ROOT / "examples" / "workspace", workspace, ignore=shutil.ignore_patterns(".evidence-store"))
+        example.copy(workspace)
         payloads = Path(tmp) / "payloads"
         payloads.mkdir()
         (payloads / "interop-1").write_text("".join(f"line {i}\n" for i in range(1, 5001)), encoding="utf-8")

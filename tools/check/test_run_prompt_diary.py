@@ -53,6 +53,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
 import cargo_target  # noqa: E402
+import example  # noqa: E402
 import handles  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,7 +201,7 @@ async def drive(tmp: Path) -> list[str]:
         shutil.copytree(workspace, reference)
     else:
         project = EXAMPLE_PROJECT
-        shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(".evidence-store"))
+        example.copy(workspace)
     card = workspace / "projects" / project / "evidence/S0001.json"
     command, args, env = codex_server_config(workspace)
     check("prompt-diary's command", (command, args) == ("report", ["mcp", "serve"]), (command, args))

@@ -4,8 +4,9 @@ the page is drawn.
 
 Copies the example workspace, plants HTML, attribute, script and URL payloads in a session's
 lines (a user message, an assistant message with agent citations, a long tool result), in a
-chain's summaries (its card), a project label, a work item and the daily report, imports,
-writes the page with `view`, and opens it in headless Chromium:
+chain's summaries (its card), a project label, a work item and the daily report, with a
+right-to-left override and NUL and other control characters among them, imports, writes the
+page with `view`, and opens it in headless Chromium:
 
 - `--dump-dom`: the DOM after the page's script ran holds the planted text as text, exactly
   one <script> and one <style> (the page's own), no element a payload would make (img, svg,
@@ -13,7 +14,14 @@ writes the page with `view`, and opens it in headless Chromium:
   attribute, every link a `#fragment`, the title unchanged, and the Content-Security-Policy;
 - no fetch: every payload that would load something points at a local HTTP listener, which
   must see no request at all;
-- `--screenshot`: a PNG of more than one colour (decoded here, no library).
+- `--screenshot`: a PNG of more than one colour (decoded here, no library);
+- text that cannot mislead: no raw override or control character in the DOM, each shown as a
+  visible `\\uXXXX`, and every planted text inside a `<bdi>` (so none reorders its neighbours).
+
+Then the day's story stands first: on the example as it ships (its cards, work items and
+daily report) and on a generated day of 45 sessions with a chain per turn
+(tools/lib/day_documents.py), the report title and every project's summary are in
+Chromium's DOM before the first chain, and every link stays among the day's own pages.
 
 Exit 0 when every check holds; otherwise the failed checks and exit 1.
 """
@@ -39,6 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "lib"))  # tools/lib: the shared modules
 import cargo_target  # noqa: E402
+import day_documents  # noqa: E402
+import example  # noqa: E402
+
 PROJECT = "Demo-0123456789ab"
 
 
@@ -65,9 +76,9 @@ def plant(ws: Path, port: int) -> list[str]:
     proj = ws / "projects" / PROJECT
     label = payload(port, "label")
     (proj / "project.json").write_text(
-        json.dumps({"schema_version": 2, "project_key": PROJECT, "project_label": "Demo " + label})
+        json.dumps({"schema_version": 2, "project_key": PROJECT, "project_label": "Demo \u202e" + label})
     )
-    user = payload(port, "line")
+    user = payload(port, "line") + " NUL\u0000 BEL\u0007 ESC\u001b RLO\u202e LRI\u2066 end"
     cite = (
         f"Done.\n\n**Evidence**: [<script>document.title='PWNED-cite'</script>]"
         f"(javascript:document.title='PWNED-url')\n"
@@ -93,7 +104,7 @@ def plant(ws: Path, port: int) -> list[str]:
     }
     with open(proj / "sessions.index.jsonl", "a") as index:
         index.write(json.dumps(row) + "\n")
-    chain_text = payload(port, "chain")
+    chain_text = payload(port, "chain") + " RLO\u202e NUL\u0000 BS\u0008"
     card = {
         "schema_version": 1, "project_key": PROJECT, "session_ref": "S0003",
         "evidence_chains": [{
@@ -127,7 +138,7 @@ def plant(ws: Path, port: int) -> list[str]:
     report_text = payload(port, "report")
     report = {
         "schema_version": 1, "report_date": "2026-01-15", "status": "final",
-        "report_title": {"title": report_text, "citations": [
+        "report_title": {"text": report_text, "citations": [
             {"project_key": PROJECT, "session_ref": "S0003", "turn_ref": "T0001", "lines": "1-4"}]},
         "projects": [{"project_key": PROJECT, "project_label": report_text, "summary": report_text,
                       "work_items": [], "source_user_messages": []}],
@@ -175,9 +186,14 @@ class Dom(html.parser.HTMLParser):
         self.title = ""
         self.text: list[str] = []
         self._in_title = False
+        self._bdi = 0
+        # Text holding a planted payload that stands outside every <bdi>.
+        self.outside_bdi: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags[tag] = self.tags.get(tag, 0) + 1
+        if tag == "bdi":
+            self._bdi += 1
         for name, value in attrs:
             if name.startswith("on"):
                 self.on_attrs.append(f"<{tag} {name}={value!r}>")
@@ -190,10 +206,14 @@ class Dom(html.parser.HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
             self._in_title = False
+        if tag == "bdi":
+            self._bdi -= 1
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title += data
+        elif "PWNED" in data and self._bdi <= 0:
+            self.outside_bdi.append(data[:80])
         self.text.append(data)
 
 
@@ -262,8 +282,13 @@ def run_chromium(chromium: str, extra: list[str], url: str) -> subprocess.Comple
         shutil.rmtree(profile, ignore_errors=True)
 
 
+# Planted where no reader could see them: each must show as its visible escape.
+HIDDEN = {"\u0000": "\\u0000", "\u0007": "\\u0007", "\u0008": "\\u0008", "\u001b": "\\u001b",
+          "\u202e": "\\u202e", "\u2066": "\\u2066"}
+
+
 def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener: Listener,
-            check_dom: bool) -> list[tuple[str, bool]]:
+            check_dom: bool, title: str = "") -> list[tuple[str, bool]]:
     """The checks on one page, as (what, held)."""
     out: list[tuple[str, bool]] = []
     listener.hits.clear()
@@ -283,8 +308,8 @@ def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener:
     if check_dom:
         out.append((f"one <script>, the page's own (found {dom.tags.get('script')})", dom.tags.get("script") == 1))
         out.append((f"one <style>, the page's own (found {dom.tags.get('style')})", dom.tags.get("style") == 1))
-        out.append((f"only the page's four <meta> (found {dom.tags.get('meta')})", dom.tags.get("meta") == 4))
-        out.append((f"the title is the page's own ({dom.title!r})", dom.title == "Evidence of 2026-01-15"))
+        out.append((f"only the page's five <meta> (found {dom.tags.get('meta')})", dom.tags.get("meta") == 5))
+        out.append((f"the title is the page's own ({dom.title[:60]!r}…)", dom.title == title))
         missing = [m for m in markers if m not in text]
         out.append((f"every payload shows as text ({missing})", not missing))
         csp = [m for m in dom.metas if (m.get("http-equiv") or "").lower() == "content-security-policy"]
@@ -299,6 +324,11 @@ def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener:
                     and filtered.stdout.count('class="s hide"') + filtered.stdout.count(' hide"') > 0))
         for want in ("S0001", "S0002", "S0003", "T0002", "W0001", "unchecked", "tool_output handle"):
             out.append((f"the page shows {want}", want in text))
+        raw = [repr(c) for c in HIDDEN if c in dumped.stdout]
+        out.append((f"no raw override or control character in the DOM ({raw})", not raw))
+        unseen = [e for e in HIDDEN.values() if e not in text]
+        out.append((f"each is shown as its visible escape (missing {unseen})", not unseen))
+        out.append((f"every planted text is inside a <bdi> ({dom.outside_bdi[:2]})", not dom.outside_bdi))
     drawn = run_chromium(chromium, ["--window-size=1280,1600", f"--screenshot={shot}"], url)
     out.append((f"chromium --screenshot ran (exit {drawn.returncode})", drawn.returncode == 0 and shot.is_file()))
     if check_dom and shot.is_file():
@@ -308,14 +338,34 @@ def inspect(chromium: str, page: Path, shot: Path, markers: list[str], listener:
     return out
 
 
-def copy_example(to: Path) -> None:
-    src = ROOT / "examples" / "workspace"
-    keep = {"metadata.json", "project.json", "sessions.index.jsonl"}
-    for path in src.rglob("*"):
-        rel = path.relative_to(src)
-        if path.is_file() and (path.name in keep or rel.parts[2:3] == ("sessions",)):
-            (to / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, to / rel)
+def written_page(binary: str, ws: Path, out: Path) -> Path:
+    """Imports `ws` and writes its page at `out`."""
+    env = {k: v for k, v in os.environ.items() if k != "PROMPT_DIARY_WORKSPACE"}
+    for step in (["import"], ["view", "--out", str(out)]):
+        done = subprocess.run([binary, "--workspace", str(ws), *step], capture_output=True, text=True,
+                              env=env, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"evidence-store {' '.join(step)}: {done.stderr}")
+    return out
+
+
+def story_first(chromium: str, page: Path, wants: list[str], what: str) -> list[tuple[str, bool]]:
+    """`wants` (the title, each project's summary) stand in Chromium's DOM of `page`
+    before its first chain, and every link stays among the day's own pages."""
+    dumped = run_chromium(chromium, ["--dump-dom"], page.as_uri()).stdout
+    first_chain = dumped.find('id="chain:')
+    out = [(f"{what}: chromium --dump-dom drew the page", "</html>" in dumped)]
+    for want in wants:
+        at = dumped.find(want)
+        where = "absent" if at < 0 else f"at {at}, first chain at {first_chain}"
+        out.append((f"{what}: {want[:50]!r} stands before the first chain ({where})",
+                    at >= 0 and (first_chain < 0 or at < first_chain)))
+    dom = Dom()
+    dom.feed(dumped)
+    own = re.compile(rf"{re.escape(page.stem)}(\.[0-9a-f]{{12}}\.\d{{4,}})?\.html#")
+    stray = [h for h in dom.hrefs if not (h.split("=", 1)[1].startswith("#") or own.match(h.split("=", 1)[1]))]
+    out.append((f"{what}: every link is to the day's own pages ({stray[:3]})", not stray))
+    return out
 
 
 def main() -> int:
@@ -337,7 +387,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="view-browser-") as tmp:
         ws = Path(tmp) / "ws"
-        copy_example(ws)
+        example.copy(ws)
         markers = plant(ws, port)
         env = {k: v for k, v in os.environ.items() if k != "PROMPT_DIARY_WORKSPACE"}
         for step in (["import"], ["view", "--out", str(Path(tmp) / "page.html")]):
@@ -348,7 +398,26 @@ def main() -> int:
                 return 1
         page = Path(tmp) / "page.html"
         shot = Path(tmp) / "shot.png"
-        for what, ok in inspect(args.chromium, page, shot, markers, listener, check_dom=True):
+        report_text = payload(port, "report")
+        title = report_text.encode()[:200].decode(errors="ignore") + " · 2026-01-15"
+        for what, ok in inspect(args.chromium, page, shot, markers, listener, check_dom=True, title=title):
+            check(ok, what)
+        # The day's story first: on the example as it ships, and on a day of 45 sessions.
+        shipped = Path(tmp) / "shipped"
+        example.copy(shipped, documents=True)
+        story = [t for t in ("Parser off-by-one fixed and the suite run green",
+                             "Fixed the failing parser test, an off-by-one in parse_tokens")]
+        for what, ok in story_first(args.chromium, written_page(args.bin, shipped, Path(tmp) / "example.html"),
+                                    story, "the example"):
+            check(ok, what)
+        day = Path(tmp) / "day45"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "lib" / "gen_workspace.py"), "--out", str(day),
+                        "--projects", "3", "--sessions", "15", "--turns", "12"], check=True, capture_output=True)
+        day_documents.write(day)
+        labels = [json.loads(p.read_text())["project_label"] for p in sorted(day.glob("projects/*/project.json"))]
+        wants = [day_documents.TITLE] + [day_documents.summary_of(label) for label in labels]
+        first = written_page(args.bin, day, Path(tmp) / "day45.html")
+        for what, ok in story_first(args.chromium, first, wants, "a day of 45 sessions"):
             check(ok, what)
         # The control: the same payloads written raw into a page without a policy must
         # trip the checks above, or they could not see a payload that became markup.

@@ -14,10 +14,12 @@ Run with 0.2.20's python: tools/.venv-0.2.20/bin/python tools/gen/pages_fixture_
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))  # tools/lib: the shared modules
+import example  # noqa: E402
 from prompt_diary.generate.evidence_extraction.session_reader import (
     ReadCursor,
     read_session_lines,
@@ -41,7 +43,7 @@ def long_lines() -> str:
 
 
 def build(ws: Path) -> None:
-    shutil.copytree(ROOT / "examples/workspace", ws, ignore=shutil.ignore_patterns(".evidence-store"))
+    example.copy(ws)
     meta = ws / "metadata.json"
     meta.write_text(meta.read_text().replace('"schema_version": 2', '"schema_version": 7'))
     index = ws / "projects" / PROJECT / "sessions.index.jsonl"

@@ -105,9 +105,27 @@ impl Workspace {
         ws
     }
 
-    /// A copy of the example workspace's own files: what the README's commands write
-    /// there (the store, `daily-report.json`, cards, receipts) is not copied.
+    /// A copy of the example workspace's prepared inputs (what `prompt-diary prepare`
+    /// writes: metadata, project, index, sessions): neither the documents it ships (the
+    /// cards, project synthesis and daily report `tools/gen/example_documents.py` writes
+    /// through the tools) nor what the README's commands write there (the store,
+    /// receipts) is copied.
     pub fn example() -> Self {
+        let ws = Self::example_with_documents();
+        for document in EXAMPLE_DOCUMENTS {
+            let path = ws.path(document);
+            if path.is_dir() {
+                std::fs::remove_dir_all(path).expect("remove the example's cards");
+            } else if path.exists() {
+                std::fs::remove_file(path).expect("remove an example document");
+            }
+        }
+        ws
+    }
+
+    /// A copy of the example workspace as it ships: its prepared inputs and its
+    /// documents (what git tracks there).
+    pub fn example_with_documents() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         copy_example(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace"),
@@ -244,6 +262,13 @@ impl Workspace {
         text.replace(&self.root().display().to_string(), "<W>")
     }
 }
+
+/// The documents the example workspace ships beside its prepared inputs.
+pub const EXAMPLE_DOCUMENTS: [&str; 3] = [
+    "daily-report.json",
+    "projects/Demo-0123456789ab/project-synthesis.json",
+    "projects/Demo-0123456789ab/evidence",
+];
 
 /// Copies the files of `from` that git tracks (as they are in the work tree), so that
 /// nothing a command wrote into the example reaches a test; without git (a source copy
