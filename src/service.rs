@@ -826,6 +826,8 @@ impl Service {
         let mut turns = Vec::new();
         let mut chains = Vec::new();
         for session_ref in session_refs {
+            // A safe point per card: a stop leaves the transaction uncommitted.
+            crate::util::stop::check().map_err(DocumentError::from)?;
             if let Some(record) = writer.session(key, session_ref)? {
                 turns.extend(record.session.turns.iter().map(|t| {
                     (
@@ -1078,6 +1080,11 @@ fn document_problem(root: &Path, e: DocumentError) -> Problem {
             "retry the call; if it persists, run `evidence-store import` and retry",
         ),
         DocumentError::Busy(_) => Problem::new("document_lock", e.to_string(), BUSY_HINT),
+        DocumentError::Stopped(_) => Problem::new(
+            "evidence_store",
+            format!("the server is stopping ({e}); nothing was changed"),
+            "call the tool again once the server is back",
+        ),
         DocumentError::Unreadable { .. } | DocumentError::Unwritable { .. } => Problem::new(
             "evidence_card",
             e.to_string(),

@@ -33,6 +33,9 @@ pub enum DocumentError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Busy(#[from] LockBusy),
+    /// A signal asked the process to stop, at a safe point between two documents.
+    #[error(transparent)]
+    Stopped(#[from] crate::util::stop::Stopped),
 }
 
 impl DocumentError {
@@ -44,7 +47,7 @@ impl DocumentError {
                 Kind::of_io(source)
             }
             DocumentError::Store(e) => e.kind(),
-            DocumentError::Busy(_) => Kind::Lasting,
+            DocumentError::Busy(_) | DocumentError::Stopped(_) => Kind::Lasting,
         }
     }
 }
@@ -207,6 +210,12 @@ pub fn holder_hint(root: &Path) -> String {
 /// logs once which process it waits for. The lock file names this process as
 /// `locks.holder`.
 pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
+    lock_saying(root, locks, true)
+}
+
+/// [`lock`]; `say`: whether to log which process it waits for (a long export taking the
+/// lock again between its batches waits for writers by design, and says nothing).
+fn lock_saying(root: &Path, locks: &Locks, say: bool) -> Result<DocumentLock, DocumentError> {
     let timeout = locks.wait();
     use std::os::unix::fs::FileExt;
     let unwritable = |source| DocumentError::Unwritable {
@@ -237,11 +246,13 @@ pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
             let holder = holder
                 .as_ref()
                 .map_or_else(|| "another process".to_owned(), ToString::to_string);
-            tracing::warn!(
-                lock = LOCK_FILE,
-                "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
-                crate::util::wait::secs(poll.timeout())
-            );
+            if say {
+                tracing::warn!(
+                    lock = LOCK_FILE,
+                    "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
+                    crate::util::wait::secs(poll.timeout())
+                );
+            }
             said = true;
         }
         if said {
@@ -378,20 +389,70 @@ pub struct ExportReport {
     pub temp_files_removed: usize,
 }
 
+/// How long a long export ([`export`], the receipts') holds the document lock at a time:
+/// a writer that waits for it waits for about one batch (and one file's write), not for
+/// the whole export.
+pub const BATCH: std::time::Duration = std::time::Duration::from_millis(200);
+/// The pause between two batches, in which a writer woken by the lock's release takes it
+/// (the kernel hands a released `flock` to nobody in particular).
+const BETWEEN_BATCHES: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The document lock held in batches by a long export: let go and taken again once it
+/// has been held for [`BATCH`]. Each batch reads a snapshot taken after the lock, so no
+/// document it writes is older than the store's, and no writer is halfway through a
+/// write while a batch runs.
+pub struct Batches<'a> {
+    root: &'a Path,
+    locks: &'a Locks,
+    lock: Option<DocumentLock>,
+    since: std::time::Instant,
+}
+
+impl<'a> Batches<'a> {
+    /// Takes the document lock for the first batch (waiting as [`lock`] does).
+    pub fn begin(root: &'a Path, locks: &'a Locks) -> Result<Batches<'a>, DocumentError> {
+        Ok(Batches {
+            root,
+            locks,
+            lock: Some(lock(root, locks)?),
+            since: std::time::Instant::now(),
+        })
+    }
+
+    /// A safe point between two items: a stop asked for ends the work here, and once
+    /// the batch has lasted [`BATCH`] the lock is let go, waiting writers get their turn,
+    /// and it is taken again. True when it was: the caller's snapshot is then stale.
+    pub fn between(&mut self) -> Result<bool, DocumentError> {
+        crate::util::stop::check()?;
+        if self.since.elapsed() < BATCH {
+            return Ok(false);
+        }
+        self.lock = None;
+        std::thread::sleep(BETWEEN_BATCHES);
+        self.lock = Some(lock_saying(self.root, self.locks, false)?);
+        self.since = std::time::Instant::now();
+        Ok(true)
+    }
+}
+
 /// Materialises every stored document under `root` (atomically, skipping files that are
 /// already identical) and removes temp files a killed writer left behind. Runs under the
-/// document lock and inside the store's write transaction, which it never commits: no
-/// writer is between replacing a file and keeping or undoing it while export runs, and no
-/// temp file it removes belongs to a live writer (writers have them only under the lock).
+/// document lock, in batches ([`Batches`]): no writer is between replacing a file and
+/// keeping or undoing it while a batch runs, so no document is written older than the
+/// store's, and no temp file it removes belongs to a live writer (writers have them only
+/// under the lock). Documents a writer adds meanwhile are in their files already.
 pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport, DocumentError> {
-    let _lock = lock(root, locks)?;
-    let writer = store.writer()?;
+    let mut batches = Batches::begin(root, locks)?;
+    let mut reader = store.reader()?;
     let mut report = ExportReport {
-        temp_files_removed: remove_temp_files(root, &writer)?,
+        temp_files_removed: remove_temp_files(root, &reader)?,
         ..ExportReport::default()
     };
-    for rel in writer.document_paths()? {
-        let Some(doc) = writer.document(&rel)? else {
+    for rel in reader.document_paths()? {
+        if batches.between()? {
+            reader = store.reader()?;
+        }
+        let Some(doc) = reader.document(&rel)? else {
             continue;
         };
         let unwritable = |source| DocumentError::Unwritable {
@@ -408,7 +469,6 @@ pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport,
         fsutil::atomic_write(root, &rel, &doc.bytes).map_err(unwritable)?;
         report.written += 1;
     }
-    drop(writer);
     Ok(report)
 }
 
@@ -470,9 +530,9 @@ fn temp_files_in(
 /// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
 /// `<name>.tmp` nor anything else) wherever documents live, in directories whose real
 /// location is inside the workspace.
-fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentError> {
+fn remove_temp_files(root: &Path, store: &impl Lookup) -> Result<usize, DocumentError> {
     let mut dirs = vec![String::new()];
-    if let Some(workspace) = writer.workspace()? {
+    if let Some(workspace) = store.workspace()? {
         for key in &workspace.project_keys {
             dirs.push(layout::evidence_dir(key));
             dirs.push(layout::project_dir(key));
