@@ -529,11 +529,13 @@ impl Service {
             );
         } else {
             let form = sink.form();
+            let stops = sink.stops();
             read::session_lines::read_session_pieces(
                 store,
                 &self.root.path,
                 request,
                 form,
+                &|| stops.iter().any(crate::util::stop_flag::Stop::is_set),
                 |piece| sink.piece(piece),
             );
         }

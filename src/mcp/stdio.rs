@@ -584,6 +584,10 @@ impl crate::read::Sink for PieceSender {
     fn piece(&mut self, piece: String) -> bool {
         self.send(piece)
     }
+
+    fn stops(&self) -> Vec<Stop> {
+        vec![self.stop.clone(), self.ended.clone()]
+    }
 }
 
 impl Streamer {
