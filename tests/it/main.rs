@@ -33,6 +33,7 @@ mod real_model;
 mod rebuild_race;
 mod run_command;
 mod session_files;
+mod stops;
 mod store_format;
 mod tool_output;
 mod tool_output_text;
