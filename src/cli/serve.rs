@@ -86,7 +86,10 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
             let service = Service::new(config);
             // A client shows a server that started as connected, whatever its workspace:
             // say plainly on stderr (its log) that this one answers nothing useful.
-            if let Some(problem) = service.unavailable() {
+            // (A start a signal stopped is not the workspace's fault.)
+            if let Some(problem) = service.unavailable()
+                && stop::requested().is_none()
+            {
                 eprintln!("{}", unavailable_warning(&problem));
             }
             service

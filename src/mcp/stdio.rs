@@ -552,19 +552,33 @@ impl PieceSender {
     /// Sends the next piece of the text, already escaped as JSON string content
     /// (without quotes). False when the text is no longer wanted: its request was
     /// cancelled, or the input ended (then the writer ends the text as unfinished, and
-    /// goes on with the next answer). Waits while the writer is [`PIECES_AHEAD`] behind.
+    /// goes on with the next answer). Waits while the writer is [`PIECES_AHEAD`] behind,
+    /// asking the flags meanwhile: a writer stuck on a client that reads nothing must not
+    /// keep the text's maker (and the store it reads) past a stop.
     pub fn send(&self, piece: String) -> bool {
-        if self.stop.is_set() || self.ended.is_set() {
-            // Said once, and never waiting for the writer: a writer that cannot go on
-            // ends the text as unfinished instead.
-            if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst)
-                && self.pieces.try_send(Some(STOPPED_TEXT.to_owned())).is_ok()
-            {
-                let _ = self.pieces.try_send(None);
+        let mut piece = Some(piece);
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            if self.stop.is_set() || self.ended.is_set() {
+                // Said once, and never waiting for the writer: a writer that cannot go on
+                // ends the text as unfinished instead.
+                if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst)
+                    && self.pieces.try_send(Some(STOPPED_TEXT.to_owned())).is_ok()
+                {
+                    let _ = self.pieces.try_send(None);
+                }
+                return false;
             }
-            return false;
+            match self.pieces.try_send(piece.take()) {
+                Ok(()) => return true,
+                Err(std::sync::mpsc::TrySendError::Full(back)) => {
+                    piece = back;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(2));
+                }
+                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return false,
+            }
         }
-        self.pieces.send(Some(piece)).is_ok()
     }
 
     /// Marks the text complete. A sender dropped without it leaves the text unfinished.

@@ -138,6 +138,56 @@ fn every_signal_stops_serve_with_writes_in_flight_and_verify_finds_the_store_hea
     }
 }
 
+/// SIGTERM while reads stream to a client that reads nothing (its stdout full, the
+/// reads' makers waiting to hand on their next pieces): the makers see the stop, let the
+/// store go, and it is closed cleanly.
+#[test]
+fn sigterm_stops_serve_while_reads_stream_to_a_client_that_reads_nothing() {
+    let ws = Workspace::example();
+    ws.add_large_session();
+    ws.ok(&["import"]);
+    let mut child = serve_command(&ws, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})).unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    // Compact reads of the whole session: each answer is made in more pieces than the
+    // transport takes ahead of its writer.
+    for id in 1..=12 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_session_lines",
+            "arguments": {"project_key": PROJECT, "session_ref": "S0009", "start_line": 1, "end_line": 2000}}});
+        writeln!(stdin, "{call}").unwrap();
+    }
+    // Answers have filled stdout once a first one has begun and nothing more comes.
+    let mut begun = [0u8; 4096];
+    stdout.read_exact(&mut begun).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&child, rustix::process::Signal::TERM);
+    let status = exit_or_hang(&mut child, NEVER).expect("serve ends after SIGTERM");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("and the store was closed"), "{err}");
+    drop((stdin, stdout));
+    assert!(verify_text(&ws).contains("no problems found"));
+}
+
 /// A `run` started in a workspace-less temp dir with `script` as its command.
 fn run_script(script: &str) -> (Child, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
