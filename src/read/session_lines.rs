@@ -10,8 +10,6 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use crate::read::Located;
 use crate::read::handle::{self, Handle};
 use crate::session::{LineFailure, SessionFile, check_lines, for_each_line};
@@ -53,7 +51,7 @@ pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> Read
 /// each segment's digest noted), so that a rejected read is one whole answer. Up to
 /// [`KEEP_BYTES`] of the checked bytes are kept; the rest are read again as they are
 /// sent, each part checked again before any of its bytes is printed (lines against their
-/// stored SHA-256, segments against the digest of the checked bytes). The records are
+/// stored SHA-256, segments against the SHA-256 of the line up to their end as checked). The records are
 /// printed straight from the bytes, part by part on two threads, at most
 /// [`PIECES_AHEAD`] pieces ahead of the one handed out, in `form`: one printer writes
 /// either the text or, for a transport that sends it inside a JSON message, the text
@@ -262,9 +260,18 @@ struct Part {
     len: usize,
     /// The checked bytes, when kept; else read again when sent.
     kept: Option<Vec<u8>>,
-    /// A segment's digest (SHA-256 of its bytes as checked), which its bytes must match
-    /// when read again; unused for whole lines (checked again line by line).
-    digest: [u8; 32],
+    /// For a segment not kept: how it is checked again when read again (whole lines
+    /// are checked again line by line).
+    again: Option<Box<Again>>,
+}
+
+/// A segment's check when it is read again: the line's hasher as it stood before the
+/// segment, and the SHA-256 of the line up to the segment's end as the check read it.
+/// The bytes read again, fed to that hasher, must give the same digest (different
+/// bytes would be a SHA-256 collision), so the hashing of the check is not done twice.
+struct Again {
+    before: lines::LineHasher,
+    through: [u8; 32],
 }
 
 enum PartOf {
@@ -424,7 +431,7 @@ impl Plan {
                     offset,
                     len,
                     kept: keep.then_some(kept),
-                    digest: [0; 32],
+                    again: None,
                 }])
             }
             Unit::Long(i) => {
@@ -451,6 +458,7 @@ impl Plan {
                         want
                     };
                     let segment = &buf[..cut];
+                    let before = (!keep).then(|| hasher.clone());
                     hasher.update(segment);
                     parts.push(Part {
                         of: PartOf::Segment {
@@ -461,11 +469,12 @@ impl Plan {
                         offset,
                         len: cut,
                         kept: keep.then(|| segment.to_vec()),
-                        digest: if keep {
-                            [0; 32]
-                        } else {
-                            Sha256::digest(segment).into()
-                        },
+                        again: before.map(|before| {
+                            Box::new(Again {
+                                before,
+                                through: hasher.so_far(),
+                            })
+                        }),
                     });
                     at += cut;
                 }
@@ -509,8 +518,12 @@ impl Plan {
             }
             &PartOf::Segment { entry, first, last } => {
                 let line = self.first_line + entry as u64;
-                if part.kept.is_none() && <[u8; 32]>::from(Sha256::digest(bytes)) != part.digest {
-                    return Err(LineFailure::Changed(line));
+                if let Some(again) = &part.again {
+                    let mut hasher = again.before.clone();
+                    hasher.update(bytes);
+                    if hasher.so_far() != again.through {
+                        return Err(LineFailure::Changed(line));
+                    }
                 }
                 let e = &self.entries[entry];
                 let mut out = O::with_capacity(bytes.len() + bytes.len() / 4 + 256);

@@ -165,7 +165,7 @@ fn hash_decoded(hasher: &mut Sha256, bytes: &[u8]) -> u64 {
 
 /// The digest and decoded length of a line fed in parts, each cut where
 /// [`lossless_cut`] allows: the same as [`hash_line`] of the whole.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct LineHasher {
     hasher: Sha256,
     decoded: u64,
@@ -174,6 +174,13 @@ pub struct LineHasher {
 impl LineHasher {
     pub fn update(&mut self, part: &[u8]) {
         self.decoded += hash_decoded(&mut self.hasher, part);
+    }
+
+    /// The SHA-256 of what was fed so far (decoded), the hasher left as it is: two
+    /// hashers fed the same first part then different second parts tell them apart by
+    /// it, as SHA-256 tells the two prefixes apart.
+    pub fn so_far(&self) -> [u8; 32] {
+        self.hasher.clone().finalize().into()
     }
 
     /// Whether the line fed matches `entry`'s digest and decoded length.

@@ -138,8 +138,9 @@ def run_huge_load(bin_: str, ws: Path, store: Path, project: str, lines: int, li
     proc.wait()
     err.seek(0)
     tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
+    took = time.monotonic() - started
     if alive and whole + refused == HUGE_READS:
-        return f"holds ({whole} whole, {refused} refused)", peak
+        return f"holds ({whole} whole, {refused} refused, all answered in {took:.1f} s)", peak
     how = "running" if alive else f"exited {proc.returncode}"
     return (f"fails ({whole} whole, {refused} refused of {HUGE_READS}; serve {how}"
             f"{'; ' + tail[0][:80] if tail else ''})"), peak
