@@ -225,9 +225,13 @@ fn lock_saying(root: &Path, locks: &Locks, say: bool) -> Result<DocumentLock, Do
     let file = fsutil::open_lock_file(root, LOCK_FILE).map_err(unwritable)?;
     let mut poll = crate::util::wait::Poll::new(timeout);
     let mut said = false;
+    let mut waiting = false;
     loop {
         match file.try_lock() {
             Ok(()) => {
+                if waiting {
+                    waiting::set(&file, false);
+                }
                 let line = holder_line(&locks.holder);
                 // Who holds it is for messages only: a lock file that cannot take the line
                 // (a full disk) still locks.
@@ -238,6 +242,11 @@ fn lock_saying(root: &Path, locks: &Locks, say: bool) -> Result<DocumentLock, Do
             }
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
+        }
+        if !waiting {
+            // Says so to a long export, which lets waiters in between its batches.
+            waiting::set(&file, true);
+            waiting = true;
         }
         let holder = read_holder(&file);
         // The holder writes its line just after taking the lock: give it a moment before
@@ -297,6 +306,9 @@ fn wait_in_turn(
             other => break other,
         }
     };
+    // Had, or given up (the helper, abandoned, keeps this open file until it has the
+    // lock): this process no longer waits.
+    waiting::set(&file, false);
     match taken {
         Ok(Ok(())) => {
             let line = holder_line(holder);
@@ -389,46 +401,103 @@ pub struct ExportReport {
     pub temp_files_removed: usize,
 }
 
-/// How long a long export ([`export`], the receipts') holds the document lock at a time:
-/// a writer that waits for it waits for about one batch (and one file's write), not for
-/// the whole export.
+/// How long a long export ([`export`], the receipts') holds the document lock at a time
+/// while another process waits for it: a writer waits for about one batch (and one
+/// file's write), not for the whole export.
 pub const BATCH: std::time::Duration = std::time::Duration::from_millis(200);
-/// The pause between two batches, in which a writer woken by the lock's release takes it
-/// (the kernel hands a released `flock` to nobody in particular).
-const BETWEEN_BATCHES: std::time::Duration = std::time::Duration::from_millis(10);
+/// Longest an export, between two batches, leaves the lock to the processes that wait
+/// for it (each takes it in turn) before it waits in the queue itself.
+const HANDOFF_MAX: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The document lock held in batches by a long export: let go and taken again once it
-/// has been held for [`BATCH`]. Each batch reads a snapshot taken after the lock, so no
-/// document it writes is older than the store's, and no writer is halfway through a
-/// write while a batch runs.
+/// Who waits for the document lock: a waiter holds one byte of the lock file shared (an
+/// open file description lock, apart from the `flock` that is the lock itself) from its
+/// first failed try until it has the lock, so that a holder can ask whether anyone waits.
+mod waiting {
+    use std::os::fd::AsRawFd;
+
+    const BYTE: libc::off_t = 0;
+
+    fn flock(kind: libc::c_int) -> libc::flock {
+        // SAFETY: an all-zero `flock` is a valid value of this plain C struct.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = BYTE;
+        lock.l_len = 1;
+        lock
+    }
+
+    /// Says (or stops saying) through `file` that this process waits. Where such locks
+    /// cannot be taken nobody says so, and an export lets the lock go at every batch.
+    pub(super) fn set(file: &std::fs::File, waits: bool) {
+        let mut lock = flock(if waits { libc::F_RDLCK } else { libc::F_UNLCK });
+        // SAFETY: the descriptor is open for the call, and `lock` is a valid `flock`.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &raw mut lock) };
+    }
+
+    /// Whether another open of the lock file says it waits; `None` when it cannot be
+    /// asked.
+    pub(super) fn anyone(file: &std::fs::File) -> Option<bool> {
+        let mut lock = flock(libc::F_WRLCK);
+        // SAFETY: the descriptor is open for the call, and `lock` is a valid `flock`.
+        let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &raw mut lock) };
+        (asked == 0).then(|| lock.l_type != libc::F_UNLCK as libc::c_short)
+    }
+}
+
+/// The document lock held in batches by a long export: once it has been held for
+/// [`BATCH`] and another process waits for it, it is let go until the waiters have had
+/// their turns (at most [`HANDOFF_MAX`]), then taken again. Each batch reads a snapshot
+/// taken after the lock, so no document it writes is older than the store's, and no
+/// writer is halfway through a write while a batch runs.
 pub struct Batches<'a> {
     root: &'a Path,
     locks: &'a Locks,
     lock: Option<DocumentLock>,
+    /// An open of the lock file of its own, to ask who waits.
+    probe: std::fs::File,
     since: std::time::Instant,
 }
 
 impl<'a> Batches<'a> {
     /// Takes the document lock for the first batch (waiting as [`lock`] does).
     pub fn begin(root: &'a Path, locks: &'a Locks) -> Result<Batches<'a>, DocumentError> {
+        let lock = lock(root, locks)?;
+        let probe = fsutil::open_lock_file(root, LOCK_FILE).map_err(|source| {
+            DocumentError::Unwritable {
+                rel: LOCK_FILE.to_owned(),
+                source,
+            }
+        })?;
         Ok(Batches {
             root,
             locks,
-            lock: Some(lock(root, locks)?),
+            lock: Some(lock),
+            probe,
             since: std::time::Instant::now(),
         })
     }
 
     /// A safe point between two items: a stop asked for ends the work here, and once
-    /// the batch has lasted [`BATCH`] the lock is let go, waiting writers get their turn,
-    /// and it is taken again. True when it was: the caller's snapshot is then stale.
+    /// the batch has lasted [`BATCH`] the waiting writers get their turn. True when the
+    /// lock was let go: the caller's snapshot is then stale.
     pub fn between(&mut self) -> Result<bool, DocumentError> {
         crate::util::stop::check()?;
         if self.since.elapsed() < BATCH {
             return Ok(false);
         }
+        self.since = std::time::Instant::now();
+        if waiting::anyone(&self.probe) == Some(false) {
+            return Ok(false);
+        }
         self.lock = None;
-        std::thread::sleep(BETWEEN_BATCHES);
+        // Each waiter takes the lock in turn and stops saying it waits; whoever has not
+        // had it by the bound queues with this export.
+        let handoff = crate::util::wait::Poll::new(HANDOFF_MAX);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        while waiting::anyone(&self.probe) == Some(true) && !handoff.left().is_zero() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         self.lock = Some(lock_saying(self.root, self.locks, false)?);
         self.since = std::time::Instant::now();
         Ok(true)
