@@ -441,7 +441,7 @@ mod waiting {
         let mut lock = flock(libc::F_WRLCK);
         // SAFETY: the descriptor is open for the call, and `lock` is a valid `flock`.
         let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &raw mut lock) };
-        (asked == 0).then(|| lock.l_type != libc::F_UNLCK as libc::c_short)
+        (asked == 0).then_some(lock.l_type != libc::F_UNLCK as libc::c_short)
     }
 }
 
