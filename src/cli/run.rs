@@ -72,7 +72,7 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
     // Stopped while the command ran: nothing more is done (the import and export that
     // would follow are what `run` was asked not to finish).
     if let Some(signal) = crate::util::stop::requested() {
-        return Ok(crate::cli::signals::interrupted(config, signal, false));
+        return Ok(crate::cli::signals::interrupted_command(signal));
     }
 
     let mut targets: Vec<(WorkspaceRoot, PathBuf)> = served_workspaces(dir.path())

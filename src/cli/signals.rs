@@ -92,15 +92,23 @@ pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitC
             "the store is unchanged, and every file written is whole: run `evidence-store export` again"
         }
         (Command::Build, false) => "the store and daily-report.json are unchanged",
-        (Command::Run { .. }, false) => {
-            "every write its servers acknowledged is kept; run `evidence-store import`, then \
-             `evidence-store export`, to adopt what the command wrote and write the store's \
-             documents back"
-        }
         _ => "the store is unchanged",
     };
     eprintln!(
         "evidence-store: interrupted by {}; {state}",
+        stop::signal_name(signal)
+    );
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}
+
+/// [`interrupted`] for `run` stopped while its command ran (its own import and export
+/// not begun): what its servers wrote is in the store, what the command wrote is adopted
+/// by the next import.
+pub(crate) fn interrupted_command(signal: i32) -> ExitCode {
+    eprintln!(
+        "evidence-store: interrupted by {}; every write its servers acknowledged is kept; run \
+         `evidence-store import`, then `evidence-store export`, to adopt what the command \
+         wrote and write the store's documents back",
         stop::signal_name(signal)
     );
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
