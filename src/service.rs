@@ -48,6 +48,9 @@ pub struct Service {
     /// The contract of the served workspace, once it has loaded.
     contract: OnceLock<Contract>,
     store: OnceLock<Store>,
+    /// A read-only view of the store, for reads while the writable open must wait
+    /// (another process holds the store's gate or redb's write lock).
+    view: OnceLock<Store>,
     /// The start-up import has not completed yet (deferred or failed transiently).
     pending: AtomicBool,
     /// The last start problem: a transient one is retried, any other kept.
@@ -165,6 +168,10 @@ pub enum ServiceError {
 /// process (a commit takes milliseconds; a stopped or stuck holder must not stop reads).
 const READ_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a read's attempt to open the store for writing and import waits for redb's
+/// locks: a commit takes milliseconds, and past this the read is answered from the view.
+const START_FOR_READS_WAIT: Duration = Duration::from_millis(250);
+
 /// Why a write cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum NotWritable {
@@ -203,9 +210,21 @@ const BUSY_HINT: &str = "retry when the named process is done; if it is stuck, s
 
 /// The store, writable; on read-only media, read-only when it exists: it can still answer
 /// reads if it is up to date (the import then writes nothing), and every write is refused
-/// naming it.
-fn open_store(path: &Path, lock_wait: Duration, disk: &Disk) -> Result<Store, StartError> {
-    match Store::open_on(path, lock_wait, disk.clone()) {
+/// naming it. `for_reads`: refused while another process holds the store's gate, rather
+/// than opened without it after the wait (reads have the view meanwhile). Writes go
+/// through `disk`.
+fn open_store(
+    path: &Path,
+    lock_wait: Duration,
+    disk: &Disk,
+    for_reads: bool,
+) -> Result<Store, StartError> {
+    let opened = if for_reads {
+        Store::open_if_ungated(path, lock_wait, disk.clone())
+    } else {
+        Store::open_on(path, lock_wait, disk.clone())
+    };
+    match opened {
         Ok(store) => Ok(store),
         Err(e) if e.kind() == Kind::StoreBusy => Err(e.into()),
         Err(e) if crate::store::on_read_only_media(path) && path.is_file() => {
@@ -244,6 +263,7 @@ impl Service {
             store_path,
             contract: OnceLock::new(),
             store: OnceLock::new(),
+            view: OnceLock::new(),
             pending: AtomicBool::new(true),
             problem: Mutex::new(None),
             starting: Mutex::new(()),
@@ -256,8 +276,7 @@ impl Service {
             disk,
         };
         if let Ok(guard) = service.starting.lock() {
-            let _ =
-                crate::util::wait::within(READ_WAIT, || service.try_start(&guard, Duration::ZERO));
+            let _ = service.try_start_for_reads(&guard);
         }
         if let Some(problem) = service.current_problem() {
             tracing::debug!(%problem, "workspace unavailable; every call will report it");
@@ -303,13 +322,25 @@ impl Service {
         })
     }
 
+    /// The attempt to start that a read (or `prompt_diary_ping`) makes: no wait for the
+    /// document lock, none for the store's gate (held by another process's open or close:
+    /// the writable open is left for later), and a short one for redb's own locks. A
+    /// store it cannot open for writing is read through the view ([`Service::readable`]).
+    fn try_start_for_reads(&self, starting: &MutexGuard<'_, ()>) -> Result<(), ImportError> {
+        crate::util::wait::within(START_FOR_READS_WAIT, || {
+            self.try_start(starting, Duration::ZERO, true)
+        })
+    }
+
     /// One attempt to finish starting (under `starting`): load and open what is not open
-    /// yet, then the import, waiting at most `lock_wait` for the document lock.
-    /// `Err` is the import's lock wait, for [`NotWritable::Busy`].
+    /// yet, then the import, waiting at most `lock_wait` for the document lock; `for_reads`:
+    /// no writable open while another process holds the store's gate. `Err` is the
+    /// import's lock wait, for [`NotWritable::Busy`].
     fn try_start(
         &self,
         _starting: &MutexGuard<'_, ()>,
         lock_wait: Duration,
+        for_reads: bool,
     ) -> Result<(), ImportError> {
         if !self.pending.load(Ordering::Acquire) {
             return Ok(());
@@ -341,7 +372,9 @@ impl Service {
                 let _ = self.contract.set(workspace.contract);
                 let opened = crate::store::check_own_store(&self.root.path, &self.store_path)
                     .map_err(StartError::OwnStore)
-                    .and_then(|()| open_store(&self.store_path, self.locks.timeout, &self.disk));
+                    .and_then(|()| {
+                        open_store(&self.store_path, self.locks.timeout, &self.disk, for_reads)
+                    });
                 match opened {
                     Ok(store) => self.store.get_or_init(|| store),
                     Err(problem) => {
@@ -385,14 +418,36 @@ impl Service {
     }
 
     /// The store for a read: while the start is unfinished, one more attempt first that
-    /// never waits (not for the document lock, nor for another call's attempt).
+    /// never waits (not for the document lock, the store's gate, nor another call's
+    /// attempt). While the store cannot be opened for writing because another process
+    /// holds a lock on it, reads are answered from a read-only view of it as it stands.
     fn readable(&self) -> Result<&Store, Arc<Unavailable>> {
         if self.pending.load(Ordering::Acquire)
             && let Ok(guard) = self.starting.try_lock()
         {
-            let _ = crate::util::wait::within(READ_WAIT, || self.try_start(&guard, Duration::ZERO));
+            let _ = self.try_start_for_reads(&guard);
         }
-        self.settled()
+        match self.settled() {
+            Err(problem) if self.store.get().is_none() && problem.kind() == Kind::StoreBusy => {
+                self.view().ok_or(problem)
+            }
+            settled => settled,
+        }
+    }
+
+    /// The read-only view, opened on first use; `None` when it cannot be opened now (the
+    /// file is missing, or mid-repair in another process).
+    fn view(&self) -> Option<&Store> {
+        if let Some(view) = self.view.get() {
+            return Some(view);
+        }
+        match Store::open_view(&self.store_path, READ_WAIT) {
+            Ok(view) => Some(self.view.get_or_init(|| view)),
+            Err(e) => {
+                tracing::debug!(error = %e, "no read-only view of the store");
+                None
+            }
+        }
     }
 
     /// The store for a write: while the start is unfinished, the import first, waiting
@@ -403,7 +458,7 @@ impl Service {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            if let Err(busy) = self.try_start(&guard, self.locks.wait()) {
+            if let Err(busy) = self.try_start(&guard, self.locks.wait(), false) {
                 return Err(NotWritable::Busy(busy));
             }
         }
@@ -491,11 +546,13 @@ impl Service {
             );
         } else {
             let form = sink.form();
+            let stops = sink.stops();
             read::session_lines::read_session_pieces(
                 store,
                 &self.root.path,
                 request,
                 form,
+                &|| stops.iter().any(crate::util::stop_flag::Stop::is_set),
                 |piece| sink.piece(piece),
             );
         }
@@ -835,6 +892,8 @@ impl Service {
         let mut turns = Vec::new();
         let mut chains = Vec::new();
         for session_ref in session_refs {
+            // A safe point per card: a stop leaves the transaction uncommitted.
+            crate::util::stop::check().map_err(DocumentError::from)?;
             if let Some(record) = writer.session(key, session_ref)? {
                 turns.extend(record.session.turns.iter().map(|t| {
                     (
@@ -1087,6 +1146,11 @@ fn document_problem(root: &Path, e: DocumentError) -> Problem {
             "retry the call; if it persists, run `evidence-store import` and retry",
         ),
         DocumentError::Busy(_) => Problem::new("document_lock", e.to_string(), BUSY_HINT),
+        DocumentError::Stopped(_) => Problem::new(
+            "evidence_store",
+            format!("the server is stopping ({e}); nothing was changed"),
+            "call the tool again once the server is back",
+        ),
         DocumentError::Unreadable { .. } | DocumentError::Unwritable { .. } => Problem::new(
             "evidence_card",
             e.to_string(),

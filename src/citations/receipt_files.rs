@@ -78,14 +78,15 @@ enum NoReceipts {
 }
 
 /// Writes every receipt the store's citations call for under `root`, removes stale ones
-/// of ours, and reports what it did. Runs under the document lock on one read snapshot.
+/// of ours, and reports what it did. Runs under the document lock, in batches
+/// ([`documents::Batches`]), each session read from a snapshot taken under it.
 pub fn export_receipts(
     store: &Store,
     root: &Path,
     locks: &crate::util::wait::Locks,
 ) -> Result<ReceiptsReport, ReceiptError> {
-    let _lock = documents::lock(root, locks)?;
-    let reader = store.reader()?;
+    let mut batches = documents::Batches::begin(root, locks)?;
+    let mut reader = store.reader()?;
     let mut report = ReceiptsReport::default();
     let Some(workspace) = reader.workspace()? else {
         return Ok(report);
@@ -97,8 +98,13 @@ pub fn export_receipts(
         let dir = format!("projects/{key}/receipts");
         let mut kept: BTreeSet<String> = BTreeSet::new();
         let mut protected: BTreeSet<String> = BTreeSet::new();
-        for session in reader.sessions(&project)? {
-            let session_ref = session.session.session_ref.clone();
+        for session_ref in project.session_refs.clone() {
+            if batches.between()? {
+                reader = store.reader()?;
+            }
+            let Some(session) = reader.session(key, &session_ref)? else {
+                continue;
+            };
             let found = reader.session_citations(key, &session_ref)?;
             if found.is_empty() {
                 continue;

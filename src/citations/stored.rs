@@ -110,6 +110,10 @@ pub enum ReverifyError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Lock(crate::documents::DocumentError),
+    /// A signal asked the process to stop, at a safe point between two sessions: nothing
+    /// was committed.
+    #[error(transparent)]
+    Stopped(#[from] crate::util::stop::Stopped),
 }
 
 /// Checks the stored citations again (all, one project's, or one session's) against the
@@ -159,6 +163,8 @@ pub fn verify_citations(
         if session_ref.is_some_and(|s| s != group.session_ref) {
             continue;
         }
+        // A safe point per session: a stop leaves the transaction uncommitted.
+        crate::util::stop::check()?;
         let Some(scan) = writer.citation_scan(&group.project_key, &group.session_ref)? else {
             continue;
         };

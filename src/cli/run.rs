@@ -71,9 +71,10 @@ pub(crate) fn run_wrapped(config: &Config, command: &[OsString]) -> anyhow::Resu
         }
     };
     let code = exit_code(status);
-    // From here on `run` does its own writing: a signal stops it at a safe point.
-    if let Err(e) = crate::cli::signals::watch() {
-        tracing::warn!(%e, "signals will stop this command without cleaning up");
+    // Stopped while the command ran: nothing more is done (the import and export that
+    // would follow are what `run` was asked not to finish).
+    if let Some(signal) = crate::util::stop::requested() {
+        return Ok(crate::cli::signals::interrupted_command(signal));
     }
 
     let mut targets: Vec<(WorkspaceRoot, PathBuf)> = dir
@@ -182,18 +183,37 @@ fn not_started(program: &OsStr, e: &std::io::Error) -> String {
     }
 }
 
-/// Waits for the child; SIGTERM and SIGHUP sent to `run` are passed on to it, and SIGINT
-/// (which a terminal sends to the whole process group) only leaves `run` waiting, so the
-/// export still happens after the command has stopped.
+/// How long `run` waits for its command to end once it passed a signal on to it; then
+/// the command is killed.
+const CHILD_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits for the child. SIGINT, SIGTERM and SIGHUP sent to `run` are its stop request
+/// ([`crate::util::stop`]) and are passed on to the command, which gets [`CHILD_GRACE`]
+/// to end before it is killed; a second signal kills it at once. A SIGINT the terminal
+/// sent (to the whole foreground process group, the command included) is not sent again.
+/// Once the command has ended, signals are watched as every command's are.
 fn wait_forwarding_signals(
     command: std::process::Command,
 ) -> Result<std::process::ExitStatus, Waited> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use tokio::signal::unix::{SignalKind, signal};
+    // Registered before tokio's own handler, so it has run when tokio reports the signal.
+    let from_terminal = std::sync::Arc::new(AtomicBool::new(false));
+    let seen = from_terminal.clone();
+    // SAFETY: the action only stores to an atomic, which is async-signal-safe.
+    let origin = unsafe {
+        signal_hook_registry::register_sigaction(libc::SIGINT, move |info| {
+            seen.store(info.si_code == libc::SI_KERNEL, Ordering::SeqCst);
+        })
+    };
+    if let Err(e) = &origin {
+        tracing::debug!(error = %e, "a terminal's SIGINT will be passed on to the command too");
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Waited::Failed)?;
-    runtime.block_on(async {
+    let waited = runtime.block_on(async {
         let mut interrupt = signal(SignalKind::interrupt()).map_err(Waited::Failed)?;
         let mut terminate = signal(SignalKind::terminate()).map_err(Waited::Failed)?;
         let mut hangup = signal(SignalKind::hangup()).map_err(Waited::Failed)?;
@@ -204,20 +224,56 @@ fn wait_forwarding_signals(
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw);
-        let forward = |sig| {
+        let send = |sig| {
             if let Some(pid) = pid {
                 let _ = rustix::process::kill_process(pid, sig);
             }
         };
+        let mut deadline: Option<tokio::time::Instant> = None;
         loop {
-            tokio::select! {
-                status = child.wait() => return status.map_err(Waited::Failed),
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => forward(rustix::process::Signal::TERM),
-                _ = hangup.recv() => forward(rustix::process::Signal::HUP),
+            let signal = tokio::select! {
+                status = child.wait() => break status.map_err(Waited::Failed),
+                () = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)).await },
+                    if deadline.is_some() =>
+                {
+                    tracing::warn!("the command did not end within {} s of the signal; killing it", CHILD_GRACE.as_secs());
+                    send(rustix::process::Signal::KILL);
+                    deadline = None;
+                    continue;
+                }
+                _ = interrupt.recv() => libc::SIGINT,
+                _ = terminate.recv() => libc::SIGTERM,
+                _ = hangup.recv() => libc::SIGHUP,
+            };
+            if !crate::util::stop::request(signal) {
+                eprintln!(
+                    "evidence-store: {} again; killing the command",
+                    crate::util::stop::signal_name(signal)
+                );
+                send(rustix::process::Signal::KILL);
+                continue;
             }
+            let terminal = signal == libc::SIGINT && from_terminal.load(Ordering::SeqCst);
+            if !terminal {
+                send(match signal {
+                    libc::SIGINT => rustix::process::Signal::INT,
+                    libc::SIGHUP => rustix::process::Signal::HUP,
+                    _ => rustix::process::Signal::TERM,
+                });
+            }
+            deadline = Some(tokio::time::Instant::now() + CHILD_GRACE);
         }
-    })
+    });
+    // From here on `run` does its own writing: a signal stops it at a safe point. Watched
+    // before this wait's own handlers go, so that no signal falls between the two.
+    if let Err(e) = crate::cli::signals::watch() {
+        tracing::warn!(%e, "signals will stop this command without cleaning up");
+    }
+    drop(runtime);
+    if let Ok(id) = origin {
+        signal_hook_registry::unregister(id);
+    }
+    waited
 }
 
 /// The command's exit code; a command killed by a signal gets 128 + its number, as in a

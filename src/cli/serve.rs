@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::args::Config;
+use crate::cli::signals;
 use crate::mcp;
 use crate::service::Service;
 use crate::tool_output::service::ToolOutput;
+use crate::util::stop;
 
 /// Stack of the async runtime's threads (workers and blocking pool).
 const TASK_STACK_BYTES: usize = 4 << 20;
@@ -15,6 +17,11 @@ const TASK_STACK_BYTES: usize = 4 << 20;
 /// How long `serve` waits, once it has stopped serving, for its tasks to end (they were
 /// told to stop; within the end of input's grace).
 const SHUTDOWN_GRACE: std::time::Duration = mcp::STOP_GRACE;
+
+/// How long `serve`, its serving over, waits for the work still running on the blocking
+/// pool (told to stop: a write finishing its commit, a read at its next piece) to let the
+/// store go, so that it is closed cleanly.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     say_what_is_served(&config);
@@ -68,15 +75,24 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         locks,
         disk: crate::util::disk::Disk::real(),
     };
-    let served = runtime.block_on(async move {
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
+    // SIGINT, SIGTERM and SIGHUP (a client such as Codex ends each server it started
+    // with SIGTERM) stop the serving: every call is told to stop, and the store is
+    // closed once their work has let it go.
+    let asked = std::sync::Arc::new(tokio::sync::Notify::new());
+    let wake = asked.clone();
+    if let Err(e) = signals::watch_with(move |_| wake.notify_one()) {
+        tracing::warn!(%e, "signals will stop this server without closing the store");
+    }
+    let (served, held) = runtime.block_on(async move {
+        let shutdown = async move { asked.notified().await };
         mcp::serve_stdio(shutdown, move || {
             let service = Service::new(config);
             // A client shows a server that started as connected, whatever its workspace:
             // say plainly on stderr (its log) that this one answers nothing useful.
-            if let Some(problem) = service.unavailable() {
+            // (A start a signal stopped is not the workspace's fault.)
+            if let Some(problem) = service.unavailable()
+                && stop::requested().is_none()
+            {
                 eprintln!("{}", unavailable_warning(&problem, missing));
             }
             service
@@ -87,6 +103,13 @@ pub(crate) fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
     // read) is not waited for past this: the tasks are dropped, the threads left to the
     // process's exit.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    let closed = held.is_none_or(|held| held.close(CLOSE_WAIT));
+    if !closed {
+        tracing::warn!("work still running held the store; it was not closed");
+    }
+    if let Some(signal) = stop::requested() {
+        return Ok(signals::interrupted_serve(signal, closed));
+    }
     served.map_err(no_client_hint)?;
     Ok(ExitCode::SUCCESS)
 }

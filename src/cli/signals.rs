@@ -1,10 +1,10 @@
-//! SIGINT, SIGTERM and SIGHUP for the commands that run to an end (all but `serve`, which
-//! ends with its input, and `report`). The first one asks the work to stop at its next
-//! safe point ([`crate::util::stop`]): an import or rebuild rolls back, a short write
-//! finishes; either way the store is closed and scratch files removed before the process
-//! exits with 128 + the signal and one line saying what state the store is in
-//! ([`interrupted`]). A second signal ends the process at once, as a user pressing Ctrl-C
-//! twice expects.
+//! SIGINT, SIGTERM and SIGHUP, for every command that works on a store (`serve` and `run`
+//! included). The first one asks the work to stop at its next safe point
+//! ([`crate::util::stop`]): an import or rebuild rolls back, a short write finishes, a
+//! server stops taking calls and lets its running ones end; either way the store is
+//! closed and scratch files removed before the process exits with 128 + the signal and
+//! one line saying what state the store is in ([`interrupted`]). A second signal ends the
+//! process at once, as a user pressing Ctrl-C twice expects.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -15,6 +15,12 @@ use crate::util::stop;
 /// Starts watching (the handlers are registered before this returns, so no signal after
 /// it falls to the default action).
 pub fn watch() -> std::io::Result<()> {
+    watch_with(|_| {})
+}
+
+/// [`watch`], calling `on_first` with the first signal once it is recorded as the stop
+/// request (a server wakes its own loop with it).
+pub fn watch_with(on_first: impl Fn(i32) + Send + 'static) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -45,6 +51,7 @@ pub fn watch() -> std::io::Result<()> {
                         std::process::exit(128 + signal);
                     }
                     tracing::info!("{}: stopping at the next safe point", stop::signal_name(signal));
+                    on_first(signal);
                 }
             });
         })?;
@@ -89,6 +96,36 @@ pub(crate) fn interrupted(config: &Config, signal: i32, finished: bool) -> ExitC
     };
     eprintln!(
         "evidence-store: interrupted by {}; {state}",
+        stop::signal_name(signal)
+    );
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}
+
+/// [`interrupted`] for `run` stopped while its command ran (its own import and export
+/// not begun): what its servers wrote is in the store, what the command wrote is adopted
+/// by the next import.
+pub(crate) fn interrupted_command(signal: i32) -> ExitCode {
+    eprintln!(
+        "evidence-store: interrupted by {}; every write its servers acknowledged is kept; run \
+         `evidence-store import`, then `evidence-store export`, to adopt what the command \
+         wrote and write the store's documents back",
+        stop::signal_name(signal)
+    );
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}
+
+/// [`interrupted`] for `serve`: every write it answered is committed; `closed` says
+/// whether the store was closed (else work still running held it at the bound, and the
+/// next open repairs it).
+pub(crate) fn interrupted_serve(signal: i32, closed: bool) -> ExitCode {
+    let state = if closed {
+        "every write it acknowledged is kept, and the store was closed"
+    } else {
+        "every write it acknowledged is kept, but a call still running kept the store open: \
+         run `evidence-store verify`"
+    };
+    eprintln!(
+        "evidence-store serve: interrupted by {}; {state}",
         stop::signal_name(signal)
     );
     ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))

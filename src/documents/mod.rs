@@ -33,6 +33,9 @@ pub enum DocumentError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Busy(#[from] LockBusy),
+    /// A signal asked the process to stop, at a safe point between two documents.
+    #[error(transparent)]
+    Stopped(#[from] crate::util::stop::Stopped),
 }
 
 impl DocumentError {
@@ -44,7 +47,7 @@ impl DocumentError {
                 Kind::of_io(source)
             }
             DocumentError::Store(e) => e.kind(),
-            DocumentError::Busy(_) => Kind::Lasting,
+            DocumentError::Busy(_) | DocumentError::Stopped(_) => Kind::Lasting,
         }
     }
 }
@@ -207,6 +210,12 @@ pub fn holder_hint(root: &Path) -> String {
 /// logs once which process it waits for. The lock file names this process as
 /// `locks.holder`.
 pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
+    lock_saying(root, locks, true)
+}
+
+/// [`lock`]; `say`: whether to log which process it waits for (a long export taking the
+/// lock again between its batches waits for writers by design, and says nothing).
+fn lock_saying(root: &Path, locks: &Locks, say: bool) -> Result<DocumentLock, DocumentError> {
     let timeout = locks.wait();
     use std::os::unix::fs::FileExt;
     let unwritable = |source| DocumentError::Unwritable {
@@ -216,9 +225,13 @@ pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
     let file = fsutil::open_lock_file(root, LOCK_FILE).map_err(unwritable)?;
     let mut poll = crate::util::wait::Poll::new(timeout);
     let mut said = false;
+    let mut waiting = false;
     loop {
         match file.try_lock() {
             Ok(()) => {
+                if waiting {
+                    waiting::set(&file, false);
+                }
                 let line = holder_line(&locks.holder);
                 // Who holds it is for messages only: a lock file that cannot take the line
                 // (a full disk) still locks.
@@ -230,6 +243,11 @@ pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(unwritable(e)),
         }
+        if !waiting {
+            // Says so to a long export, which lets waiters in between its batches.
+            waiting::set(&file, true);
+            waiting = true;
+        }
         let holder = read_holder(&file);
         // The holder writes its line just after taking the lock: give it a moment before
         // saying that nobody is named.
@@ -237,11 +255,13 @@ pub fn lock(root: &Path, locks: &Locks) -> Result<DocumentLock, DocumentError> {
             let holder = holder
                 .as_ref()
                 .map_or_else(|| "another process".to_owned(), ToString::to_string);
-            tracing::warn!(
-                lock = LOCK_FILE,
-                "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
-                crate::util::wait::secs(poll.timeout())
-            );
+            if say {
+                tracing::warn!(
+                    lock = LOCK_FILE,
+                    "waiting for the workspace's document lock, held by {holder}; giving up after {} s",
+                    crate::util::wait::secs(poll.timeout())
+                );
+            }
             said = true;
         }
         if said {
@@ -286,6 +306,9 @@ fn wait_in_turn(
             other => break other,
         }
     };
+    // Had, or given up (the helper, abandoned, keeps this open file until it has the
+    // lock): this process no longer waits.
+    waiting::set(&file, false);
     match taken {
         Ok(Ok(())) => {
             let line = holder_line(holder);
@@ -424,20 +447,127 @@ pub struct ExportReport {
     pub temp_files_removed: usize,
 }
 
+/// How long a long export ([`export`], the receipts') holds the document lock at a time
+/// while another process waits for it: a writer waits for about one batch (and one
+/// file's write), not for the whole export.
+pub const BATCH: std::time::Duration = std::time::Duration::from_millis(200);
+/// Longest an export, between two batches, leaves the lock to the processes that wait
+/// for it (each takes it in turn) before it waits in the queue itself.
+const HANDOFF_MAX: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Who waits for the document lock: a waiter holds one byte of the lock file shared (an
+/// open file description lock, apart from the `flock` that is the lock itself) from its
+/// first failed try until it has the lock, so that a holder can ask whether anyone waits.
+mod waiting {
+    use std::os::fd::AsRawFd;
+
+    const BYTE: libc::off_t = 0;
+
+    fn flock(kind: libc::c_int) -> libc::flock {
+        // SAFETY: an all-zero `flock` is a valid value of this plain C struct.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = BYTE;
+        lock.l_len = 1;
+        lock
+    }
+
+    /// Says (or stops saying) through `file` that this process waits. Where such locks
+    /// cannot be taken nobody says so, and an export lets the lock go at every batch.
+    pub(super) fn set(file: &std::fs::File, waits: bool) {
+        let mut lock = flock(if waits { libc::F_RDLCK } else { libc::F_UNLCK });
+        // SAFETY: the descriptor is open for the call, and `lock` is a valid `flock`.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &raw mut lock) };
+    }
+
+    /// Whether another open of the lock file says it waits; `None` when it cannot be
+    /// asked.
+    pub(super) fn anyone(file: &std::fs::File) -> Option<bool> {
+        let mut lock = flock(libc::F_WRLCK);
+        // SAFETY: the descriptor is open for the call, and `lock` is a valid `flock`.
+        let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &raw mut lock) };
+        (asked == 0).then_some(lock.l_type != libc::F_UNLCK as libc::c_short)
+    }
+}
+
+/// The document lock held in batches by a long export: once it has been held for
+/// [`BATCH`] and another process waits for it, it is let go until the waiters have had
+/// their turns (at most [`HANDOFF_MAX`]), then taken again. Each batch reads a snapshot
+/// taken after the lock, so no document it writes is older than the store's, and no
+/// writer is halfway through a write while a batch runs.
+pub struct Batches<'a> {
+    root: &'a Path,
+    locks: &'a Locks,
+    lock: Option<DocumentLock>,
+    /// An open of the lock file of its own, to ask who waits.
+    probe: std::fs::File,
+    since: std::time::Instant,
+}
+
+impl<'a> Batches<'a> {
+    /// Takes the document lock for the first batch (waiting as [`lock`] does).
+    pub fn begin(root: &'a Path, locks: &'a Locks) -> Result<Batches<'a>, DocumentError> {
+        let lock = lock(root, locks)?;
+        let probe = fsutil::open_lock_file(root, LOCK_FILE).map_err(|source| {
+            DocumentError::Unwritable {
+                rel: LOCK_FILE.to_owned(),
+                source,
+            }
+        })?;
+        Ok(Batches {
+            root,
+            locks,
+            lock: Some(lock),
+            probe,
+            since: std::time::Instant::now(),
+        })
+    }
+
+    /// A safe point between two items: a stop asked for ends the work here, and once
+    /// the batch has lasted [`BATCH`] the waiting writers get their turn. True when the
+    /// lock was let go: the caller's snapshot is then stale.
+    pub fn between(&mut self) -> Result<bool, DocumentError> {
+        crate::util::stop::check()?;
+        if self.since.elapsed() < BATCH {
+            return Ok(false);
+        }
+        self.since = std::time::Instant::now();
+        if waiting::anyone(&self.probe) == Some(false) {
+            return Ok(false);
+        }
+        self.lock = None;
+        // Each waiter takes the lock in turn and stops saying it waits; whoever has not
+        // had it by the bound queues with this export.
+        let handoff = crate::util::wait::Poll::new(HANDOFF_MAX);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        while waiting::anyone(&self.probe) == Some(true) && !handoff.left().is_zero() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        self.lock = Some(lock_saying(self.root, self.locks, false)?);
+        self.since = std::time::Instant::now();
+        Ok(true)
+    }
+}
+
 /// Materialises every stored document under `root` (atomically, skipping files that are
 /// already identical) and removes temp files a killed writer left behind. Runs under the
-/// document lock and inside the store's write transaction, which it never commits: no
-/// writer is between replacing a file and keeping or undoing it while export runs, and no
-/// temp file it removes belongs to a live writer (writers have them only under the lock).
+/// document lock, in batches ([`Batches`]): no writer is between replacing a file and
+/// keeping or undoing it while a batch runs, so no document is written older than the
+/// store's, and no temp file it removes belongs to a live writer (writers have them only
+/// under the lock). Documents a writer adds meanwhile are in their files already.
 pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport, DocumentError> {
-    let _lock = lock(root, locks)?;
-    let writer = store.writer()?;
+    let mut batches = Batches::begin(root, locks)?;
+    let mut reader = store.reader()?;
     let mut report = ExportReport {
-        temp_files_removed: remove_temp_files(root, &writer)?,
+        temp_files_removed: remove_temp_files(store.disk(), root, &reader)?,
         ..ExportReport::default()
     };
-    for rel in writer.document_paths()? {
-        let Some(doc) = writer.document(&rel)? else {
+    for rel in reader.document_paths()? {
+        if batches.between()? {
+            reader = store.reader()?;
+        }
+        let Some(doc) = reader.document(&rel)? else {
             continue;
         };
         let unwritable = |source| DocumentError::Unwritable {
@@ -451,10 +581,9 @@ pub fn export(store: &Store, root: &Path, locks: &Locks) -> Result<ExportReport,
             report.unchanged += 1;
             continue;
         }
-        fsutil::atomic_write(writer.disk(), root, &rel, &doc.bytes).map_err(unwritable)?;
+        fsutil::atomic_write(store.disk(), root, &rel, &doc.bytes).map_err(unwritable)?;
         report.written += 1;
     }
-    drop(writer);
     Ok(report)
 }
 
@@ -516,9 +645,13 @@ fn temp_files_in(
 /// Removes this program's temp files ([`fsutil::is_temp_name`]; never prompt-diary's
 /// `<name>.tmp` nor anything else) wherever documents live, in directories whose real
 /// location is inside the workspace.
-fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentError> {
+fn remove_temp_files(
+    disk: &crate::util::disk::Disk,
+    root: &Path,
+    store: &impl Lookup,
+) -> Result<usize, DocumentError> {
     let mut dirs = vec![String::new()];
-    if let Some(workspace) = writer.workspace()? {
+    if let Some(workspace) = store.workspace()? {
         for key in &workspace.project_keys {
             dirs.push(layout::evidence_dir(key));
             dirs.push(layout::project_dir(key));
@@ -531,7 +664,7 @@ fn remove_temp_files(root: &Path, writer: &Writer) -> Result<usize, DocumentErro
     let dirs = dirs.iter().map(|dir| root.join(dir)).collect();
     let mut removed = 0;
     for (path, _) in temp_files_in(&real_root, dirs) {
-        fsutil::remove_file(writer.disk(), &path).map_err(|source| DocumentError::Unwritable {
+        fsutil::remove_file(disk, &path).map_err(|source| DocumentError::Unwritable {
             rel: path.display().to_string(),
             source,
         })?;

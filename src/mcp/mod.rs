@@ -165,6 +165,9 @@ enum ModeArg {
 struct Lazy {
     cell: OnceCell<Arc<Service>>,
     start: Mutex<Option<Box<dyn FnOnce() -> Service + Send>>>,
+    /// Held by a start's blocking work while it runs: a service nobody waits for any more
+    /// is dropped (its store closed) there, when the start ends.
+    starting: Arc<()>,
 }
 
 impl Lazy {
@@ -175,8 +178,12 @@ impl Lazy {
                 let start = start.ok_or_else(|| {
                     ErrorData::internal_error("service start failed earlier", None)
                 })?;
-                tokio::task::spawn_blocking(move || Arc::new(start()))
+                let starting = self.starting.clone();
+                // Returned beside the service, so that a service nobody takes is dropped
+                // before the hold is.
+                tokio::task::spawn_blocking(move || (Arc::new(start()), starting))
                     .await
+                    .map(|(service, _starting)| service)
                     .map_err(|e| {
                         ErrorData::internal_error(format!("service start panicked: {e}"), None)
                     })
@@ -216,6 +223,7 @@ impl Server {
             service: Arc::new(Lazy {
                 cell: OnceCell::new(),
                 start: Mutex::new(Some(Box::new(start))),
+                starting: Arc::new(()),
             }),
             tool_router: Self::tool_router()
                 + Self::citation_router()
@@ -237,7 +245,7 @@ impl Server {
         Watch(tokio::spawn(async move {
             tokio::select! {
                 () = cancelled => stop.set(StopReason::Cancelled),
-                () = ended.wait() => stop.set(StopReason::EndOfInput),
+                () = ended.wait() => stop.set(ended.reason().unwrap_or(StopReason::EndOfInput)),
                 () = stop.wait() => {}
             }
         }))
@@ -696,11 +704,66 @@ impl From<rmcp::service::ServerInitializeError> for ServeError {
     }
 }
 
+/// The service a server made, kept past the end of serving so that it is dropped (and
+/// its store closed, which redb marks clean) only once no call's work holds it any more.
+pub struct Held(Arc<Lazy>);
+
+impl Held {
+    /// Once the runtime that served is shut down: waits, at most `within`, until neither a
+    /// start nor a call's work on the blocking pool holds the service, then drops it.
+    /// False when work still held it at the bound (it is then left to the process's exit,
+    /// and the store to the next open's repair).
+    pub fn close(self, within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        let waited = || {
+            let going = std::time::Instant::now() < deadline;
+            if going {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            going
+        };
+        // A start still running drops the service it makes when it ends.
+        while Arc::strong_count(&self.0.starting) > 1 {
+            if !waited() {
+                return false;
+            }
+        }
+        let Ok(lazy) = Arc::try_unwrap(self.0) else {
+            return false;
+        };
+        let Some(mut service) = lazy.cell.into_inner() else {
+            return true;
+        };
+        loop {
+            match Arc::try_unwrap(service) {
+                Ok(service) => {
+                    drop(service);
+                    return true;
+                }
+                Err(shared) if waited() => service = shared,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
 /// Serves MCP over this process's stdin and stdout (see `stdio.rs`) until the client
-/// disconnects or `shutdown` resolves; call it inside the runtime that serves.
+/// disconnects or `shutdown` resolves (a signal: every call's work is told to stop); call
+/// it inside the runtime that serves. Returns the service with the outcome, for
+/// [`Held::close`] once that runtime is shut down.
 pub async fn serve_stdio(
     shutdown: impl std::future::Future<Output = ()>,
     start: impl FnOnce() -> Service + Send + 'static,
+) -> (Result<(), ServeError>, Option<Held>) {
+    let mut held = None;
+    let served = serve_stdio_holding(shutdown, start, &mut held).await;
+    (served, held)
+}
+
+async fn serve_stdio_holding(
+    shutdown: impl std::future::Future<Output = ()>,
+    start: impl FnOnce() -> Service + Send + 'static,
+    held: &mut Option<Held>,
 ) -> Result<(), ServeError> {
     // Written through its own descriptor: unbuffered, and apart from anything that might
     // print to `std::io::stdout` (nothing should; logs go to stderr).
@@ -719,6 +782,7 @@ pub async fn serve_stdio(
     let mut server = Server::new(start);
     server.streamer = Some(transport.streamer());
     server.ended = transport.ended();
+    *held = Some(Held(server.service.clone()));
     run(server, transport, shutdown).await?;
     if output_failed() {
         return Err(ServeError::OutputFailed);
@@ -749,7 +813,12 @@ where
     };
     tokio::select! {
         quit = running.waiting() => { quit?; }
-        () = shutdown => { tracing::info!("shutting down"); }
+        () = shutdown => {
+            // Every call's work stops at its next safe point (a write finishes or drops
+            // its transaction); what has ended is then closed by the caller.
+            tracing::info!("stopping: every call is told to stop");
+            ended.set(StopReason::Interrupted);
+        }
         () = stopped => { tracing::warn!("the input ended; work still running is dropped"); }
     }
     Ok(())

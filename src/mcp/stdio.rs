@@ -10,8 +10,11 @@
 //! taken the reader keeps reading: responses (a client's answers to this server's
 //! sampling requests) and notifications (cancels) go on at once, the end of input starts
 //! the end at once, and lines that need a slot are held, in order, at most [`HELD_MAX`] of
-//! them (each at most [`LINE_MAX`] bytes of input); with that many held the reader reads
-//! nothing more until a slot is given back. A cancel for a held request drops it unstarted
+//! them (each at most [`LINE_MAX`] bytes of input); with that many held, the next line that
+//! needs a slot waits in the reader's hand until a slot is given back. Meanwhile the
+//! reader watches stdin: once the client has closed its end and no slot has been given
+//! back for [`EOF_WAIT`] (a client that closed stdin and reads no answer), the input has
+//! ended, as if its end had been read. A cancel for a held request drops it unstarted
 //! and unanswered. A cancelled request gives its slot back at once if
 //! its work has not started (it will not start: [`Streamer::begin`]), else when the work
 //! ends ([`Running`]): a cancel cannot stop a tool that runs on a blocking thread, so a
@@ -91,10 +94,42 @@ struct GateState {
     cancelled: HashSet<RequestId>,
     /// Requests left unanswered when the input ended and their work outlasted the grace.
     abandoned: usize,
+    /// Slots given back so far: whether a wait for room sees progress.
+    released: u64,
     /// Lines that need a slot, read while every slot was taken, in the order read.
     held: VecDeque<Decoded>,
     /// The input ended, or rmcp no longer listens: nothing held is handed on any more.
     ended: bool,
+}
+
+/// What the reader may do with the line in its hand that needs a slot
+/// ([`Gate::wait_for_room`]).
+enum Room {
+    /// Hold it (or hand it on).
+    Hold,
+    /// The output failed or the reading ended: nothing more is handed on.
+    Ended,
+    /// The client closed its end of the input and no slot was given back for
+    /// [`EOF_WAIT`]: the input has ended, this line with it.
+    Stalled,
+}
+
+/// How often a reader waiting for room asks whether the client closed its input.
+const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether the writing end of the input `fd` (a pipe or a socket) is closed: nothing
+/// more comes after what is buffered. A file, or anything `poll` cannot tell it of, never
+/// is.
+fn hung_up(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut probe = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd` for a descriptor borrowed for the call; no wait.
+    let ready = unsafe { libc::poll(&raw mut probe, 1, 0) };
+    ready > 0 && probe.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR) != 0
 }
 
 /// Which slot a written message gives back.
@@ -111,17 +146,44 @@ impl Gate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits until fewer than [`HELD_MAX`] lines are held; false when the output has
-    /// failed or the reading has ended.
-    fn wait_to_hold(&self) -> bool {
+    /// Whether lines are still read: the output has not failed and the reading has not
+    /// ended.
+    fn reading(&self) -> bool {
+        let state = self.lock();
+        !state.failed && !state.ended
+    }
+
+    /// Waits until fewer than [`HELD_MAX`] lines are held, so that the line in the
+    /// reader's hand can be. While it waits it asks `hung_up` (the client closed its end
+    /// of the input) now and then: once it has, a wait in which no slot is given back for
+    /// [`EOF_WAIT`] is [`Room::Stalled`].
+    fn wait_for_room(&self, hung_up: impl Fn() -> bool) -> Room {
         let mut state = self.lock();
-        while state.held.len() >= HELD_MAX && !state.failed && !state.ended {
+        // Since when, and at which count of slots given back, the client is gone.
+        let mut gone: Option<(std::time::Instant, u64)> = None;
+        loop {
+            if state.failed || state.ended {
+                return Room::Ended;
+            }
+            if state.held.len() < HELD_MAX {
+                return Room::Hold;
+            }
+            match gone {
+                Some((since, released)) if released == state.released => {
+                    if since.elapsed() >= EOF_WAIT {
+                        return Room::Stalled;
+                    }
+                }
+                _ => {
+                    gone = hung_up().then(|| (std::time::Instant::now(), state.released));
+                }
+            }
             state = self
                 .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(state, HANGUP_POLL)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
-        !state.failed && !state.ended
     }
 
     /// Holds `decoded` if a line is held already or every slot is taken; else gives it
@@ -223,6 +285,7 @@ impl Gate {
                 state.taken = state.taken.saturating_sub(1);
             }
         }
+        state.released += 1;
         drop(state);
         self.changed.notify_all();
     }
@@ -489,19 +552,33 @@ impl PieceSender {
     /// Sends the next piece of the text, already escaped as JSON string content
     /// (without quotes). False when the text is no longer wanted: its request was
     /// cancelled, or the input ended (then the writer ends the text as unfinished, and
-    /// goes on with the next answer). Waits while the writer is [`PIECES_AHEAD`] behind.
+    /// goes on with the next answer). Waits while the writer is [`PIECES_AHEAD`] behind,
+    /// asking the flags meanwhile: a writer stuck on a client that reads nothing must not
+    /// keep the text's maker (and the store it reads) past a stop.
     pub fn send(&self, piece: String) -> bool {
-        if self.stop.is_set() || self.ended.is_set() {
-            // Said once, and never waiting for the writer: a writer that cannot go on
-            // ends the text as unfinished instead.
-            if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst)
-                && self.pieces.try_send(Some(STOPPED_TEXT.to_owned())).is_ok()
-            {
-                let _ = self.pieces.try_send(None);
+        let mut piece = Some(piece);
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            if self.stop.is_set() || self.ended.is_set() {
+                // Said once, and never waiting for the writer: a writer that cannot go on
+                // ends the text as unfinished instead.
+                if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst)
+                    && self.pieces.try_send(Some(STOPPED_TEXT.to_owned())).is_ok()
+                {
+                    let _ = self.pieces.try_send(None);
+                }
+                return false;
             }
-            return false;
+            match self.pieces.try_send(piece.take()) {
+                Ok(()) => return true,
+                Err(std::sync::mpsc::TrySendError::Full(back)) => {
+                    piece = back;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(2));
+                }
+                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return false,
+            }
         }
-        self.pieces.send(Some(piece)).is_ok()
     }
 
     /// Marks the text complete. A sender dropped without it leaves the text unfinished.
@@ -520,6 +597,10 @@ impl crate::read::Sink for PieceSender {
 
     fn piece(&mut self, piece: String) -> bool {
         self.send(piece)
+    }
+
+    fn stops(&self) -> Vec<Stop> {
+        vec![self.stop.clone(), self.ended.clone()]
     }
 }
 
@@ -589,7 +670,7 @@ pub struct Stdio {
 impl Stdio {
     /// Starts the reader and writer threads.
     pub fn new(
-        read: impl Read + Send + 'static,
+        read: impl Read + std::os::fd::AsFd + Send + 'static,
         write: impl Write + Send + 'static,
     ) -> io::Result<Self> {
         let gate = Arc::new(Gate {
@@ -709,7 +790,7 @@ enum LineRead {
 }
 
 impl Reader {
-    fn run(self, read: impl Read) {
+    fn run(self, read: impl Read + std::os::fd::AsFd) {
         let dispatcher = self.clone();
         let dispatcher = std::thread::Builder::new()
             .name("evidence-store-held".into())
@@ -720,7 +801,8 @@ impl Reader {
         }
         let mut input = BufReader::with_capacity(64 << 10, read);
         let mut line = Vec::new();
-        while dispatcher.is_ok() && self.gate.wait_to_hold() {
+        let mut stalled = false;
+        while dispatcher.is_ok() && self.gate.reading() {
             let decoded = match read_line(&mut input, &mut line) {
                 Ok(LineRead::Line) => decode(&line),
                 Ok(LineRead::TooLong) => error(
@@ -736,6 +818,16 @@ impl Reader {
             };
             if line.capacity() > 1 << 20 {
                 line = Vec::new();
+            }
+            if needs_slot(&decoded) {
+                match self.gate.wait_for_room(|| hung_up(input.get_ref().as_fd())) {
+                    Room::Hold => {}
+                    Room::Ended => break,
+                    Room::Stalled => {
+                        stalled = true;
+                        break;
+                    }
+                }
             }
             let to_rmcp = self.lock_rmcp();
             let decoded = if needs_slot(&decoded) {
@@ -753,8 +845,17 @@ impl Reader {
         // Every request read is answered before rmcp learns that the input ended (held
         // ones are handed on as slots free), unless the work outlasts the grace (a model or
         // a client that never answers, a stuck file): the client is gone, so the rest is
-        // cancelled, what is still held never starts, and `serve` exits non-zero.
-        let left = self.gate.wait_until_idle_within(EOF_WAIT);
+        // cancelled, what is still held never starts, and `serve` exits non-zero. A stall
+        // has had its grace already, and the line in hand is unanswered too.
+        let left = if stalled {
+            tracing::warn!(
+                "stdin is closed and no answer was taken for {} ms; the input has ended",
+                EOF_WAIT.as_millis()
+            );
+            self.gate.wait_until_idle_within(std::time::Duration::ZERO) + 1
+        } else {
+            self.gate.wait_until_idle_within(EOF_WAIT)
+        };
         self.gate.ended.set(StopReason::EndOfInput);
         self.gate.end_input();
         if let Ok(dispatcher) = dispatcher {
@@ -1577,6 +1678,24 @@ mod tests {
         );
         assert!(next_for_rmcp(&mut stdio).is_none());
         assert_eq!(stdio.abandoned()(), IN_FLIGHT_MAX + 2);
+        assert!(stdio.gate.lock().held.is_empty());
+    }
+
+    #[test]
+    fn a_closed_input_is_seen_with_every_slot_taken_and_every_hold_full() {
+        let (read, mut write) = std::io::pipe().unwrap();
+        let mut stdio = Stdio::new(read, io::sink()).unwrap();
+        // Taken, held, one in the reader's hand, and more the reader never gets to.
+        for id in 0..(IN_FLIGHT_MAX + HELD_MAX) as i64 + 5 {
+            writeln!(write, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        }
+        for _ in 0..IN_FLIGHT_MAX {
+            assert!(next_for_rmcp(&mut stdio).is_some());
+        }
+        // No answer is ever written: the client closed stdin and reads nothing.
+        drop(write);
+        assert!(next_for_rmcp(&mut stdio).is_none(), "the input never ended");
+        assert_eq!(stdio.abandoned()(), IN_FLIGHT_MAX + HELD_MAX + 1);
         assert!(stdio.gate.lock().held.is_empty());
     }
 

@@ -57,6 +57,11 @@ pub trait Sink {
     fn form(&self) -> TextForm;
     /// Takes the next piece; false when the rest is not wanted (the read stops).
     fn piece(&mut self, piece: String) -> bool;
+    /// The flags that say the rest is not wanted, asked between the parts of a read
+    /// before any piece is made (a large read's check takes a while).
+    fn stops(&self) -> Vec<crate::util::stop_flag::Stop> {
+        Vec::new()
+    }
 }
 
 /// The whole text, in one string.

@@ -1,18 +1,18 @@
 //! `read_session_lines`: a line range of one indexed session, compact or full.
 //!
 //! The store says where the requested lines are; the session file is then read at exactly
-//! those bytes, in chunks of adjacent lines (one positioned read each, shared by two
+//! those bytes, in parts of adjacent lines (one positioned read each, shared by two
 //! threads), and every line is checked against its stored SHA-256. The cost depends on
-//! the lines asked for, not on the session's size.
+//! the lines asked for, not on the session's size, and the memory an answer holds on a
+//! constant, not on the range: a full read's long line is read in segments.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
 
 use crate::read::Located;
 use crate::read::handle::{self, Handle};
-use crate::session::{LineFailure, SessionFile, for_each_line};
+use crate::session::{LineFailure, SessionFile, check_lines, for_each_line};
 use crate::store::{Store, StoreError};
 use crate::util::lines::{self, LineEntry};
 use crate::util::parallel;
@@ -21,45 +21,57 @@ use compact::{CompactRecord, EntryKind};
 use super::*;
 
 /// Answers one read from `store`; session files are found under `root`. The same
-/// pipeline as [`read_session_pieces`], ending in records instead of text.
+/// pipeline as [`read_session_pieces`], ending in records instead of text (every part's
+/// bytes kept: the records hold them anyway).
 pub fn read_session_lines(store: &Store, root: &Path, req: &ReadRequest) -> ReadResult {
     let plan = match plan(store, root, req) {
         Planned::Read(plan) => plan,
         Planned::Answer(answer) => return answer,
     };
-    let mut buf = Vec::new();
-    let chunks = match plan.check_all(&mut buf) {
-        Ok(chunks) => chunks,
+    let parts = match plan.check(false, u64::MAX, &|| false) {
+        Ok(parts) => parts,
         Err(failure) => return failure.answer(&req.session_ref),
     };
     let records = match req.mode {
         Mode::Compact => Records::Compact(
-            plan.map_checked(&chunks, |line, entry, text| plan.compact(line, entry, text)),
+            plan.map_checked(&parts, |line, entry, text| plan.compact(line, entry, text)),
         ),
-        Mode::Full => Records::Full(plan.map_checked(&chunks, full_record)),
+        Mode::Full => Records::Full(plan.map_checked(&parts, full_record)),
     };
     ReadResult::Ok(ReadOk::new(req, records))
 }
 
 /// [`read_session_lines`]'s result as prompt-diary prints it (JSON indented by two
 /// spaces, byte-identical to `serde_json::to_string_pretty` of the result), handed to
-/// `emit` in pieces, in order, each as soon as it is printed, so that a transport can send the first while the rest are made. Every
-/// requested line is read and checked first (on two threads, chunk by chunk, each chunk
-/// one positioned read of exactly its lines' bytes): a rejected read is one whole
-/// answer, and no piece is ever taken back. Then the records are printed straight from
-/// the lines, chunk by chunk on two threads, in `form`: one printer writes either the
-/// text or, for a transport that sends it inside a JSON message, the text already
-/// escaped as JSON string content. `emit` returns false when the rest is not wanted.
+/// `emit` in pieces, in order, each as soon as it is printed, so that a transport can
+/// send the first while the rest are made.
+///
+/// Every requested line is read and checked first (on two threads, part by part, each
+/// one positioned read; a full read's line longer than [`SEGMENT_BYTES`] in segments,
+/// each segment's digest noted), so that a rejected read is one whole answer. Up to
+/// [`KEEP_BYTES`] of the checked bytes are kept; the rest are read again as they are
+/// sent, each part checked again before any of its bytes is printed (lines against their
+/// stored SHA-256, segments against the SHA-256 of the line up to their end as checked). The records are
+/// printed straight from the bytes, part by part on two threads, at most
+/// [`PIECES_AHEAD`] pieces ahead of the one handed out, in `form`: one printer writes
+/// either the text or, for a transport that sends it inside a JSON message, the text
+/// already escaped as JSON string content. `emit` returns false when the rest is not
+/// wanted. A part that no longer matches once sending has begun (the file changed
+/// between the check and the send) ends the text with a note saying so; no piece is
+/// ever taken back.
 pub fn read_session_pieces(
     store: &Store,
     root: &Path,
     req: &ReadRequest,
     form: TextForm,
+    stopped: &(dyn Fn() -> bool + Sync),
     emit: impl FnMut(String) -> bool,
 ) {
     match form {
-        TextForm::Text => print_pieces::<String>(store, root, req, emit),
-        TextForm::JsonString => print_pieces::<pretty::JsonString>(store, root, req, emit),
+        TextForm::Text => print_pieces::<String>(store, root, req, stopped, emit),
+        TextForm::JsonString => {
+            print_pieces::<pretty::JsonString>(store, root, req, stopped, emit);
+        }
     }
 }
 
@@ -77,6 +89,7 @@ fn print_pieces<O: pretty::Out>(
     store: &Store,
     root: &Path,
     req: &ReadRequest,
+    stopped: &(dyn Fn() -> bool + Sync),
     mut emit: impl FnMut(String) -> bool,
 ) {
     let whole = |answer: ReadResult| {
@@ -91,9 +104,9 @@ fn print_pieces<O: pretty::Out>(
             return;
         }
     };
-    let mut buf = Vec::new();
-    let chunks = match plan.check_all(&mut buf) {
-        Ok(chunks) => chunks,
+    let parts = match plan.check(req.mode == Mode::Full, KEEP_BYTES, stopped) {
+        Ok(parts) => parts,
+        Err(_) if stopped() => return,
         Err(failure) => {
             emit(whole(failure.answer(&req.session_ref)));
             return;
@@ -105,12 +118,39 @@ fn print_pieces<O: pretty::Out>(
     if !emit(head.into_text()) {
         return;
     }
+    let mut failed = None;
     let all = parallel::for_each_ordered(
-        chunks.len(),
-        || (),
-        |(), i| plan.print_checked::<O>(&chunks[i], req.mode),
-        &mut emit,
+        parts.len(),
+        PIECES_AHEAD,
+        Vec::new,
+        |buf, i| plan.print_part::<O>(&parts[i], req.mode, buf),
+        |piece| match piece {
+            Ok(piece) => emit(piece),
+            Err(failure) => {
+                failed = Some(failure);
+                false
+            }
+        },
     );
+    if let Some(failure) = failed {
+        let line = match failure {
+            LineFailure::Changed(line) => {
+                format!("line {line} no longer matches its recorded SHA-256")
+            }
+            LineFailure::Io(e) => format!("it could not be read again: {e}"),
+        };
+        tracing::warn!(
+            session = req.session_ref,
+            "{line}, after the check; the answer is cut"
+        );
+        let mut note = O::with_capacity(256);
+        note.text(&format!(
+            "\n[evidence-store: the session file changed while this answer was sent ({line}); \
+             the answer ends here: run `evidence-store import`, then read again]"
+        ));
+        emit(note.into_text());
+        return;
+    }
     if all {
         let mut tail = O::with_capacity(16);
         tail.newline(2);
@@ -190,12 +230,76 @@ impl ReadOk {
     }
 }
 
-/// Lines are read and processed in chunks of about this many bytes (a longer line is a
-/// chunk of its own): small enough that two threads share a read evenly and that memory
-/// stays bounded by the longest line, not by the range.
+/// Lines are read and processed in runs of adjacent lines of about this many bytes (a
+/// longer line is a run of its own): small enough that two threads share a read evenly.
 const CHUNK_BYTES: u64 = 64 << 10;
-/// Below this many bytes a read is one chunk, processed on the calling thread.
+/// Below this many bytes a read is one run, processed on the calling thread.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
+/// A full read's line longer than this is read, checked and sent in segments of about
+/// this many bytes (cut where the decoding of the parts is that of the whole), so that
+/// the answer holds a few segments at a time, never the line.
+pub const SEGMENT_BYTES: usize = 256 << 10;
+/// The checked bytes one read keeps from its check to its sending, in order; the parts
+/// past them are read again (and checked again) as they are sent.
+pub const KEEP_BYTES: u64 = 4 << 20;
+/// Pieces printed ahead of the one being handed out.
+pub const PIECES_AHEAD: usize = 4;
+
+/// What the check plans to read, before reading: a run of whole lines, or one long line
+/// to read in segments.
+enum Unit {
+    Lines(Range<usize>),
+    Long(usize),
+}
+
+/// One checked part of a read, in order: what it holds, where its bytes are, and its
+/// bytes when kept.
+struct Part {
+    of: PartOf,
+    offset: u64,
+    len: usize,
+    /// The checked bytes, when kept; else read again when sent.
+    kept: Option<Vec<u8>>,
+    /// For a segment not kept: how it is checked again when read again (whole lines
+    /// are checked again line by line).
+    again: Option<Box<Again>>,
+}
+
+/// A segment's check when it is read again: the line's hasher as it stood before the
+/// segment, and the SHA-256 of the line up to the segment's end as the check read it.
+/// The bytes read again, fed to that hasher, must give the same digest (different
+/// bytes would be a SHA-256 collision), so the hashing of the check is not done twice.
+struct Again {
+    before: lines::LineHasher,
+    through: [u8; 32],
+}
+
+enum PartOf {
+    /// Adjacent whole lines: the indices of their entries in [`Plan::entries`].
+    Lines(Range<usize>),
+    /// A segment of one long line (its entry's index): whether it starts or ends it.
+    Segment {
+        entry: usize,
+        first: bool,
+        last: bool,
+    },
+}
+
+/// `buf` holding `len` bytes, or an error when that much memory cannot be had: asked for
+/// before it is used, so that a failed allocation is an answer, never an abort.
+fn sized(buf: &mut Vec<u8>, len: usize) -> Result<(), LineFailure> {
+    // Bytes already there are read over, not cleared first.
+    if let Some(more) = len.checked_sub(buf.len()) {
+        buf.try_reserve_exact(more).map_err(|_| {
+            LineFailure::Io(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("{len} bytes of memory to hold the lines are not available now; retry, or read fewer lines"),
+            ))
+        })?;
+    }
+    buf.resize(len, 0);
+    Ok(())
+}
 
 impl Plan {
     /// The bytes from the first requested line's start to the last one's end.
@@ -206,79 +310,247 @@ impl Plan {
         }
     }
 
-    /// Reads every requested line into `buf` and checks each against its entry, on two
-    /// threads: chunk by chunk, each one positioned read of exactly its lines' bytes into
-    /// its own part of `buf`. Of several failures, the first line's is reported.
-    fn check_all<'b>(&self, buf: &'b mut Vec<u8>) -> Result<Vec<Checked<'b>>, LineFailure> {
-        let file = &self.file;
-        let base = self.entries.first().map_or(0, |e| e.offset);
-        let chunks = self.chunks();
-        // Where each chunk's bytes go in `buf` (the separators between chunks stay unread).
-        let mut spans = Vec::with_capacity(chunks.len());
-        for range in &chunks {
-            let first_line = self.first_line + range.start as u64;
-            let entries = &self.entries[range.clone()];
-            let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-                return Err(LineFailure::Changed(first_line));
-            };
-            // Offsets come from the store; a corrupt one is a changed line, not a panic.
-            let start = first.offset.checked_sub(base).map(usize::try_from);
-            let len = (last.offset + last.len)
-                .checked_sub(first.offset)
-                .map(usize::try_from);
-            let (Some(Ok(start)), Some(Ok(len))) = (start, len) else {
-                return Err(LineFailure::Changed(first_line));
-            };
-            spans.push(start..start + len);
-        }
-        buf.clear();
-        buf.resize(spans.last().map_or(0, |s| s.end), 0);
-        let mut parts = Vec::with_capacity(chunks.len());
-        let mut rest = buf.as_mut_slice();
-        let mut at = 0;
-        for span in &spans {
-            let (_, tail) = std::mem::take(&mut rest)
-                .split_at_mut_checked(span.start - at)
-                .ok_or(LineFailure::Changed(self.first_line))?;
-            let (part, tail) = tail
-                .split_at_mut_checked(span.len())
-                .ok_or(LineFailure::Changed(self.first_line))?;
-            parts.push(Mutex::new(part));
-            (rest, at) = (tail, span.end);
-        }
-        let checked = parallel::map_claimed(
-            chunks.len(),
-            || (),
-            |(), i| {
-                let entries = &self.entries[chunks[i].clone()];
-                let first_line = self.first_line + chunks[i].start as u64;
-                let mut part = parts[i].lock().unwrap_or_else(PoisonError::into_inner);
-                let offset = entries.first().map_or(0, |e| e.offset);
-                file.read_exact_at(&mut part, offset)
-                    .map_err(LineFailure::Io)?;
-                crate::session::check_lines(&part, entries, first_line)
-            },
-        );
-        checked.into_iter().collect::<Result<(), _>>()?;
-        drop(parts);
-        let buf: &'b [u8] = buf;
-        Ok(chunks
-            .into_iter()
-            .zip(spans)
-            .map(|(entries, span)| Checked {
-                first_line: self.first_line + entries.start as u64,
-                entries,
-                bytes: buf.get(span).unwrap_or_default(),
-            })
-            .collect())
+    /// The line numbers and the file offset and length of `range`'s entries (a corrupt
+    /// entry is a changed line, not a panic).
+    fn run_span(&self, range: &Range<usize>) -> Result<(u64, u64, usize), LineFailure> {
+        let first_line = self.first_line + range.start as u64;
+        let entries = &self.entries[range.clone()];
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return Err(LineFailure::Changed(first_line));
+        };
+        let len = (last.offset + last.len)
+            .checked_sub(first.offset)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(LineFailure::Changed(first_line))?;
+        Ok((first_line, first.offset, len))
     }
 
-    /// Calls `f` with each line of a checked chunk: its number, entry and text.
+    /// The units the check reads: runs of adjacent lines of about [`CHUNK_BYTES`] (one
+    /// run when the read is small), and, when `segmented`, each line longer than
+    /// [`SEGMENT_BYTES`] alone, to be read in segments.
+    fn units(&self, segmented: bool) -> Vec<Unit> {
+        let entries = &self.entries;
+        if entries.is_empty() {
+            return Vec::new();
+        }
+        if self.span() < PARALLEL_MIN_BYTES {
+            return vec![Unit::Lines(0..entries.len())];
+        }
+        let mut units = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (i, entry) in entries.iter().enumerate() {
+            if segmented && entry.len > SEGMENT_BYTES as u64 {
+                if start < i {
+                    units.push(Unit::Lines(start..i));
+                }
+                units.push(Unit::Long(i));
+                (start, bytes) = (i + 1, 0);
+                continue;
+            }
+            bytes += entry.len;
+            if bytes >= CHUNK_BYTES {
+                units.push(Unit::Lines(start..i + 1));
+                (start, bytes) = (i + 1, 0);
+            }
+        }
+        if start < entries.len() {
+            units.push(Unit::Lines(start..entries.len()));
+        }
+        units
+    }
+
+    /// Reads every requested line and checks each against its entry, on two threads,
+    /// unit by unit; keeps the bytes of the units that fit in `keep` bytes, in order. Of
+    /// several failures, the first line's is reported. Lines past the end of the file
+    /// are refused before anything is read. Between units and segments it asks
+    /// `stopped`, and ends when the read is no longer wanted.
+    fn check(
+        &self,
+        segmented: bool,
+        keep: u64,
+        stopped: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Part>, LineFailure> {
+        let Some(last) = self.entries.last() else {
+            return Ok(Vec::new());
+        };
+        let size = self.file.stat_again().map_err(LineFailure::Io)?.len();
+        if last.offset.saturating_add(last.len) > size {
+            let beyond = self
+                .entries
+                .iter()
+                .position(|e| e.offset.saturating_add(e.len) > size)
+                .unwrap_or(0);
+            return Err(LineFailure::Changed(self.first_line + beyond as u64));
+        }
+        let units = self.units(segmented);
+        let mut used = 0u64;
+        let kept: Vec<bool> = units
+            .iter()
+            .map(|unit| {
+                used = used.saturating_add(match unit {
+                    Unit::Lines(range) => self.run_span(range).map_or(u64::MAX, |s| s.2 as u64),
+                    Unit::Long(i) => self.entries[*i].len,
+                });
+                used <= keep
+            })
+            .collect();
+        let checked = parallel::map_claimed(units.len(), Vec::new, |buf, i| {
+            self.check_unit(&units[i], kept[i], buf, stopped)
+        });
+        let mut parts = Vec::with_capacity(units.len());
+        for unit in checked {
+            parts.extend(unit?);
+        }
+        Ok(parts)
+    }
+
+    /// Reads and checks one unit (into `buf`, unless its bytes are kept).
+    fn check_unit(
+        &self,
+        unit: &Unit,
+        keep: bool,
+        buf: &mut Vec<u8>,
+        stopped: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Part>, LineFailure> {
+        let no_longer_wanted = || LineFailure::Io(std::io::ErrorKind::Interrupted.into());
+        if stopped() {
+            return Err(no_longer_wanted());
+        }
+        match unit {
+            Unit::Lines(range) => {
+                let (first_line, offset, len) = self.run_span(range)?;
+                let mut kept = Vec::new();
+                let bytes = if keep { &mut kept } else { &mut *buf };
+                sized(bytes, len)?;
+                self.file
+                    .read_exact_at(bytes, offset)
+                    .map_err(LineFailure::Io)?;
+                check_lines(bytes, &self.entries[range.clone()], first_line)?;
+                Ok(vec![Part {
+                    of: PartOf::Lines(range.clone()),
+                    offset,
+                    len,
+                    kept: keep.then_some(kept),
+                    again: None,
+                }])
+            }
+            Unit::Long(i) => {
+                let entry = &self.entries[*i];
+                let line = self.first_line + *i as u64;
+                let len = usize::try_from(entry.len).map_err(|_| LineFailure::Changed(line))?;
+                let mut hasher = lines::LineHasher::default();
+                let mut parts = Vec::new();
+                let mut at = 0;
+                while at < len {
+                    if stopped() {
+                        return Err(no_longer_wanted());
+                    }
+                    let want = (len - at).min(SEGMENT_BYTES);
+                    // One byte past the segment, to cut where the decoding allows.
+                    sized(buf, (len - at).min(want + 1))?;
+                    let offset = entry.offset + at as u64;
+                    self.file
+                        .read_exact_at(buf, offset)
+                        .map_err(LineFailure::Io)?;
+                    let cut = if at + want < len {
+                        lines::lossless_cut(buf, want)
+                    } else {
+                        want
+                    };
+                    let segment = &buf[..cut];
+                    let before = (!keep).then(|| hasher.clone());
+                    hasher.update(segment);
+                    parts.push(Part {
+                        of: PartOf::Segment {
+                            entry: *i,
+                            first: at == 0,
+                            last: at + cut == len,
+                        },
+                        offset,
+                        len: cut,
+                        kept: keep.then(|| segment.to_vec()),
+                        again: before.map(|before| {
+                            Box::new(Again {
+                                before,
+                                through: hasher.so_far(),
+                            })
+                        }),
+                    });
+                    at += cut;
+                }
+                if !hasher.matches(entry) {
+                    return Err(LineFailure::Changed(line));
+                }
+                Ok(parts)
+            }
+        }
+    }
+
+    /// A checked part's text, its bytes read again and checked again unless kept.
+    fn print_part<O: pretty::Out>(
+        &self,
+        part: &Part,
+        mode: Mode,
+        buf: &mut Vec<u8>,
+    ) -> Result<String, LineFailure> {
+        let bytes: &[u8] = match &part.kept {
+            Some(bytes) => bytes,
+            None => {
+                sized(buf, part.len)?;
+                self.file
+                    .read_exact_at(buf, part.offset)
+                    .map_err(LineFailure::Io)?;
+                buf
+            }
+        };
+        match &part.of {
+            PartOf::Lines(range) => {
+                let first_line = self.first_line + range.start as u64;
+                if part.kept.is_none() {
+                    check_lines(bytes, &self.entries[range.clone()], first_line)?;
+                }
+                let checked = Checked {
+                    first_line,
+                    entries: range.clone(),
+                    bytes,
+                };
+                Ok(self.print_checked::<O>(&checked, mode))
+            }
+            &PartOf::Segment { entry, first, last } => {
+                let line = self.first_line + entry as u64;
+                if let Some(again) = &part.again {
+                    let mut hasher = again.before.clone();
+                    hasher.update(bytes);
+                    if hasher.so_far() != again.through {
+                        return Err(LineFailure::Changed(line));
+                    }
+                }
+                let e = &self.entries[entry];
+                let mut out = O::with_capacity(bytes.len() + bytes.len() / 4 + 256);
+                if first {
+                    if line != self.first_line {
+                        out.plain(",");
+                    }
+                    out.newline(4);
+                    pretty::full_open(&mut out, line, 4);
+                    out.quote();
+                }
+                out.string_part(&lines::decode(bytes));
+                if last {
+                    out.quote();
+                    pretty::full_close(&mut out, e.decoded_len, &lines::hex(&e.sha256), 4);
+                }
+                Ok(out.into_text())
+            }
+        }
+    }
+
+    /// Calls `f` with each line of a checked run: its number, entry and text.
     fn each_checked(&self, chunk: &Checked, mut f: impl FnMut(u64, &LineEntry, &str)) {
         let bytes = chunk.bytes;
         let entries = self.entries.get(chunk.entries.clone()).unwrap_or_default();
-        // Valid UTF-8 (the common case) is checked once for the chunk. A line is decoded
-        // alone, as Python decodes invalid bytes, when the chunk is not valid UTF-8 or the
+        // Valid UTF-8 (the common case) is checked once for the run. A line is decoded
+        // alone, as Python decodes invalid bytes, when the run is not valid UTF-8 or the
         // line does not end on one of its character boundaries (its terminator, which no
         // digest covers, was edited into a continuation byte).
         let whole = simdutf8::basic::from_utf8(bytes).ok();
@@ -293,7 +565,7 @@ impl Plan {
             });
     }
 
-    /// A checked chunk's lines printed as items of the records array, each on its own
+    /// A checked run's lines printed as items of the records array, each on its own
     /// line after its separator (none before the first requested line).
     fn print_checked<O: pretty::Out>(&self, chunk: &Checked, mode: Mode) -> String {
         let mut out = O::with_capacity(piece_capacity(chunk.bytes));
@@ -310,25 +582,32 @@ impl Plan {
         out.into_text()
     }
 
-    /// `make` applied to every line of the checked chunks, in order (chunks on two
-    /// threads).
+    /// `make` applied to every line of the checked parts (whole lines, their bytes
+    /// kept), in order (parts on two threads).
     fn map_checked<T: Send>(
         &self,
-        chunks: &[Checked],
+        parts: &[Part],
         make: impl Fn(u64, &LineEntry, &str) -> T + Sync,
     ) -> Vec<T> {
-        let per_chunk = parallel::map_claimed(
-            chunks.len(),
+        let per_part = parallel::map_claimed(
+            parts.len(),
             || (),
             |(), i| {
                 let mut out = Vec::new();
-                self.each_checked(&chunks[i], |line, entry, text| {
-                    out.push(make(line, entry, text));
-                });
+                if let (PartOf::Lines(range), Some(bytes)) = (&parts[i].of, &parts[i].kept) {
+                    let checked = Checked {
+                        first_line: self.first_line + range.start as u64,
+                        entries: range.clone(),
+                        bytes,
+                    };
+                    self.each_checked(&checked, |line, entry, text| {
+                        out.push(make(line, entry, text));
+                    });
+                }
                 out
             },
         );
-        per_chunk.into_iter().flatten().collect()
+        per_part.into_iter().flatten().collect()
     }
 
     /// The line's compact record, every trimmed entry given its handle.
@@ -356,32 +635,6 @@ impl Plan {
             }
         }
         record
-    }
-
-    /// The entries split into runs of adjacent lines of about [`CHUNK_BYTES`] each; one
-    /// run when the read is small.
-    fn chunks(&self) -> Vec<Range<usize>> {
-        let entries = &self.entries;
-        if entries.is_empty() {
-            return Vec::new();
-        }
-        if self.span() < PARALLEL_MIN_BYTES {
-            let whole = 0..entries.len();
-            return vec![whole];
-        }
-        let mut chunks = Vec::new();
-        let (mut start, mut bytes) = (0, 0);
-        for (i, entry) in entries.iter().enumerate() {
-            bytes += entry.len;
-            if bytes >= CHUNK_BYTES {
-                chunks.push(start..i + 1);
-                (start, bytes) = (i + 1, 0);
-            }
-        }
-        if start < entries.len() {
-            chunks.push(start..entries.len());
-        }
-        chunks
     }
 }
 
@@ -434,7 +687,7 @@ impl ReadResult {
 mod pretty {
     use super::{CompactRecord, FullRecord, Invalid, ReadOk, Records};
     use crate::read::compact::{ToolResult, ToolUse};
-    use crate::util::pyjson::{write_string, write_string_content_twice};
+    use crate::util::pyjson::{write_string, write_string_content, write_string_content_twice};
 
     /// Where printed JSON goes: the text itself ([`String`]), or the JSON string that
     /// holds the text ([`JsonString`], without its quotes). One printer writes both, so
@@ -454,6 +707,13 @@ mod pretty {
         /// A member name and its colon: `"key": `. Names are identifiers of ASCII
         /// letters, digits and underscores, which JSON strings never escape.
         fn key(&mut self, key: &'static str);
+        /// The quote that opens or closes a string written in parts.
+        fn quote(&mut self);
+        /// A part of a string's content (between [`Out::quote`]s): escaping is per
+        /// character, so the parts' content is the whole's.
+        fn string_part(&mut self, s: &str);
+        /// Text as it is (a note after the JSON: not JSON itself).
+        fn text(&mut self, s: &str);
 
         fn integer(&mut self, n: impl itoa::Integer) {
             self.plain(itoa::Buffer::new().format(n));
@@ -499,6 +759,18 @@ mod pretty {
             self.push_str(key);
             self.push_str("\": ");
         }
+
+        fn quote(&mut self) {
+            self.push('"');
+        }
+
+        fn string_part(&mut self, s: &str) {
+            write_string_content(self, s);
+        }
+
+        fn text(&mut self, s: &str) {
+            self.push_str(s);
+        }
     }
 
     /// The text written as the content of the JSON string that holds it: structure in
@@ -538,6 +810,18 @@ mod pretty {
             self.0.push_str("\\\"");
             self.0.push_str(key);
             self.0.push_str("\\\": ");
+        }
+
+        fn quote(&mut self) {
+            self.0.push_str("\\\"");
+        }
+
+        fn string_part(&mut self, s: &str) {
+            write_string_content_twice(&mut self.0, s);
+        }
+
+        fn text(&mut self, s: &str) {
+            write_string_content(&mut self.0, s);
         }
     }
 
@@ -715,11 +999,28 @@ mod pretty {
     }
 
     pub(super) fn full<O: Out>(out: &mut O, r: &FullRecord, indent: usize) {
+        full_open(out, r.line, indent);
+        out.string(&r.raw_line);
+        full_close(out, r.raw_bytes, &r.raw_sha256, indent);
+    }
+
+    /// A full record up to its `raw_line` value: what [`full`] writes before it, so that a
+    /// long line's text can follow in parts.
+    pub(super) fn full_open<O: Out>(out: &mut O, line: u64, indent: usize) {
         let mut o = Object::open(out, indent);
-        o.num("line", r.line);
-        o.str("raw_line", &r.raw_line);
-        o.num("raw_bytes", r.raw_bytes);
-        o.str("raw_sha256", &r.raw_sha256);
+        o.num("line", line);
+        o.key("raw_line");
+    }
+
+    /// A full record from after its `raw_line` value: what [`full`] writes after it.
+    pub(super) fn full_close<O: Out>(out: &mut O, raw_bytes: u64, raw_sha256: &str, indent: usize) {
+        let mut o = Object {
+            out,
+            indent,
+            empty: false,
+        };
+        o.num("raw_bytes", raw_bytes);
+        o.str("raw_sha256", raw_sha256);
         o.close();
     }
 }

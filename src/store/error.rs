@@ -45,6 +45,12 @@ pub enum OpenError {
         "the store {path} cannot be used: {why}; nothing was written through it (remove what is at that name, then run `evidence-store import`)"
     )]
     NotOwnFile { path: String, why: String },
+    /// Another process held the store's gate (in its open or close of the store) past the
+    /// wait, and this open was one that does not go on without it.
+    #[error(
+        "another process is opening or closing the store {path} (it holds the store's gate); retry"
+    )]
+    Gated { path: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -20,6 +20,7 @@ impl OpenError {
             OpenError::CreateDir { source, .. } => Kind::of_io(source),
             OpenError::Database { source, .. } => redb_kind(source),
             OpenError::Store(e) => e.kind(),
+            OpenError::Gated { .. } => Kind::StoreBusy,
             _ => Kind::Lasting,
         }
     }

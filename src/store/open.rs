@@ -154,6 +154,17 @@ impl Store {
         Store::open_as(path, Access::Write, lock_wait, disk)
     }
 
+    /// [`Store::open`], unless another process holds the store's gate past the wait
+    /// ([`OpenError::Gated`]), where `open` would go on without it: for a server that
+    /// can read from a view meanwhile ([`Store::open_view`]) and open it later.
+    pub fn open_if_ungated(
+        path: &Path,
+        lock_wait: std::time::Duration,
+        disk: Disk,
+    ) -> Result<Store, OpenError> {
+        Store::open_as(path, Access::WriteIfUngated, lock_wait, disk)
+    }
+
     /// Creates a new store at `path`, which must not exist (a rebuild's scratch file):
     /// nothing planted at the name is ever opened. It writes through `disk`.
     pub fn create_new(
@@ -186,7 +197,7 @@ impl Store {
             Access::New => {
                 try_open_writable_as(path, &shown, fault.clone(), &disk, lock_wait, Access::New)?
             }
-            _ => open_writable(path, &shown, fault.clone(), &disk, lock_wait)?,
+            access => open_writable_as(path, &shown, fault.clone(), &disk, lock_wait, access)?,
         };
         // Still behind the gate: an upgrade commits outside any document write.
         let guarded = guard::guard(&shown, || {
@@ -215,8 +226,25 @@ impl Store {
     /// Opens an existing store without writing to it (no migration, no repair), so that
     /// it can be inspected on read-only media or while it must not change.
     pub fn open_read_only(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
+        Store::open_read_only_gated(path, lock_wait, lock_wait)
+    }
+
+    /// A read-only view for a server whose writable open must wait (another process
+    /// holds the store's gate, or redb's write lock): [`Store::open_read_only`], but the
+    /// gate is held only when it is free at once. A header read beside a writer's open
+    /// or close at worst fails ([`OpenError::NeedsRepair`]), for the next call to retry;
+    /// a read-only handle never writes.
+    pub fn open_view(path: &Path, lock_wait: std::time::Duration) -> Result<Store, OpenError> {
+        Store::open_read_only_gated(path, lock_wait, std::time::Duration::ZERO)
+    }
+
+    fn open_read_only_gated(
+        path: &Path,
+        lock_wait: std::time::Duration,
+        gate_wait: std::time::Duration,
+    ) -> Result<Store, OpenError> {
         let shown = path.display().to_string();
-        let db = open_read_only(path, &shown, lock_wait)?;
+        let db = open_read_only(path, &shown, lock_wait, gate_wait)?;
         let store = Store {
             path: path.to_path_buf(),
             shown: shown.clone().into(),
@@ -280,7 +308,8 @@ impl Store {
         tracing::warn!(store = %self.shown, "reopening the store after an I/O error");
         let fresh = if self.read_only {
             Db::ReadOnly(
-                open_read_only(&self.path, &self.shown, self.lock_wait).map_err(open_to_store)?,
+                open_read_only(&self.path, &self.shown, self.lock_wait, self.lock_wait)
+                    .map_err(open_to_store)?,
             )
         } else {
             let (db, file_id, held) = open_writable(
@@ -452,13 +481,24 @@ fn open_writable(
     disk: &Disk,
     lock_wait: std::time::Duration,
 ) -> Result<Opened, OpenError> {
+    open_writable_as(path, shown, fault, disk, lock_wait, Access::Write)
+}
+
+fn open_writable_as(
+    path: &Path,
+    shown: &str,
+    fault: Option<Arc<backend::Fault>>,
+    disk: &Disk,
+    lock_wait: std::time::Duration,
+    access: Access,
+) -> Result<Opened, OpenError> {
     // How long a writable open waits while another process has the store open read-only
     // (`dump`, `verify`, a rebuild's in-use probe): redb refuses a writer beside a
     // read-only handle, and those commands hold theirs only briefly.
     let deadline = std::time::Instant::now() + crate::util::wait::bounded(lock_wait);
     let mut said = false;
     loop {
-        match try_open_writable(path, shown, fault.clone(), disk, lock_wait) {
+        match try_open_writable_as(path, shown, fault.clone(), disk, lock_wait, access) {
             Err(OpenError::Database { source, .. })
                 if matches!(*source, redb::Error::DatabaseAlreadyOpen)
                     && std::time::Instant::now() < deadline
@@ -485,6 +525,8 @@ enum Access {
     Read,
     /// Read and write, created when missing.
     Write,
+    /// [`Access::Write`], refused rather than done without the store's gate.
+    WriteIfUngated,
     /// A new file (a rebuild's scratch file): created here, never an existing one.
     New,
 }
@@ -525,7 +567,7 @@ fn store_file(path: &Path, shown: &str, access: Access) -> Result<std::fs::File,
             options.read(true).custom_flags(libc::O_NONBLOCK);
             match access {
                 Access::Read => {}
-                Access::Write => {
+                Access::Write | Access::WriteIfUngated => {
                     options.write(true).create(true).truncate(false);
                 }
                 Access::New => {
@@ -556,16 +598,6 @@ fn workspace_of_store(path: &Path) -> Option<PathBuf> {
     })
 }
 
-fn try_open_writable(
-    path: &Path,
-    shown: &str,
-    fault: Option<Arc<backend::Fault>>,
-    disk: &Disk,
-    lock_wait: std::time::Duration,
-) -> Result<Opened, OpenError> {
-    try_open_writable_as(path, shown, fault, disk, lock_wait, Access::Write)
-}
-
 fn try_open_writable_as(
     path: &Path,
     shown: &str,
@@ -590,7 +622,12 @@ fn try_open_writable_as(
             })?,
         );
     // The open writes the file (the live-writer flag, a repair) before any transaction.
-    let held = gate.hold_for_writing(shown);
+    let held = match access {
+        Access::WriteIfUngated => Some(gate.hold(true).map_err(|_| OpenError::Gated {
+            path: shown.to_owned(),
+        })?),
+        _ => gate.hold_for_writing(shown),
+    };
     let opened = guard::guard(shown, || {
         let backend = backend::Backend::new(file, disk.clone(), fault, lock_wait).store()?;
         Database::builder()
@@ -611,15 +648,18 @@ fn try_open_writable_as(
 /// Opens an existing file without writing to it; a store that needs repair (a writer
 /// was killed) is refused by redb rather than repaired. The file is opened non-blocking
 /// and checked first ([`store_file`]): a FIFO at the path would wait for a writer forever.
+/// redb's own locks are waited for at most `lock_wait` ([`backend::Backend`]): a stopped
+/// holder of its header lock (mid-commit) must not hang a read.
 fn open_read_only(
     path: &Path,
     shown: &str,
     lock_wait: std::time::Duration,
+    gate_wait: std::time::Duration,
 ) -> Result<ReadOnlyDatabase, OpenError> {
     let file = store_file(path, shown, Access::Read)?;
     // Behind the gate, the header read is never one a writer's open or close is halfway
     // through; past the wait's bound the open goes ahead without it.
-    let _held = backend::Gate::beside(&file, lock_wait)
+    let _held = backend::Gate::beside(&file, gate_wait)
         .map(std::sync::Arc::new)
         .ok()
         .and_then(|gate| match gate.hold(false) {
@@ -633,7 +673,9 @@ fn open_read_only(
         Database::builder()
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(CACHE_BYTES)
-            .open_read_only_with_backend(FileBackend::new(file).store()?)
+            .open_read_only_with_backend(
+                backend::Backend::new(file, Disk::real(), None, lock_wait).store()?,
+            )
             .store()
     });
     opened.map_err(|e| match e {

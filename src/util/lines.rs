@@ -163,6 +163,46 @@ fn hash_decoded(hasher: &mut Sha256, bytes: &[u8]) -> u64 {
     decoded
 }
 
+/// The digest and decoded length of a line fed in parts, each cut where
+/// [`lossless_cut`] allows: the same as [`hash_line`] of the whole.
+#[derive(Default, Clone)]
+pub struct LineHasher {
+    hasher: Sha256,
+    decoded: u64,
+}
+
+impl LineHasher {
+    pub fn update(&mut self, part: &[u8]) {
+        self.decoded += hash_decoded(&mut self.hasher, part);
+    }
+
+    /// The SHA-256 of what was fed so far (decoded), the hasher left as it is: two
+    /// hashers fed the same first part then different second parts tell them apart by
+    /// it, as SHA-256 tells the two prefixes apart.
+    pub fn so_far(&self) -> [u8; 32] {
+        self.hasher.clone().finalize().into()
+    }
+
+    /// Whether the line fed matches `entry`'s digest and decoded length.
+    pub fn matches(self, entry: &LineEntry) -> bool {
+        self.decoded == entry.decoded_len
+            && <[u8; 32]>::from(self.hasher.finalize()) == entry.sha256
+    }
+}
+
+/// Where to cut `bytes` at or a few bytes before `at` (`4 <= at < bytes.len()`) so that the
+/// lossy decoding of the two parts, one after the other, is that of the whole: before a
+/// byte that is not a UTF-8 continuation byte (a character, or an invalid sequence, never
+/// runs on past one), or at `at` when the four bytes up to it are all continuations (no
+/// sequence is longer than a lead byte and three of them). Always more than `at - 4`.
+pub fn lossless_cut(bytes: &[u8], at: usize) -> usize {
+    let continuation = |b: u8| b & 0xC0 == 0x80;
+    (at.saturating_sub(3)..=at)
+        .rev()
+        .find(|&p| bytes.get(p).is_some_and(|&b| !continuation(b)))
+        .unwrap_or(at)
+}
+
 /// SHA-256 and decoded length of one whole line's bytes.
 pub fn hash_line(bytes: &[u8]) -> ([u8; 32], u64) {
     let mut hasher = Sha256::new();
@@ -512,6 +552,54 @@ impl<O: Observer> Read for SegmentReader<'_, O> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_cut_where_lossless_cut_says_decodes_and_hashes_as_the_whole() {
+        let alphabet: [&[u8]; 9] = [
+            b"a",
+            b"\xC3\xA9",
+            b"\xE2\x82\xAC",
+            b"\xF0\x9F\x98\x80",
+            b"\x80",
+            b"\xE2\x82",
+            b"\xF0\x9F",
+            b"\xFF",
+            b"\xED\xA0\x80",
+        ];
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..2000 {
+            let mut line = Vec::new();
+            while line.len() < 40 {
+                line.extend_from_slice(alphabet[next() % alphabet.len()]);
+            }
+            let at = 4 + next() % (line.len() - 5);
+            let cut = lossless_cut(&line, at);
+            assert!(cut > at - 4 && cut <= at, "{cut} for {at}");
+            let (a, b) = line.split_at(cut);
+            assert_eq!(
+                format!("{}{}", decode(a), decode(b)),
+                decode(&line),
+                "{line:x?} at {cut}"
+            );
+            let mut hasher = LineHasher::default();
+            hasher.update(a);
+            hasher.update(b);
+            let (sha256, decoded_len) = hash_line(&line);
+            let entry = LineEntry {
+                offset: 0,
+                len: line.len() as u64,
+                decoded_len,
+                sha256,
+            };
+            assert!(hasher.matches(&entry), "{line:x?} at {cut}");
+        }
+    }
 
     fn py_lines(bytes: &[u8]) -> Vec<String> {
         splitlines(&decode(bytes)).map(str::to_owned).collect()

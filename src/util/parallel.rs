@@ -8,7 +8,7 @@
 //! its lateness costs at most half of itself. (rayon's pool is no fit: a thread outside
 //! the pool that calls it waits for a pool thread instead of working.)
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Runs `work(state, i)` for every `i` in `0..n` and returns the results in order of `i`.
@@ -60,50 +60,64 @@ pub fn map_claimed<S, T: Send>(
         .collect()
 }
 
-/// Runs `work(state, i)` for every `i` in `0..n` as [`map_claimed`] does, and hands the
-/// results to `emit` on the calling thread in order of `i`, each as soon as it and every
-/// one before it are done, so that the caller can pass results on while the rest are
-/// made. When `emit` returns false nothing more is emitted or started, and this returns
-/// false.
+/// Runs `work(state, i)` for every `i` in `0..n` on the calling thread and one helper,
+/// and hands the results to `emit` on the calling thread in order of `i`, each as soon as
+/// it and every one before it are done, so that the caller can pass results on while the
+/// rest are made. No piece is started more than `window` places ahead of the next one to
+/// emit, so at most about `window` results wait at a time, however slowly `emit` takes
+/// them. When `emit` returns false nothing more is emitted or started, and this returns
+/// false. A piece a panicking helper had claimed is done again on the calling thread.
 pub fn for_each_ordered<S, T: Send>(
     n: usize,
+    window: usize,
     state: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, usize) -> T + Sync,
     mut emit: impl FnMut(T) -> bool,
 ) -> bool {
-    let next = AtomicUsize::new(0);
-    let stopped = AtomicBool::new(false);
-    let slots: Mutex<Vec<Option<T>>> =
-        Mutex::new(std::iter::repeat_with(|| None).take(n).collect());
-    let lock = || slots.lock().unwrap_or_else(PoisonError::into_inner);
-    let claim = || {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        (i < n && !stopped.load(Ordering::Relaxed)).then_some(i)
-    };
+    let window = window.max(1);
+    let shared = Mutex::new(Ordered {
+        next: 0,
+        emitted: 0,
+        slots: std::iter::repeat_with(|| None).take(n).collect(),
+        stopped: false,
+        helper_gone: n < 2,
+    });
+    let changed = std::sync::Condvar::new();
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    let wait = |guard| changed.wait(guard).unwrap_or_else(PoisonError::into_inner);
     let helper_run = || {
-        let mut state = state();
-        while let Some(i) = claim() {
-            let value = work(&mut state, i);
-            lock()[i] = Some(value);
-        }
-    };
-    let mut emitted = 0;
-    // Emits the done results that come next; false once `emit` refused one.
-    let mut emit_ready = |emitted: &mut usize| {
-        while *emitted < n {
-            let Some(value) = lock()[*emitted].take() else {
-                return true;
-            };
-            *emitted += 1;
-            if !emit(value) {
-                stopped.store(true, Ordering::Relaxed);
-                return false;
+        // Says, even on a panic, that the helper is gone and which piece it left undone.
+        struct Gone<'a, T>(&'a Mutex<Ordered<T>>, &'a std::sync::Condvar);
+        impl<T> Drop for Gone<'_, T> {
+            fn drop(&mut self) {
+                self.0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .helper_gone = true;
+                self.1.notify_all();
             }
         }
-        true
+        let _gone = Gone(&shared, &changed);
+        let mut state = state();
+        loop {
+            let i = {
+                let mut s = lock();
+                while !s.stopped && s.next < n && s.next >= s.emitted + window {
+                    s = wait(s);
+                }
+                if s.stopped || s.next >= n {
+                    return;
+                }
+                s.next += 1;
+                s.next - 1
+            };
+            let value = work(&mut state, i);
+            lock().slots[i] = Some(value);
+            changed.notify_all();
+        }
     };
     let mut state_here = None;
-    let going = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let helper = (n >= 2)
             .then(|| {
                 std::thread::Builder::new()
@@ -112,42 +126,74 @@ pub fn for_each_ordered<S, T: Send>(
                     .ok()
             })
             .flatten();
-        let state = state_here.get_or_insert_with(&state);
-        let mut going = true;
-        while let Some(i) = claim() {
-            let value = work(state, i);
-            lock()[i] = Some(value);
-            going = emit_ready(&mut emitted);
-            if !going {
-                break;
-            }
+        // Without a helper (the system refused a thread) the caller does everything.
+        if helper.is_none() {
+            lock().helper_gone = true;
         }
-        // Joined here, so that its panic is not the scope's: a piece it left undone is
-        // redone below.
+        let state = state_here.get_or_insert_with(&state);
+        let stop = || {
+            lock().stopped = true;
+            changed.notify_all();
+        };
+        let all = loop {
+            let mut s = lock();
+            if s.emitted == n {
+                break true;
+            }
+            let at = s.emitted;
+            if let Some(value) = s.slots[at].take() {
+                s.emitted += 1;
+                drop(s);
+                changed.notify_all();
+                if !emit(value) {
+                    stop();
+                    break false;
+                }
+                continue;
+            }
+            // The next to emit: the caller's to make when nobody makes it (unclaimed,
+            // or left by a helper that is gone), else the helper's to finish.
+            // (A piece the caller claimed it made before coming back here.)
+            let orphan = s.next > at && s.helper_gone;
+            let i = if orphan {
+                at
+            } else if s.next < n && s.next < at + window {
+                s.next += 1;
+                s.next - 1
+            } else {
+                drop(wait(s));
+                continue;
+            };
+            drop(s);
+            let value = work(state, i);
+            lock().slots[i] = Some(value);
+        };
+        // Joined here, so that its panic is not the scope's (its piece was done again).
         if let Some(helper) = helper {
             let _ = helper.join();
         }
-        going
-    });
-    if !going {
-        return false;
-    }
-    while emitted < n {
-        if lock()[emitted].is_none() {
-            let value = work(state_here.get_or_insert_with(&state), emitted);
-            lock()[emitted] = Some(value);
-        }
-        if !emit_ready(&mut emitted) {
-            return false;
-        }
-    }
-    true
+        all
+    })
+}
+
+/// The state [`for_each_ordered`]'s two threads share.
+struct Ordered<T> {
+    /// The next piece to claim.
+    next: usize,
+    /// How many results were emitted (the next to emit).
+    emitted: usize,
+    slots: Vec<Option<T>>,
+    /// `emit` refused a result: nothing more is started.
+    stopped: bool,
+    /// The helper has ended (or never started): what it claimed and left is the caller's.
+    helper_gone: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Condvar;
+    use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
     fn on_helper() -> bool {
@@ -224,6 +270,7 @@ mod tests {
         let mut got = Vec::new();
         let finished = for_each_ordered(
             n,
+            4,
             || (),
             |(), i| {
                 if refused.load(Ordering::SeqCst) {
@@ -279,6 +326,37 @@ mod tests {
                 run.started_after_refusal
             );
         }
+    }
+
+    #[test]
+    fn no_piece_starts_more_than_the_window_ahead_of_a_slow_emitter() {
+        let started = AtomicUsize::new(0);
+        let emitted = AtomicUsize::new(0);
+        let most_ahead = AtomicUsize::new(0);
+        let all = for_each_ordered(
+            60,
+            3,
+            || (),
+            |(), i| {
+                started.fetch_add(1, Ordering::SeqCst);
+                let ahead = i - emitted.load(Ordering::SeqCst);
+                most_ahead.fetch_max(ahead, Ordering::SeqCst);
+                i
+            },
+            |i| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                emitted.store(i + 1, Ordering::SeqCst);
+                true
+            },
+        );
+        assert!(all);
+        assert_eq!(started.load(Ordering::SeqCst), 60);
+        // Ahead of the one being handed out (the emitter counts it when it returns).
+        assert!(
+            most_ahead.load(Ordering::SeqCst) <= 3,
+            "a piece started {} ahead",
+            most_ahead.load(Ordering::SeqCst)
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub enum StopReason {
     Cancelled,
     EndOfInput,
     DeadlineReached,
+    /// The process was asked to stop (a signal).
+    Interrupted,
 }
 
 impl StopReason {
@@ -23,6 +25,7 @@ impl StopReason {
             StopReason::Cancelled => "cancelled",
             StopReason::EndOfInput => "end of input",
             StopReason::DeadlineReached => "deadline reached",
+            StopReason::Interrupted => "interrupted",
         }
     }
 }

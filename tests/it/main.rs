@@ -35,6 +35,7 @@ mod rebuild_race;
 mod run_command;
 mod run_settings;
 mod session_files;
+mod stops;
 mod store_format;
 mod tool_output;
 mod tool_output_text;

@@ -104,6 +104,62 @@ fn chunked_text_is_the_printed_records() {
     );
 }
 
+/// A full read's lines longer than a segment (256 KiB) are read, checked and printed in
+/// segments, cut where the decoding of the parts is that of the whole: the same text as
+/// the printed records, whatever falls at the cuts (multi-byte characters, invalid
+/// sequences, characters JSON escapes), and compact reads of the same lines too.
+#[test]
+fn long_lines_read_in_segments_are_the_printed_records() {
+    let ws = Workspace::example();
+    let awkward: &[u8] = "quote \\\" backslash \\\\ tab \t é 😀 ".as_bytes();
+    // What straddles a segment's end (256 KiB into its line) in each line: characters of
+    // two, three and four bytes, and invalid sequences (a cut one, a lone lead byte,
+    // a run of continuation bytes).
+    let straddling: [&[u8]; 6] = [
+        "😀".as_bytes(),
+        "é".as_bytes(),
+        b"\xF0\x9F\x98",
+        b"\xE2",
+        "€".as_bytes(),
+        b"\x80\x80\x80\x80\x80\x80",
+    ];
+    let prefix: &[u8] = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"";
+    let mut session = Vec::new();
+    for (i, odd) in straddling.iter().enumerate() {
+        let mut line = prefix.to_vec();
+        while line.len() < 300_000 * (i + 1) {
+            line.extend_from_slice(awkward);
+            line.extend_from_slice(&b"x".repeat(line.len() % 13));
+        }
+        // At every segment end in the line, from one to four bytes before it.
+        for end in (1..=i + 1).map(|k| k * (256 << 10)) {
+            let at = end - 1 - i % 4;
+            if at + odd.len() < line.len() {
+                line[at..at + odd.len()].copy_from_slice(odd);
+            }
+        }
+        session.extend_from_slice(&line);
+        session.extend_from_slice(b"\"}}\n");
+        session.extend_from_slice(format!("{{\"type\":\"system\",\"n\":{i}}}\n").as_bytes());
+    }
+    let rel = "projects/Demo-0123456789ab/sessions/claude-code/long.jsonl";
+    ws.write(rel, &session);
+    let index = format!("projects/{PROJECT}/sessions.index.jsonl");
+    let mut rows = String::from_utf8(ws.read(&index)).expect("utf-8 index");
+    rows.push_str("{\"session_ref\": \"S0011\", \"source\": \"claude-code\", \"source_session_id\": \"long\", \"session_path\": \"sessions/claude-code/long.jsonl\", \"target_start_line\": 1, \"target_end_line\": 1, \"turns\": []}\n");
+    ws.write(&index, rows);
+    let service = service(&ws);
+    for req in [
+        request("S0011", 1, 12, Mode::Full),
+        request("S0011", 2, 11, Mode::Full),
+        request("S0011", 5, 5, Mode::Full),
+        request("S0011", 1, 12, Mode::Compact),
+    ] {
+        let text = check(&service, &req);
+        assert!(text.contains("\"status\": \"ok\""), "{req:?}");
+    }
+}
+
 #[test]
 fn an_edited_line_terminator_leaves_each_line_its_own_text() {
     // Line 1000 ends with an incomplete UTF-8 sequence. Its terminator is then edited, in

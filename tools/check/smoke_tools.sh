@@ -75,6 +75,8 @@ cp "$bin" "$work/evidence-store-b"   # ab_read pairs two builds, each with a sto
 run ab_read "$py" $b/ab_read.py "$bin" "$work/evidence-store-b" --work "$work/bench" --smoke
 run bench_pipelined "$py" $b/bench_pipelined.py --bin "$bin" --work "$work/bench" --smoke
 run bench_address_space "$py" $b/bench_address_space.py "$bin" --work "$work/address_space" --smoke
+run bench_address_space_huge "$py" $b/bench_address_space.py "$bin" --work "$work/address_space" --huge 100 --smoke
+run bench_export_lock "$py" $b/bench_export_lock.py "$bin" --work "$work/export_lock" --smoke
 run bench_citations "$py" $b/bench_citations.py --bin "$bin" --work "$work/citations" --smoke
 run bench_citations_ab "$py" $b/bench_citations_ab.py --base "$bin" --new "$bin" --work "$work/citations_ab" --smoke
 run bench_handles "$py" $b/bench_handles.py --bin "$bin" --work "$work/handles" --smoke
